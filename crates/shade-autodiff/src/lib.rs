@@ -1,0 +1,25 @@
+//! Activity-annotated automatic differentiation in the style of Enzyme.
+//!
+//! Arguments are annotated with the same vocabulary in both layers of the core:
+//!
+//! - [`Const`]: not differentiated; no shadow, no tape entries for work that only
+//!   depends on constants.
+//! - [`Active`]: a by-value scalar whose derivative is returned (reverse mode).
+//! - [`Duplicated`]: a buffer with a caller-owned shadow; reverse mode accumulates
+//!   (`+=`) into the shadow, forward mode reads it as the tangent.
+//! - [`DuplicatedNoNeed`]: as [`Duplicated`], but the primal result is not needed.
+//! - [`BatchDuplicated`]: a buffer with `N` shadows, differentiated in one pass.
+//!
+//! The modes are the zero-sized markers [`Forward`], [`ForwardWithPrimal`], [`Reverse`]
+//! and [`ReverseWithPrimal`].
+//!
+//! Errors that user input can cause are values of [`AdError`], each with a stable
+//! code (`SHADE-E01xx`).
+
+mod activity;
+mod error;
+mod mode;
+
+pub use activity::{Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed};
+pub use error::{AdError, AdResult, Shape};
+pub use mode::{Forward, ForwardWithPrimal, Mode, ModeKind, Reverse, ReverseWithPrimal};

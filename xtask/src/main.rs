@@ -1,0 +1,181 @@
+//! `cargo xtask`: the project's maintenance commands, built on `std::process` only.
+//!
+//! - `cargo xtask ci`: fmt, clippy, test, doc, deny, bench build, in that order,
+//!   stopping at the first failure with a summary.
+//! - `cargo xtask bench [FILTER]`: runs the criterion benches and writes
+//!   `docs/benchmarks.md` from their estimates.
+//! - `cargo xtask fuzz [--cases N]`: runs the property tests with many more cases.
+
+mod bench;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  ci                 fmt, clippy, test, doc, deny, bench build (stops at the first failure)
+  bench [FILTER]     run the criterion benches and write docs/benchmarks.md
+  fuzz [--cases N]   run the property tests with N cases each (default 10000)
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("bench") => bench::run(args.get(1).map(String::as_str)),
+        Some("fuzz") => fuzz(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprint!(
+                "error: unknown command {}\n\n{USAGE}",
+                other.map_or("(none)".to_string(), |o| format!("`{o}`"))
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's folder).
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// A `cargo` command run from the workspace root.
+pub(crate) fn cargo(args: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(args).current_dir(root());
+    cmd
+}
+
+struct Step {
+    name: &'static str,
+    cmd: Command,
+}
+
+fn step(name: &'static str, args: &[&str]) -> Step {
+    Step {
+        name,
+        cmd: cargo(args),
+    }
+}
+
+fn ci() -> Result<(), String> {
+    let mut steps = vec![
+        step("fmt", &["fmt", "--all", "--", "--check"]),
+        step(
+            "clippy",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+        step("test", &["test", "--workspace", "--all-features"]),
+    ];
+    let mut doc = step(
+        "doc",
+        &["doc", "--workspace", "--no-deps", "--all-features"],
+    );
+    doc.cmd.env("RUSTDOCFLAGS", "-D warnings");
+    steps.push(doc);
+    if has_cargo_deny() {
+        println!(
+            "note: `cargo deny check advisories` is skipped: it needs the advisory database, \
+             which this machine cannot download; licences, bans and sources are checked"
+        );
+        steps.push(step(
+            "deny",
+            &["deny", "check", "licenses", "bans", "sources"],
+        ));
+    } else {
+        return Err(
+            "cargo-deny is not installed: run `cargo install cargo-deny --locked` \
+                    (`.ci/run` does this on a fresh machine)"
+                .into(),
+        );
+    }
+    steps.push(step("bench build", &["bench", "--workspace", "--no-run"]));
+
+    let total = Instant::now();
+    let mut done: Vec<(&str, f64)> = Vec::new();
+    for Step { name, mut cmd } in steps {
+        println!("\n==> xtask ci: {name}");
+        let start = Instant::now();
+        let status = cmd
+            .status()
+            .map_err(|e| format!("could not start `{name}`: {e}"))?;
+        let secs = start.elapsed().as_secs_f64();
+        if !status.success() {
+            summary(&done, Some((name, secs)), total.elapsed().as_secs_f64());
+            return Err(format!("step `{name}` failed ({status})"));
+        }
+        done.push((name, secs));
+    }
+    summary(&done, None, total.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn summary(done: &[(&str, f64)], failed: Option<(&str, f64)>, total: f64) {
+    println!("\nxtask ci summary:");
+    for (name, secs) in done {
+        println!("  ok      {name:<12} {secs:>7.1} s");
+    }
+    if let Some((name, secs)) = failed {
+        println!("  FAILED  {name:<12} {secs:>7.1} s   (later steps not run)");
+    }
+    println!("  total   {:<12} {total:>7.1} s", "");
+}
+
+fn has_cargo_deny() -> bool {
+    cargo(&["deny", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn fuzz(args: &[String]) -> Result<(), String> {
+    let mut cases: u32 = 10_000;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--cases" => {
+                let value = rest.next().ok_or("`--cases` needs a number")?;
+                cases = value
+                    .parse()
+                    .map_err(|_| format!("`--cases` needs a positive number, got `{value}`"))?;
+            }
+            other => return Err(format!("unknown option `{other}` for `fuzz`")),
+        }
+    }
+    println!("==> xtask fuzz: property tests with PROPTEST_CASES={cases} (release build)");
+    let status = cargo(&["test", "--workspace", "--release", "--all-features"])
+        .env("PROPTEST_CASES", cases.to_string())
+        .status()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("property tests failed ({status})"))
+    }
+}
