@@ -166,7 +166,7 @@ impl Progress {
             if epoch >= self.total {
                 let _ = writeln!(err);
             }
-        } else if epoch % self.every == 0 || epoch >= self.total || epoch == 1 {
+        } else if epoch.is_multiple_of(self.every) || epoch >= self.total || epoch == 1 {
             let _ = writeln!(err, "{line}");
         }
         let _ = err.flush();
