@@ -14,6 +14,7 @@ use super::real::{Real, ScalarRule};
 use crate::error::{AdError, AdResult};
 use bumpalo::Bump;
 use core::cell::RefCell;
+use smallvec::SmallVec;
 #[allow(unused_imports)]
 use num_traits::{Float, One, ToPrimitive, Zero};
 
@@ -35,6 +36,8 @@ enum Node<T> {
     Sum { start: u32, len: u32 },
     /// `Σ v[a_i] v[b_i]` with `a = ops[start..start+len]`, `b = ops[start+len..start+2len]`.
     Dot { start: u32, len: u32 },
+    /// `Σ v[a_i] v[b + i]` with `a = ops[start..start + len]`: second operand contiguous.
+    DotGather { start: u32, b: u32, len: u32 },
     /// `Σ v[a + i] v[b + i]` over `i < len`: both operands contiguous on the tape.
     DotRange { a: u32, b: u32, len: u32 },
 }
@@ -106,32 +109,63 @@ impl<T: Real> Trace<T> {
     fn dot(&self, a: &[Var<'_, T>], b: &[Var<'_, T>]) -> Var<'_, T> {
         let n = a.len().min(b.len());
         let (a, b) = (&a[..n], &b[..n]);
+        if a.iter().chain(b).any(|x| x.tape.is_none()) {
+            // Materialise constant operands as leaves so the sweep finds their values.
+            let fix = |x: &Var<'_, T>| Var {
+                v: x.v,
+                idx: self.index_of(x),
+                tape: None::<&Trace<T>>,
+            };
+            let a2: SmallVec<[Var<'_, T>; 16]> = a.iter().map(fix).collect();
+            let b2: SmallVec<[Var<'_, T>; 16]> = b.iter().map(fix).collect();
+            return self.dot_indices(&a2, &b2);
+        }
+        self.dot_indices(a, b)
+    }
+
+    /// Records `Σ a_i b_i`, reading only `v` and `idx` of the operands.
+    #[inline]
+    fn dot_indices(&self, a: &[Var<'_, T>], b: &[Var<'_, T>]) -> Var<'_, T> {
+        let n = a.len();
         let mut v = T::zero();
         for (x, y) in a.iter().zip(b) {
             v += x.v * y.v;
         }
-        // Operand indices go to `ops` as [a.., b..]; constant operands are
-        // materialised as leaves so the sweep finds their values on the tape.
-        let start = self.data.borrow().ops.len();
-        for x in a.iter().chain(b) {
-            let i = self.index_of(x);
-            self.data.borrow_mut().ops.push(i);
-        }
-        let node = {
-            let mut d = self.data.borrow_mut();
-            let (ia, ib) = d.ops[start..].split_at(n);
-            let contiguous = |s: &[u32]| s.iter().enumerate().all(|(k, &i)| i as usize == s[0] as usize + k);
-            if contiguous(ia) && contiguous(ib) {
-                let (a0, b0) = (ia[0], ib[0]);
-                d.ops.truncate(start);
-                Node::DotRange { a: a0, b: b0, len: n as u32 }
-            } else {
-                if d.ops.len() > MAX_RECORDS {
-                    d.overflow = true;
+        let contiguous =
+            |s: &[Var<'_, T>]| s.iter().enumerate().all(|(k, x)| x.idx as usize == s[0].idx as usize + k);
+        let (ca, cb) = (contiguous(a), contiguous(b));
+        let mut d = self.data.borrow_mut();
+        let node = match (ca, cb) {
+            (true, true) => Node::DotRange {
+                a: a[0].idx,
+                b: b[0].idx,
+                len: n as u32,
+            },
+            // The product is symmetric: keep the gathered operand first.
+            (false, true) | (true, false) => {
+                let (g, c) = if cb { (a, b) } else { (b, a) };
+                let start = d.ops.len();
+                d.ops.extend(g.iter().map(|x| x.idx));
+                Node::DotGather {
+                    start: start as u32,
+                    b: c[0].idx,
+                    len: n as u32,
                 }
-                Node::Dot { start: start as u32, len: n as u32 }
+            }
+            (false, false) => {
+                let start = d.ops.len();
+                d.ops.extend(a.iter().map(|x| x.idx));
+                d.ops.extend(b.iter().map(|x| x.idx));
+                Node::Dot {
+                    start: start as u32,
+                    len: n as u32,
+                }
             }
         };
+        if d.ops.len() > MAX_RECORDS {
+            d.overflow = true;
+        }
+        drop(d);
         self.push(node, v)
     }
 }
@@ -464,6 +498,15 @@ impl<T: Real> Tape<T> {
                         let (va, vb) = (vals[a], vals[b]);
                         adj[a] += vb * g;
                         adj[b] += va * g;
+                    }
+                }
+                Node::DotGather { start, b, len } => {
+                    let (s, b, l) = (start as usize, b as usize, len as usize);
+                    for (k, &a) in ops[s..s + l].iter().enumerate() {
+                        let a = a as usize;
+                        let (va, vb) = (vals[a], vals[b + k]);
+                        adj[a] += vb * g;
+                        adj[b + k] += va * g;
                     }
                 }
                 Node::DotRange { a, b, len } => {
