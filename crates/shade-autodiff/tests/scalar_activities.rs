@@ -37,7 +37,12 @@ fn reverse_mixes_active_duplicated_and_const() {
         ReverseWithPrimal,
         Mixed,
         Active(1.0),
-        (Duplicated(&x, &mut dx), Active(a), Duplicated(&y, &mut dy), Const(&p)),
+        (
+            Duplicated(&x, &mut dx),
+            Active(a),
+            Duplicated(&y, &mut dy),
+            Const(&p),
+        ),
     )
     .unwrap();
     let s = x[0] * y[1];
@@ -55,7 +60,12 @@ fn reverse_mixes_active_duplicated_and_const() {
         ForwardWithPrimal,
         Mixed,
         Tangent,
-        (Duplicated(&x, &mut tx), Const(a), Duplicated(&y, &mut ty), Const(&p)),
+        (
+            Duplicated(&x, &mut tx),
+            Const(a),
+            Duplicated(&y, &mut ty),
+            Const(&p),
+        ),
     )
     .unwrap();
     assert_eq!(v, value);
@@ -67,7 +77,12 @@ fn reverse_mixes_active_duplicated_and_const() {
         Forward,
         Mixed,
         BatchTangent::<2>,
-        (BatchDuplicated(&x, [&mut t0, &mut t1]), Const(a), Const(&y), Const(&p)),
+        (
+            BatchDuplicated(&x, [&mut t0, &mut t1]),
+            Const(a),
+            Const(&y),
+            Const(&p),
+        ),
     )
     .unwrap();
     assert!(close(ts[0], dx[0]) && close(ts[1], dx[1]));
@@ -78,7 +93,12 @@ fn reverse_mixes_active_duplicated_and_const() {
         Reverse,
         Mixed,
         Active(1.0),
-        (DuplicatedNoNeed(&x, &mut dn), Const(a), Const(&y), Const(&p)),
+        (
+            DuplicatedNoNeed(&x, &mut dn),
+            Const(a),
+            Const(&y),
+            Const(&p),
+        ),
     )
     .unwrap();
     assert_eq!(dn, dx);
@@ -93,7 +113,12 @@ fn shadow_length_mismatch_is_a_coded_error() {
         Reverse,
         Mixed,
         Active(1.0),
-        (Duplicated(&x, &mut dx), Active(1.0), Duplicated(&y[..], &mut dy[..]), Const(&p)),
+        (
+            Duplicated(&x, &mut dx),
+            Active(1.0),
+            Duplicated(&y[..], &mut dy[..]),
+            Const(&p),
+        ),
     )
     .unwrap_err();
     assert_eq!(err.code(), "SHADE-E0101");
@@ -105,8 +130,18 @@ fn shadow_length_mismatch_is_a_coded_error() {
     assert_eq!(dx, [0.0; 2]);
 
     let mut t = [0.0; 1];
-    let err = autodiff(Forward, Mixed, Tangent, (Duplicated(&x[..], &mut t[..]), Const(1.0), Const(&y), Const(&p)))
-        .unwrap_err();
+    let err = autodiff(
+        Forward,
+        Mixed,
+        Tangent,
+        (
+            Duplicated(&x[..], &mut t[..]),
+            Const(1.0),
+            Const(&y),
+            Const(&p),
+        ),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "SHADE-E0101");
 
     fn f<S: Real>(x: &[S]) -> S {

@@ -83,13 +83,30 @@ fn warm_calls_do_not_allocate() {
 
     // The entry point with Duplicated + Const through a kept tape.
     let mut dx = vec![0.0; x.len()];
-    autodiff_with(&mut tape, Reverse, &f, Active(1.0), (Duplicated(&x[..], &mut dx[..]), Const(&c))).unwrap();
+    autodiff_with(
+        &mut tape,
+        Reverse,
+        &f,
+        Active(1.0),
+        (Duplicated(&x[..], &mut dx[..]), Const(&c)),
+    )
+    .unwrap();
     let warm = count(|| {
-        autodiff_with(&mut tape, Reverse, &f, Active(1.0), (Duplicated(&x[..], &mut dx[..]), Const(&c)))
-            .unwrap();
+        autodiff_with(
+            &mut tape,
+            Reverse,
+            &f,
+            Active(1.0),
+            (Duplicated(&x[..], &mut dx[..]), Const(&c)),
+        )
+        .unwrap();
     });
     assert_eq!(warm, 0, "a warm autodiff call allocated {warm} times");
-    assert!(dx.iter().zip(&first).all(|(a, b)| (a - 2.0 * b).abs() <= 1e-12 * (1.0 + b.abs())));
+    assert!(
+        dx.iter()
+            .zip(&first)
+            .all(|(a, b)| (a - 2.0 * b).abs() <= 1e-12 * (1.0 + b.abs()))
+    );
 
     // Forward-over-reverse Hessian-vector product.
     let mut htape = Tape::<Dual<f64>>::new();
@@ -107,12 +124,16 @@ fn warm_calls_do_not_allocate() {
     let xs = &x[..20];
     let (mut y, mut jac) = (vec![0.0; 20], vec![0.0; 400]);
     for _ in 0..3 {
-        tape.jacobian_reverse_into(&k, xs, (), &mut y, &mut jac).unwrap();
-        tape.jacobian_forward_into(&k, xs, (), &mut y, &mut jac).unwrap();
+        tape.jacobian_reverse_into(&k, xs, (), &mut y, &mut jac)
+            .unwrap();
+        tape.jacobian_forward_into(&k, xs, (), &mut y, &mut jac)
+            .unwrap();
     }
     let warm = count(|| {
-        tape.jacobian_reverse_into(&k, xs, (), &mut y, &mut jac).unwrap();
-        tape.jacobian_forward_into(&k, xs, (), &mut y, &mut jac).unwrap();
+        tape.jacobian_reverse_into(&k, xs, (), &mut y, &mut jac)
+            .unwrap();
+        tape.jacobian_forward_into(&k, xs, (), &mut y, &mut jac)
+            .unwrap();
     });
     assert_eq!(warm, 0, "warm Jacobians allocated {warm} times");
 }

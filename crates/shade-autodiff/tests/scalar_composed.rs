@@ -60,10 +60,7 @@ fn eval<S: Real>(e: &Expr, x: &[S]) -> S {
 }
 
 fn expr() -> impl Strategy<Value = Expr> {
-    let leaf = prop_oneof![
-        (0..NV).prop_map(Expr::X),
-        (-2.0..2.0f64).prop_map(Expr::C),
-    ];
+    let leaf = prop_oneof![(0..NV).prop_map(Expr::X), (-2.0..2.0f64).prop_map(Expr::C),];
     leaf.prop_recursive(5, 48, 2, |inner| {
         let b = || inner.clone().prop_map(Box::new);
         prop_oneof![
@@ -105,7 +102,7 @@ proptest! {
         let f = shade_fn!(objective(&[S], &Expr));
         let g = gradient(f, &x, (Const(&e),)).unwrap();
         for i in 0..NV {
-            let mut t = vec![0.0; NV];
+            let mut t = [0.0; NV];
             t[i] = 1.0;
             let d = autodiff(Forward, f, Tangent, (Duplicated(&x[..], &mut t[..]), Const(&e))).unwrap();
             prop_assert!(close(g[i], d, 1e-10), "reverse {} forward {}", g[i], d);
@@ -150,7 +147,7 @@ proptest! {
             prop_assert_eq!(*a, 2.0 * b);
         }
         // The seed scales the adjoints.
-        let mut d3 = vec![0.0; NV];
+        let mut d3 = [0.0; NV];
         autodiff(Reverse, f, Active(3.0), (Duplicated(&x[..], &mut d3[..]), Const(&e))).unwrap();
         for (a, b) in d3.iter().zip(&once) {
             prop_assert!(close(*a, 3.0 * b, 1e-14));
@@ -188,7 +185,10 @@ proptest! {
 
 #[test]
 fn scalar_fn_called_with_f64_is_the_primal() {
-    let e = Expr::Mul(Box::new(Expr::X(0)), Box::new(Expr::Sin(Box::new(Expr::X(1)))));
+    let e = Expr::Mul(
+        Box::new(Expr::X(0)),
+        Box::new(Expr::Sin(Box::new(Expr::X(1)))),
+    );
     let f = shade_fn!(objective(&[S], &Expr));
     let x = [2.0, 0.5];
     assert_eq!(f.call::<f64>((&x[..], &e)), 2.0 * 0.5f64.sin());

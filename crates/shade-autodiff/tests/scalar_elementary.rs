@@ -12,19 +12,35 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 /// Reverse gradient = forward tangents (to rounding) = central differences (to `tol`).
-fn check<F: ScalarFn<Kinds = (Slice,)> + Copy>(f: F, x: &[f64], tol: f64) -> Result<(), TestCaseError> {
+fn check<F: ScalarFn<Kinds = (Slice,)> + Copy>(
+    f: F,
+    x: &[f64],
+    tol: f64,
+) -> Result<(), TestCaseError> {
     let g = gradient(f, x, ()).unwrap();
     for i in 0..x.len() {
         let mut t = vec![0.0; x.len()];
         t[i] = 1.0;
         let d = autodiff(Forward, f, Tangent, (Duplicated(x, &mut t[..]),)).unwrap();
-        prop_assert!(close(g[i], d, 1e-12), "reverse {} vs forward {} at {:?}", g[i], d, x);
+        prop_assert!(
+            close(g[i], d, 1e-12),
+            "reverse {} vs forward {} at {:?}",
+            g[i],
+            d,
+            x
+        );
         let h = 1e-5 * x[i].abs().max(1.0);
         let (mut xp, mut xm) = (x.to_vec(), x.to_vec());
         xp[i] += h;
         xm[i] -= h;
         let fd = (f.call::<f64>((&xp[..],)) - f.call::<f64>((&xm[..],))) / (2.0 * h);
-        prop_assert!(close(g[i], fd, tol), "reverse {} vs differences {} at {:?}", g[i], fd, x);
+        prop_assert!(
+            close(g[i], fd, tol),
+            "reverse {} vs differences {} at {:?}",
+            g[i],
+            fd,
+            x
+        );
     }
     Ok(())
 }
@@ -131,7 +147,11 @@ binary! {
 fn comparisons_and_constants_use_values() {
     fn f<S: Real>(x: &[S]) -> S {
         // Branching on values is allowed and differentiates the taken branch.
-        if x[0] > x[1] { x[0] * S::PI() } else { x[1] * S::E() }
+        if x[0] > x[1] {
+            x[0] * S::PI()
+        } else {
+            x[1] * S::E()
+        }
     }
     let g = gradient(shade_fn!(f(&[S])), &[2.0, 1.0], ()).unwrap();
     assert_eq!(g, [core::f64::consts::PI, 0.0]);

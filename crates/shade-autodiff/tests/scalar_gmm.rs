@@ -30,7 +30,13 @@ fn gmm_gradient_matches_central_differences() {
     // Forward mode along a direction = gradient · direction.
     let dir: Vec<f64> = (0..params.len()).map(|i| (i as f64 * 0.37).sin()).collect();
     let mut t = dir.clone();
-    let d = autodiff(Forward, Gmm, Tangent, (Duplicated(&params[..], &mut t[..]), Const(&data))).unwrap();
+    let d = autodiff(
+        Forward,
+        Gmm,
+        Tangent,
+        (Duplicated(&params[..], &mut t[..]), Const(&data)),
+    )
+    .unwrap();
     let want: f64 = g.iter().zip(&dir).map(|(a, b)| a * b).sum();
     assert!((d - want).abs() < 1e-10 * (1.0 + want.abs()));
 }
