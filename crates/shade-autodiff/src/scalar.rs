@@ -34,7 +34,7 @@
 
 /// The README's example, compiled and run as a doc-test.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
 mod args;
