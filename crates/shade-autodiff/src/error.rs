@@ -100,6 +100,24 @@ pub enum AdError {
         /// What is wrong, in a few words.
         what: String,
     },
+    /// A reverse-mode recording outgrew the tape's 32-bit index space.
+    #[error("the tape outgrew its index space: {records} records, at most {limit} fit")]
+    TapeOverflow {
+        /// Records (or operand slots) the recording needed.
+        records: usize,
+        /// The most one recording can hold.
+        limit: usize,
+    },
+    /// An output buffer handed to a scalar-layer operator has the wrong length.
+    #[error("`{op}` needs an output buffer of length {expected}, but got one of length {found}")]
+    BufferLength {
+        /// The operator.
+        op: &'static str,
+        /// The length it needs.
+        expected: usize,
+        /// The length it got.
+        found: usize,
+    },
 }
 
 /// Result with an [`AdError`].
@@ -119,6 +137,8 @@ impl AdError {
             AdError::AxisOutOfRange { .. } => "SHADE-E0112",
             AdError::ForeignValue { .. } => "SHADE-E0113",
             AdError::InvalidArgument { .. } => "SHADE-E0114",
+            AdError::TapeOverflow { .. } => "SHADE-E0120",
+            AdError::BufferLength { .. } => "SHADE-E0121",
         }
     }
 
@@ -151,6 +171,13 @@ impl AdError {
                 "use values only with the tape that created them, and not after `reset`".into()
             }
             AdError::InvalidArgument { .. } => "see the operation's documentation for its domain".into(),
+            AdError::TapeOverflow { .. } => {
+                "split the computation (e.g. differentiate a sum term by term, accumulating into the same shadow)"
+                    .into()
+            }
+            AdError::BufferLength { .. } => {
+                "allocate the output with the documented length (e.g. rows × columns for a Jacobian)".into()
+            }
         }
     }
 }
@@ -198,6 +225,15 @@ mod tests {
             AdError::InvalidArgument {
                 op: "powi",
                 what: "x".into(),
+            },
+            AdError::TapeOverflow {
+                records: 5,
+                limit: 4,
+            },
+            AdError::BufferLength {
+                op: "hessian",
+                expected: 4,
+                found: 3,
             },
         ];
         let mut codes: Vec<_> = all.iter().map(AdError::code).collect();
