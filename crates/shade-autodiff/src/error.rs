@@ -100,6 +100,16 @@ pub enum AdError {
         /// What is wrong, in a few words.
         what: String,
     },
+    /// An operation needs a value with a given number of axes.
+    #[error("`{op}` needs a value with {expected} axes, but got shape {shape:?}")]
+    RankMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The number of axes the operation needs.
+        expected: usize,
+        /// The value's shape.
+        shape: Shape,
+    },
 }
 
 /// Result with an [`AdError`].
@@ -119,6 +129,7 @@ impl AdError {
             AdError::AxisOutOfRange { .. } => "SHADE-E0112",
             AdError::ForeignValue { .. } => "SHADE-E0113",
             AdError::InvalidArgument { .. } => "SHADE-E0114",
+            AdError::RankMismatch { .. } => "SHADE-E0140",
         }
     }
 
@@ -151,6 +162,9 @@ impl AdError {
                 "use values only with the tape that created them, and not after `reset`".into()
             }
             AdError::InvalidArgument { .. } => "see the operation's documentation for its domain".into(),
+            AdError::RankMismatch { .. } => {
+                "reshape the value first, e.g. `tape.reshape(x, &[rows, cols])`".into()
+            }
         }
     }
 }
