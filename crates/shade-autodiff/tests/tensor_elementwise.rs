@@ -116,7 +116,7 @@ fn sigmoid_softplus_stay_finite_at_extremes() {
 
 #[test]
 fn broadcast_mismatch_names_both_shapes() {
-    use ndarray::{Array2, Array1};
+    use ndarray::{Array1, Array2};
     use shade_autodiff::Const;
     use shade_autodiff::tensor::{self, TapeBuffers};
     let a = Array2::<f64>::zeros((2, 3));

@@ -44,7 +44,11 @@ fn rows_of(kind: u8, mask: &'static [bool], idx: &'static [usize]) -> Rows<'stat
 /// segments larger than needed (isolated nodes); `e` may be 0.
 fn segments() -> impl Strategy<Value = (ArrayD<f64>, Vec<usize>, usize)> {
     (0..7usize, 1..4usize, 1..6usize).prop_flat_map(|(e, f, n)| {
-        (arr(vec![e, f], -2.0, 2.0), prop::collection::vec(0..n, e), Just(n + 1))
+        (
+            arr(vec![e, f], -2.0, 2.0),
+            prop::collection::vec(0..n, e),
+            Just(n + 1),
+        )
     })
 }
 
@@ -228,7 +232,10 @@ impl tensor::TensorRule<f64> for Cube {
         _input: usize,
         mut dx: ndarray::ArrayViewMutD<'_, f64>,
     ) {
-        ndarray::Zip::from(&mut dx).and(&g).and(&x[0]).for_each(|d, &g, &x| *d += 3.0 * x * x * g);
+        ndarray::Zip::from(&mut dx)
+            .and(&g)
+            .and(&x[0])
+            .for_each(|d, &g, &x| *d += 3.0 * x * x * g);
     }
     fn jvp(
         &self,
@@ -238,7 +245,10 @@ impl tensor::TensorRule<f64> for Cube {
         mut ty: ndarray::ArrayViewMutD<'_, f64>,
     ) {
         if let Some(t) = &t[0] {
-            ndarray::Zip::from(&mut ty).and(t).and(&x[0]).for_each(|o, &t, &x| *o = 3.0 * x * x * t);
+            ndarray::Zip::from(&mut ty)
+                .and(t)
+                .and(&x[0])
+                .for_each(|o, &t, &x| *o = 3.0 * x * x * t);
         }
     }
 }
@@ -278,9 +288,22 @@ fn segment_ops_on_isolated_nodes_give_zero() {
     )
     .unwrap();
     assert_eq!(dx, array![[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]);
-    let y = tensor::value(&mut bufs, |t, (x, i)| t.scatter_mean(x, i, 5), (Const(&x), Const(&idx[..]))).unwrap();
-    assert_eq!(y, array![[2.0, 4.5], [0.0, 0.0], [0.0, 0.0], [5.0, -6.0], [0.0, 0.0]].into_dyn());
-    let s: ArrayD<f64> = tensor::value(&mut bufs, |t, (x, i)| t.segment_softmax(x, i, 5), (Const(&x), Const(&idx[..]))).unwrap();
+    let y = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.scatter_mean(x, i, 5),
+        (Const(&x), Const(&idx[..])),
+    )
+    .unwrap();
+    assert_eq!(
+        y,
+        array![[2.0, 4.5], [0.0, 0.0], [0.0, 0.0], [5.0, -6.0], [0.0, 0.0]].into_dyn()
+    );
+    let s: ArrayD<f64> = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.segment_softmax(x, i, 5),
+        (Const(&x), Const(&idx[..])),
+    )
+    .unwrap();
     assert!((s[[0, 0]] + s[[1, 0]] - 1.0).abs() < 1e-15);
     assert_eq!(s[[2, 0]], 1.0);
 }
@@ -290,13 +313,28 @@ fn dropout_is_identity_at_evaluation_and_scales_in_training() {
     let x = Array1::from_elem(10_000, 1.0);
     let mut bufs = TapeBuffers::new();
     let mut rng = StdRng::seed_from_u64(7);
-    let y = tensor::value(&mut bufs, |t, (x,)| t.dropout(x, 0.5, &mut rng, false), (Const(&x),)).unwrap();
+    let y = tensor::value(
+        &mut bufs,
+        |t, (x,)| t.dropout(x, 0.5, &mut rng, false),
+        (Const(&x),),
+    )
+    .unwrap();
     assert_eq!(y, x.clone().into_dyn());
-    let y: ArrayD<f64> = tensor::value(&mut bufs, |t, (x,)| t.dropout(x, 0.25, &mut rng, true), (Const(&x),)).unwrap();
+    let y: ArrayD<f64> = tensor::value(
+        &mut bufs,
+        |t, (x,)| t.dropout(x, 0.25, &mut rng, true),
+        (Const(&x),),
+    )
+    .unwrap();
     assert!(y.iter().all(|&v| v == 0.0 || (v - 4.0 / 3.0).abs() < 1e-15));
     let kept = y.iter().filter(|&&v| v != 0.0).count() as f64 / 10_000.0;
     assert!((kept - 0.75).abs() < 0.03, "kept fraction {kept}");
-    let e = tensor::value(&mut bufs, |t, (x,)| t.dropout(x, 1.5, &mut rng, true), (Const(&x),)).unwrap_err();
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x,)| t.dropout(x, 1.5, &mut rng, true),
+        (Const(&x),),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0114");
 }
 
@@ -305,14 +343,28 @@ fn index_and_loss_errors_are_coded() {
     let x = Array2::<f64>::zeros((3, 2));
     let mut bufs = TapeBuffers::new();
     let bad = [0usize, 3];
-    let e = tensor::value(&mut bufs, |t, (x, i)| t.index_select(x, i), (Const(&x), Const(&bad[..]))).unwrap_err();
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.index_select(x, i),
+        (Const(&x), Const(&bad[..])),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0111");
     assert!(e.to_string().contains("index 3 at position 1"));
-    let e = tensor::value(&mut bufs, |t, (x, i)| t.scatter_add(x, i, 4), (Const(&x), Const(&bad[..]))).unwrap_err();
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.scatter_add(x, i, 4),
+        (Const(&x), Const(&bad[..])),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0110");
     let labels = [0usize, 2, 1];
-    let e = tensor::value(&mut bufs, |t, (x, y)| t.cross_entropy(x, y, Rows::All), (Const(&x), Const(&labels[..])))
-        .unwrap_err();
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, y)| t.cross_entropy(x, y, Rows::All),
+        (Const(&x), Const(&labels[..])),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0111");
     let none: [usize; 0] = [];
     let e = tensor::value(
@@ -323,12 +375,19 @@ fn index_and_loss_errors_are_coded() {
     .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0114");
     let v = Array1::<f64>::zeros(3);
-    let e = tensor::value(&mut bufs, |t, (v, y)| t.cross_entropy(v, y, Rows::All), (Const(&v), Const(&labels[..])))
-        .unwrap_err();
+    let e = tensor::value(
+        &mut bufs,
+        |t, (v, y)| t.cross_entropy(v, y, Rows::All),
+        (Const(&v), Const(&labels[..])),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0140");
     let a = SparseMatrix::new(sprs::CsMat::<f64>::eye(4));
     let e = tensor::value(&mut bufs, |t, (x, a)| t.spmm(a, x), (Const(&x), Const(&a))).unwrap_err();
-    assert_eq!(e.to_string(), "`spmm` cannot combine shapes [4, 4] and [3, 2]");
+    assert_eq!(
+        e.to_string(),
+        "`spmm` cannot combine shapes [4, 4] and [3, 2]"
+    );
     let e = SparseMatrix::<f64>::try_from_csr((2, 2), vec![0, 1], vec![0], vec![1.0]).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0114");
 }

@@ -8,14 +8,17 @@ use ndarray::ArrayD;
 use proptest::prelude::*;
 
 fn matmul_pair() -> impl Strategy<Value = (ArrayD<f64>, ArrayD<f64>)> {
-    (1..5usize, 1..5usize, 1..5usize).prop_flat_map(|(m, k, n)| (arr(vec![m, k], -2.0, 2.0), arr(vec![k, n], -2.0, 2.0)))
+    (1..5usize, 1..5usize, 1..5usize)
+        .prop_flat_map(|(m, k, n)| (arr(vec![m, k], -2.0, 2.0), arr(vec![k, n], -2.0, 2.0)))
 }
 
 fn batched_pair() -> impl Strategy<Value = (ArrayD<f64>, ArrayD<f64>)> {
-    (1..3usize, 1..4usize, 1..4usize, 1..4usize, any::<bool>()).prop_flat_map(|(b, m, k, n, shared)| {
-        let bs = if shared { vec![k, n] } else { vec![b, k, n] };
-        (arr(vec![b, m, k], -2.0, 2.0), arr(bs, -2.0, 2.0))
-    })
+    (1..3usize, 1..4usize, 1..4usize, 1..4usize, any::<bool>()).prop_flat_map(
+        |(b, m, k, n, shared)| {
+            let bs = if shared { vec![k, n] } else { vec![b, k, n] };
+            (arr(vec![b, m, k], -2.0, 2.0), arr(bs, -2.0, 2.0))
+        },
+    )
 }
 
 /// A value with 1 to 3 axes of size 1..4, and an axis of it.
@@ -143,7 +146,12 @@ fn values_match_dense_references() {
     let a = array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
     let b = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
     let mut bufs = TapeBuffers::new();
-    let c = tensor::value(&mut bufs, |t, (a, b)| t.matmul(a, b), (Const(&a), Const(&b))).unwrap();
+    let c = tensor::value(
+        &mut bufs,
+        |t, (a, b)| t.matmul(a, b),
+        (Const(&a), Const(&b)),
+    )
+    .unwrap();
     assert_eq!(c, a.dot(&b).into_dyn());
     let m = tensor::value(&mut bufs, |t, (a,)| t.max_axis(a, 1), (Const(&a),)).unwrap();
     assert_eq!(m.as_slice().unwrap(), &[3.0, 6.0]);
@@ -177,7 +185,10 @@ fn shape_errors_are_coded() {
     let mut bufs = TapeBuffers::new();
     let e = tensor::value(&mut bufs, |t, (a,)| t.matmul(a, a), (Const(&a),)).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0110");
-    assert_eq!(e.to_string(), "`matmul` cannot combine shapes [2, 3] and [2, 3]");
+    assert_eq!(
+        e.to_string(),
+        "`matmul` cannot combine shapes [2, 3] and [2, 3]"
+    );
     let e = tensor::value(&mut bufs, |t, (a,)| t.sum_axis(a, 2), (Const(&a),)).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0112");
     let e = tensor::value(&mut bufs, |t, (a,)| t.reshape(a, &[5]), (Const(&a),)).unwrap_err();

@@ -8,8 +8,44 @@
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Ix2};
+use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
+
+/// Products up to this many multiply-adds run in a plain loop: ndarray's
+/// `matrixmultiply` path allocates a packing buffer per call, which would break the
+/// allocation-free warm call for small programs and costs more than the product.
+const SMALL: usize = 1 << 14;
+
+/// `c = beta · c + alpha · a · b`.
+fn general_mat_mul<T: Element>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    if m * k * n > SMALL {
+        ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
+        return;
+    }
+    for i in 0..m {
+        let ar = a.row(i);
+        for j in 0..n {
+            let s: T = ar
+                .iter()
+                .zip(b.column(j).iter())
+                .map(|(&x, &y)| x * y)
+                .sum();
+            let cij = &mut c[[i, j]];
+            *cij = if beta == T::zero() {
+                alpha * s
+            } else {
+                beta * *cij + alpha * s
+            };
+        }
+    }
+}
 
 fn m2<T>(a: ArrayViewD<'_, T>) -> ndarray::ArrayView2<'_, T> {
     a.into_dimensionality::<Ix2>()

@@ -79,7 +79,12 @@ where
 }
 
 /// [`check_op`] with a given relative tolerance for the finite differences.
-pub(crate) fn check_op_tol<F>(inputs: &[ArrayD<f64>], seed: u64, tol: f64, f: F) -> Result<(), TestCaseError>
+pub(crate) fn check_op_tol<F>(
+    inputs: &[ArrayD<f64>],
+    seed: u64,
+    tol: f64,
+    f: F,
+) -> Result<(), TestCaseError>
 where
     F: for<'a> Fn(&mut Tape<'a, f64>, &[Var]) -> AdResult<Var>,
 {
@@ -111,7 +116,12 @@ where
     let (y2, dy) = tensor::pushforward(&mut bufs, |t, h| f(t, &h), args).unwrap();
     prop_assert_eq!(y2.shape(), y.shape());
     for (a, b) in y2.iter().zip(y.iter()) {
-        prop_assert!(a == b || (a.is_nan() && b.is_nan()), "primal differs: {} vs {}", a, b);
+        prop_assert!(
+            a == b || (a.is_nan() && b.is_nan()),
+            "primal differs: {} vs {}",
+            a,
+            b
+        );
     }
     let fwd = dot(&w, &dy);
     let rev: f64 = g.iter().zip(&v).map(|(g, v)| dot(g, v)).sum();
@@ -126,7 +136,12 @@ where
         dot(&w, &y)
     };
     let fd = (shifted(h) - shifted(-h)) / (2.0 * h);
-    prop_assert!(close(fd, rev, tol), "finite differences {} vs reverse {}", fd, rev);
+    prop_assert!(
+        close(fd, rev, tol),
+        "finite differences {} vs reverse {}",
+        fd,
+        rev
+    );
 
     // The first input constant: the others' gradients are unchanged, and no rule runs for it.
     if inputs.len() > 1 {
@@ -138,7 +153,10 @@ where
         tensor::pullback(&mut bufs, |t, h| f(t, &h), args, &w).unwrap();
         for (a, b) in g2.iter().zip(&g).skip(1) {
             for (x, y) in a.iter().zip(b.iter()) {
-                prop_assert!(close(*x, *y, 1e-9), "constant first input changed a gradient");
+                prop_assert!(
+                    close(*x, *y, 1e-9),
+                    "constant first input changed a gradient"
+                );
             }
         }
         prop_assert!(g2[0].iter().all(|&x| x == 0.0));
