@@ -81,21 +81,35 @@ pub(crate) fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> AdR
     Ok(out)
 }
 
-/// Adds `contrib` (one value per element of `out_shape`, in logical order) into the
-/// standard-layout adjoint `dst` of shape `dst_shape`, summing over broadcast axes.
+/// Adds `src` (standard layout, shape `out_shape`) into the standard-layout adjoint of
+/// node `j` (shape `dst_shape`), summing over the broadcast axes.
 pub(crate) fn acc_reduced<T: Element>(
     sink: &mut Sink<'_, '_, T>,
     j: usize,
     dst_shape: &[usize],
     out_shape: &[usize],
-    contrib: impl Iterator<Item = T>,
+    src: &[T],
+    sign: T,
 ) {
     let Some(mut dst) = sink.acc(j, dst_shape) else {
         return;
     };
     let d = dst.as_slice_mut().expect("adjoints are in standard layout");
-    if dst_shape == out_shape {
-        d.iter_mut().zip(contrib).for_each(|(d, c)| *d = *d + c);
+    let dn = d.len();
+    let trailing = dst_shape
+        .iter()
+        .skip_while(|&&k| k == 1)
+        .copied()
+        .collect::<SmallVec<[usize; 6]>>();
+    if dst_shape == out_shape || (dn == src.len()) {
+        d.iter_mut().zip(src).for_each(|(d, &c)| *d = *d + sign * c);
+        return;
+    }
+    if dn > 0 && out_shape.ends_with(&trailing) {
+        // A bias-like operand: the output is rows of `d`'s shape.
+        for row in src.chunks_exact(dn) {
+            d.iter_mut().zip(row).for_each(|(d, &c)| *d = *d + sign * c);
+        }
         return;
     }
     let n = out_shape.len();
@@ -110,8 +124,8 @@ pub(crate) fn acc_reduced<T: Element>(
     }
     let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, n);
     let mut off = 0;
-    for c in contrib {
-        d[off] = d[off] + c;
+    for &c in src {
+        d[off] = d[off] + sign * c;
         for k in (0..n).rev() {
             idx[k] += 1;
             off += st[k];
@@ -143,21 +157,33 @@ impl Rec {
         let x = bw.vals[self.a].view();
         let y = bw.vals[self.b].view();
         let os = g.shape();
-        let xb = x.broadcast(os).expect("checked at record time");
-        let yb = y.broadcast(os).expect("checked at record time");
-        if bw.gs.wants(self.a) {
-            let it = g
-                .iter()
-                .zip(xb.iter().zip(yb.iter()))
-                .map(|(&g, (&x, &y))| g * k.d(x, y).0);
-            acc_reduced(&mut bw.gs, self.a, x.shape(), os, it);
-        }
-        if bw.gs.wants(self.b) {
-            let it = g
-                .iter()
-                .zip(xb.iter().zip(yb.iter()))
-                .map(|(&g, (&x, &y))| g * k.d(x, y).1);
-            acc_reduced(&mut bw.gs, self.b, y.shape(), os, it);
+        let g = g.as_standard_layout();
+        let gs = g.as_slice().expect("standard layout");
+        for (first, j, shape) in [(true, self.a, x.shape()), (false, self.b, y.shape())] {
+            if !bw.gs.wants(j) {
+                continue;
+            }
+            match k {
+                Bin::Add => acc_reduced(&mut bw.gs, j, shape, os, gs, T::one()),
+                Bin::Sub => {
+                    let sign = if first { T::one() } else { -T::one() };
+                    acc_reduced(&mut bw.gs, j, shape, os, gs, sign);
+                }
+                Bin::Mul | Bin::Div => {
+                    let mut tmp = bw.gs.pool.zeros(os);
+                    Zip::from(&mut tmp)
+                        .and(&g)
+                        .and_broadcast(&x)
+                        .and_broadcast(&y)
+                        .for_each(|t, &g, &x, &y| {
+                            let (dx, dy) = k.d(x, y);
+                            *t = g * if first { dx } else { dy };
+                        });
+                    let ts = tmp.as_slice().expect("standard layout");
+                    acc_reduced(&mut bw.gs, j, shape, os, ts, T::one());
+                    bw.gs.pool.give(tmp);
+                }
+            }
         }
     }
 }

@@ -26,9 +26,17 @@ impl<T: Element> Rec<T> {
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
         let x = bw.vals[self.a].view();
         if let Some(mut ga) = bw.gs.acc(self.a, x.shape()) {
-            ga.iter_mut()
-                .zip(g.iter().zip(&self.mask))
-                .for_each(|(d, (&g, &m))| *d = *d + g * m);
+            let d = ga.as_slice_mut().expect("adjoints are in standard layout");
+            match g.as_slice() {
+                Some(g) => d
+                    .iter_mut()
+                    .zip(g.iter().zip(&self.mask))
+                    .for_each(|(d, (&g, &m))| *d = *d + g * m),
+                None => d
+                    .iter_mut()
+                    .zip(g.iter().zip(&self.mask))
+                    .for_each(|(d, (&g, &m))| *d = *d + g * m),
+            }
         }
     }
 }
@@ -69,17 +77,13 @@ impl<'a, T: Element> Tape<'a, T> {
         };
         let mut mask = self.pool.vec(v.len());
         mask.extend((0..v.len()).map(|_| if uniform(rng) < p { T::zero() } else { keep }));
-        let out = self
-            .pool
-            .collect(v.shape(), v.iter().zip(&mask).map(|(&x, &m)| x * m));
+        let out = self.pool.map_with(&v, &mask, |x, m| x * m);
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()
             && let Some(ta) = self.tans[ia].view()
         {
-            let t = self
-                .pool
-                .collect(v.shape(), ta.iter().zip(&mask).map(|(&t, &m)| t * m));
+            let t = self.pool.map_with(&ta, &mask, |t, m| t * m);
             tan = Tan::Own(t);
         }
         Ok(self.push(out, tracked, Op::Dropout(Rec { a: ia, mask }), tan))

@@ -170,7 +170,7 @@ impl<'a, T: Element> Tape<'a, T> {
     pub(crate) fn unary(&mut self, a: Var, kind: Unary<T>) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
-        let y = self.pool.collect(x.shape(), x.iter().map(|&x| kind.f(x)));
+        let y = self.pool.map(&x, |x| kind.f(x));
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()

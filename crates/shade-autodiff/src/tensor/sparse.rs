@@ -16,7 +16,7 @@
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
-use ndarray::{ArrayViewD, CowArray, Dimension, IxDyn};
+use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, CowArray, Dimension, IxDyn};
 use rayon::prelude::*;
 use sprs::CsMat;
 use std::sync::OnceLock;
@@ -108,6 +108,81 @@ impl<T: Element> SparseMatrix<T> {
     /// The wrapped CSR matrix.
     pub fn csr(&self) -> &CsMat<T> {
         &self.mat
+    }
+
+    /// `out += A · x`, the kernel behind [`Tape::spmm`], outside any tape.
+    ///
+    /// `x` is `[cols, f]`, `out` is `[rows, f]`, both in standard layout; otherwise the
+    /// error is [`AdError::ShapeMismatch`].
+    pub fn mul_dense_into(
+        &self,
+        x: ArrayView2<'_, T>,
+        mut out: ArrayViewMut2<'_, T>,
+    ) -> AdResult<()> {
+        let f = x.ncols();
+        self.check_into(
+            "SparseMatrix::mul_dense_into",
+            self.cols(),
+            self.rows(),
+            &x,
+            &out,
+        )?;
+        let (xs, o) = (
+            x.as_slice().unwrap_or_default(),
+            out.as_slice_mut().unwrap_or_default(),
+        );
+        let data = self.mat.data();
+        csr_mm(self.indptr(), self.mat.indices(), |p| data[p], xs, f, o);
+        Ok(())
+    }
+
+    /// `out += Aᵀ · x` through the cached transpose: the kernel of `spmm`'s reverse rule.
+    ///
+    /// `x` is `[rows, f]`, `out` is `[cols, f]`, both in standard layout.
+    pub fn transpose_mul_dense_into(
+        &self,
+        x: ArrayView2<'_, T>,
+        mut out: ArrayViewMut2<'_, T>,
+    ) -> AdResult<()> {
+        let f = x.ncols();
+        self.check_into(
+            "SparseMatrix::transpose_mul_dense_into",
+            self.rows(),
+            self.cols(),
+            &x,
+            &out,
+        )?;
+        let (xs, o) = (
+            x.as_slice().unwrap_or_default(),
+            out.as_slice_mut().unwrap_or_default(),
+        );
+        let t = self.transposed();
+        csr_mm(&t.indptr, &t.indices, |q| t.data[q], xs, f, o);
+        Ok(())
+    }
+
+    fn check_into(
+        &self,
+        op: &'static str,
+        x_rows: usize,
+        out_rows: usize,
+        x: &ArrayView2<'_, T>,
+        out: &ArrayViewMut2<'_, T>,
+    ) -> AdResult<()> {
+        let ok = x.nrows() == x_rows
+            && out.nrows() == out_rows
+            && out.ncols() == x.ncols()
+            && x.is_standard_layout()
+            && out.is_standard_layout();
+        if ok {
+            Ok(())
+        } else {
+            Err(AdError::ShapeMismatch {
+                op,
+                left: x.shape().to_vec(),
+                right: out.shape().to_vec(),
+            })
+        }
     }
 
     fn indptr(&self) -> &[usize] {

@@ -79,6 +79,27 @@ impl<T: Element> Pool<T> {
         wrap(shape, v)
     }
 
+    /// `f` applied to every element of `x`, as a new standard-layout array.
+    pub(crate) fn map(&mut self, x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> {
+        match x.as_slice() {
+            Some(s) => self.collect(x.shape(), s.iter().map(|&v| f(v))),
+            None => self.collect(x.shape(), x.iter().map(|&v| f(v))),
+        }
+    }
+
+    /// `f(x, m)` for every element of `x` (in logical order) and of the slice `m`.
+    pub(crate) fn map_with(
+        &mut self,
+        x: &ArrayViewD<'_, T>,
+        m: &[T],
+        f: impl Fn(T, T) -> T,
+    ) -> ArrayD<T> {
+        match x.as_slice() {
+            Some(s) => self.collect(x.shape(), s.iter().zip(m).map(|(&v, &m)| f(v, m))),
+            None => self.collect(x.shape(), x.iter().zip(m).map(|(&v, &m)| f(v, m))),
+        }
+    }
+
     /// Returns an array's buffer to the pool.
     pub(crate) fn give(&mut self, a: ArrayD<T>) {
         let (v, _) = a.into_raw_vec_and_offset();
