@@ -41,12 +41,6 @@ impl<T: Element> Rec<T> {
     }
 }
 
-/// A uniform number in `[0, 1)` from 53 random bits.
-#[inline]
-fn uniform<R: rand::Rng + ?Sized>(rng: &mut R) -> f64 {
-    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
-
 impl<'a, T: Element> Tape<'a, T> {
     /// Zeroes each element with probability `p` and scales the rest by `1 / (1 - p)`
     /// when `training`; returns `x` itself otherwise. `p = 1` zeroes everything.
@@ -76,7 +70,17 @@ impl<'a, T: Element> Tape<'a, T> {
             T::zero()
         };
         let mut mask = self.pool.vec(v.len());
-        mask.extend((0..v.len()).map(|_| if uniform(rng) < p { T::zero() } else { keep }));
+        // Two 32-bit draws per 64 random bits; drop when the draw is below p · 2³².
+        let cut = (p * 4_294_967_296.0).min(u64::MAX as f64) as u64;
+        let pick = |r: u64| if r < cut { T::zero() } else { keep };
+        while mask.len() + 2 <= v.len() {
+            let r = rng.next_u64();
+            mask.push(pick(r >> 32));
+            mask.push(pick(r & 0xffff_ffff));
+        }
+        if mask.len() < v.len() {
+            mask.push(pick(rng.next_u64() >> 32));
+        }
         let out = self.pool.map_with(&v, &mask, |x, m| x * m);
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
