@@ -5,7 +5,7 @@
 //! [`Duplicated`](crate::Duplicated), [`DuplicatedNoNeed`](crate::DuplicatedNoNeed)) and
 //! arrive in the closure as [`Var`] handles (or, for constant sparse matrices and index
 //! arrays, as plain references). Every operation is a method on [`Tape`] that checks
-//! shapes up front, returns an [`AdResult`](crate::AdResult), and keeps its forward,
+//! shapes up front, returns an [`AdResult`], and keeps its forward,
 //! reverse (vector-Jacobian) and forward-mode (Jacobian-vector) rule together in one
 //! file per family:
 //!
@@ -54,7 +54,7 @@
 //!     },
 //!     (Duplicated(&w, &mut dw), Const(&x)),
 //! )?;
-//! assert_eq!(y, -2.0);
+//! assert_eq!(y, -4.0);
 //! assert_eq!(dw, array![[1.0, 1.0], [-1.0, -1.0]]);
 //! # let _ = Array1::<f64>::zeros(1);
 //! # Ok::<(), shade_autodiff::AdError>(())
@@ -152,7 +152,7 @@ where
         .next()
         .copied()
         .unwrap_or_else(T::zero);
-    tape.backward(o, |mut g| g.map_inplace(|x| *x = *x + T::one()));
+    tape.backward(o, |mut g| g.map_inplace(|x| *x += T::one()));
     Ok(y)
 }
 

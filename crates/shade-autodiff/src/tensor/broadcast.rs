@@ -102,13 +102,13 @@ pub(crate) fn acc_reduced<T: Element>(
         .copied()
         .collect::<SmallVec<[usize; 6]>>();
     if dst_shape == out_shape || (dn == src.len()) {
-        d.iter_mut().zip(src).for_each(|(d, &c)| *d = *d + sign * c);
+        d.iter_mut().zip(src).for_each(|(d, &c)| *d += sign * c);
         return;
     }
     if dn > 0 && out_shape.ends_with(&trailing) {
         // A bias-like operand: the output is rows of `d`'s shape.
         for row in src.chunks_exact(dn) {
-            d.iter_mut().zip(row).for_each(|(d, &c)| *d = *d + sign * c);
+            d.iter_mut().zip(row).for_each(|(d, &c)| *d += sign * c);
         }
         return;
     }
@@ -125,7 +125,7 @@ pub(crate) fn acc_reduced<T: Element>(
     let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, n);
     let mut off = 0;
     for &c in src {
-        d[off] = d[off] + sign * c;
+        d[off] += sign * c;
         for k in (0..n).rev() {
             idx[k] += 1;
             off += st[k];

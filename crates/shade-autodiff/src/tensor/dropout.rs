@@ -31,11 +31,11 @@ impl<T: Element> Rec<T> {
                 Some(g) => d
                     .iter_mut()
                     .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d = *d + g * m),
+                    .for_each(|(d, (&g, &m))| *d += g * m),
                 None => d
                     .iter_mut()
                     .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d = *d + g * m),
+                    .for_each(|(d, (&g, &m))| *d += g * m),
             }
         }
     }

@@ -161,7 +161,7 @@ impl<T: Element> Rec<T> {
                 .and(&g)
                 .and(&x)
                 .and(&y)
-                .for_each(|ga, &g, &x, &y| *ga = *ga + g * k.df(x, y));
+                .for_each(|ga, &g, &x, &y| *ga += g * k.df(x, y));
         }
     }
 }

@@ -109,7 +109,7 @@ fn scatter_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w
         let c = w.map_or(T::one(), |w| w[k]);
         let o = &mut out[k * f..(k + 1) * f];
         for (o, &s) in o.iter_mut().zip(&src[e * f..(e + 1) * f]) {
-            *o = *o + c * s;
+            *o += c * s;
         }
     }
 }
@@ -120,7 +120,7 @@ fn gather_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w:
         let c = w.map_or(T::one(), |w| w[k]);
         let o = &mut out[e * f..(e + 1) * f];
         for (o, &s) in o.iter_mut().zip(&src[k * f..(k + 1) * f]) {
-            *o = *o + c * s;
+            *o += c * s;
         }
     }
 }
@@ -145,7 +145,7 @@ fn seg_softmax<T: Element>(
         for j in 0..f {
             let v = (x[e * f + j] - m[k * f + j]).exp();
             y[e * f + j] = v;
-            s[k * f + j] = s[k * f + j] + v;
+            s[k * f + j] += v;
         }
     }
     for (e, &k) in idx.iter().enumerate() {
@@ -167,13 +167,13 @@ fn seg_softmax_apply<T: Element>(
     s.fill(T::zero());
     for (e, &k) in idx.iter().enumerate() {
         for j in 0..f {
-            s[k * f + j] = s[k * f + j] + y[e * f + j] * v[e * f + j];
+            s[k * f + j] += y[e * f + j] * v[e * f + j];
         }
     }
     for (e, &k) in idx.iter().enumerate() {
         for j in 0..f {
             let p = e * f + j;
-            out[p] = out[p] + y[p] * (v[p] - s[k * f + j]);
+            out[p] += y[p] * (v[p] - s[k * f + j]);
         }
     }
 }
@@ -210,7 +210,7 @@ impl<T: Element> Rec<'_, T> {
                 for (p, &e) in self.arg.iter().enumerate() {
                     if e != usize::MAX {
                         let j = p % f;
-                        d[e * f + j] = d[e * f + j] + gs[p];
+                        d[e * f + j] += gs[p];
                     }
                 }
             }
@@ -281,7 +281,7 @@ impl<'a, T: Element> Tape<'a, T> {
             Kind::ScatterMean => {
                 inv = self.pool.vec(n);
                 inv.resize(n, T::zero());
-                idx.iter().for_each(|&k| inv[k] = inv[k] + T::one());
+                idx.iter().for_each(|&k| inv[k] += T::one());
                 inv.iter_mut().for_each(|c| {
                     *c = if *c > T::zero() {
                         T::one() / *c

@@ -80,9 +80,9 @@ impl<T: Element> Rec<'_, T> {
                         let l = lse(xr);
                         Zip::from(&mut gr)
                             .and(&xr)
-                            .for_each(|d, &v| *d = *d + s * (v - l).exp());
+                            .for_each(|d, &v| *d += s * (v - l).exp());
                     }
-                    gr[labels[i]] = gr[labels[i]] - s;
+                    gr[labels[i]] -= s;
                 });
             }
             Kind::Mse | Kind::Bce => {
@@ -95,13 +95,13 @@ impl<T: Element> Rec<'_, T> {
                         } else {
                             T::cst(2.0) * (x - y)
                         };
-                        *d = *d + s * v;
+                        *d += s * v;
                     });
                 }
                 if let Some(mut gb) = bw.gs.acc(self.b, y.shape()) {
                     Zip::from(&mut gb).and(&x).and(&y).for_each(|d, &x, &y| {
                         let v = if bce_ { -x } else { T::cst(-2.0) * (x - y) };
-                        *d = *d + s * v;
+                        *d += s * v;
                     });
                 }
             }
@@ -190,13 +190,13 @@ impl<'a, T: Element> Tape<'a, T> {
                 if ce {
                     let xr = x2.row(i);
                     let l = lse(xr);
-                    tv = tv
-                        + xr.iter()
-                            .zip(tr.iter())
-                            .map(|(&x, &t)| (x - l).exp() * t)
-                            .sum::<T>();
+                    tv += xr
+                        .iter()
+                        .zip(tr.iter())
+                        .map(|(&x, &t)| (x - l).exp() * t)
+                        .sum::<T>();
                 }
-                tv = tv - tr[labels[i]];
+                tv -= tr[labels[i]];
             });
             tan = Tan::Own(
                 self.pool
@@ -279,13 +279,13 @@ impl<'a, T: Element> Tape<'a, T> {
                     } else {
                         T::cst(2.0) * (x - y)
                     };
-                    tv = tv + d * t;
+                    tv += d * t;
                 });
             }
             if let Some(tb) = self.tans[ib].view() {
                 Zip::from(&tb).and(&x).and(&y).for_each(|&t, &x, &y| {
                     let d = if bce_ { -x } else { T::cst(-2.0) * (x - y) };
-                    tv = tv + d * t;
+                    tv += d * t;
                 });
             }
             tan = Tan::Own(self.pool.collect(&[], std::iter::once(tv / nn)));

@@ -67,7 +67,7 @@ impl Rec {
                 if self.kind == Kind::Mean {
                     s = s / T::cst(x.len() as f64);
                 }
-                ga.map_inplace(|d| *d = *d + s);
+                ga.map_inplace(|d| *d += s);
             }
             (Kind::Sum | Kind::Mean, Some(ax)) => {
                 let n = x.shape()[ax];
@@ -79,12 +79,12 @@ impl Rec {
                 let gb = g.insert_axis(Axis(ax));
                 Zip::from(&mut ga)
                     .and_broadcast(&gb)
-                    .for_each(|d, &g| *d = *d + c * g);
+                    .for_each(|d, &g| *d += c * g);
             }
             (Kind::Max | Kind::Min, None) => {
                 let s = g.iter().copied().next().unwrap_or_else(T::zero);
                 let d = ga.as_slice_mut().expect("standard layout");
-                d[self.arg[0]] = d[self.arg[0]] + s;
+                d[self.arg[0]] += s;
             }
             (Kind::Max | Kind::Min, Some(ax)) => {
                 for ((mut lane, &k), &g) in ga
@@ -93,7 +93,7 @@ impl Rec {
                     .zip(&self.arg)
                     .zip(g.iter())
                 {
-                    lane[k] = lane[k] + g;
+                    lane[k] += g;
                 }
             }
             (Kind::LogSumExp, Some(ax)) => {
@@ -103,15 +103,13 @@ impl Rec {
                     .and(&x)
                     .and_broadcast(&yb)
                     .and_broadcast(&gb)
-                    .for_each(|d, &x, &y, &g| *d = *d + g * (x - y).exp());
+                    .for_each(|d, &x, &y, &g| *d += g * (x - y).exp());
             }
             (Kind::Norm, _) => {
                 let n = y.iter().copied().next().unwrap_or_else(T::zero);
                 let s = g.iter().copied().next().unwrap_or_else(T::zero);
                 if n > T::zero() {
-                    Zip::from(&mut ga)
-                        .and(&x)
-                        .for_each(|d, &x| *d = *d + s * x / n);
+                    Zip::from(&mut ga).and(&x).for_each(|d, &x| *d += s * x / n);
                 }
             }
             (Kind::LogSumExp, None) => {}

@@ -54,7 +54,7 @@ impl Rec {
             if let Some(mut gj) = bw.gs.acc(j, x.shape()) {
                 match self.kind {
                     Kind::Transpose => gj += &g.t(),
-                    Kind::Reshape => gj.iter_mut().zip(g.iter()).for_each(|(d, &s)| *d = *d + s),
+                    Kind::Reshape => gj.iter_mut().zip(g.iter()).for_each(|(d, &s)| *d += s),
                     Kind::Concat { axis } => {
                         gj += &g.slice_axis(Axis(axis), Slice::from(off..off + len));
                     }
@@ -62,7 +62,7 @@ impl Rec {
                     Kind::Narrow { axis, start } => {
                         let n = g.shape()[axis];
                         gj.slice_axis_mut(Axis(axis), Slice::from(start..start + n))
-                            .zip_mut_with(&g, |d, &s| *d = *d + s);
+                            .zip_mut_with(&g, |d, &s| *d += s);
                     }
                 }
             }

@@ -45,7 +45,7 @@ fn lane_apply<T: Element>(
         Zip::from(&mut out)
             .and(&y)
             .and(&v)
-            .for_each(|o, &y, &v| *o = *o + y * (v - s));
+            .for_each(|o, &y, &v| *o += y * (v - s));
     } else if reverse {
         let s: T = v.iter().copied().sum();
         Zip::from(&mut out)

@@ -253,7 +253,7 @@ where
                 let v = val(p);
                 let xr = &x[ind[p] * f..(ind[p] + 1) * f];
                 for (o, &xv) in orow.iter_mut().zip(xr) {
-                    *o = *o + v * xv;
+                    *o += v * xv;
                 }
             }
         }
@@ -281,7 +281,7 @@ fn dense_csr<T: Element>(x: &[T], k: usize, a: &SparseMatrix<T>, out: &mut [T]) 
         for (kk, &xv) in xr.iter().enumerate() {
             if xv != T::zero() {
                 for p in ip[kk]..ip[kk + 1] {
-                    orow[ind[p]] = orow[ind[p]] + xv * data[p];
+                    orow[ind[p]] += xv * data[p];
                 }
             }
         }
@@ -309,9 +309,9 @@ fn dense_csr_t<T: Element>(g: &[T], a: &SparseMatrix<T>, out: &mut [T]) {
         for (kk, o) in orow.iter_mut().enumerate() {
             let mut s = T::zero();
             for p in ip[kk]..ip[kk + 1] {
-                s = s + gr[ind[p]] * data[p];
+                s += gr[ind[p]] * data[p];
             }
-            *o = *o + s;
+            *o += s;
         }
     };
     let m = g.len() / n;
@@ -373,7 +373,7 @@ impl<T: Element> Rec<'_, T> {
                         .zip(&xf[c * f..(c + 1) * f])
                         .map(|(&a, &b)| a * b)
                         .sum();
-                    *d = *d + s;
+                    *d += s;
                 };
                 if a.nnz() * f < PAR_MIN {
                     d.iter_mut().enumerate().for_each(dot);
