@@ -391,3 +391,33 @@ fn index_and_loss_errors_are_coded() {
     let e = SparseMatrix::<f64>::try_from_csr((2, 2), vec![0, 1], vec![0], vec![1.0]).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0114");
 }
+
+#[test]
+fn large_spmm_matches_dense_product_both_ways() {
+    // Large enough for the prefetching, row-parallel kernel path (work above the
+    // threshold, nonzeros well beyond the prefetch distance).
+    let (r, c, f) = (300, 200, 7);
+    let mut tri = sprs::TriMat::new((r, c));
+    for k in 0..6000usize {
+        tri.add_triplet(
+            (k * 7919) % r,
+            (k * 104_729) % c,
+            ((k % 13) as f64) * 0.1 - 0.6,
+        );
+    }
+    let a = SparseMatrix::new(tri.to_csr());
+    let x = Array2::from_shape_fn((c, f), |(i, j)| {
+        ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
+    });
+    let g = Array2::from_shape_fn((r, f), |(i, j)| ((i * 13 + j * 5) % 19) as f64 * 0.1 - 0.9);
+    let d = dense(&a);
+    let mut out = Array2::zeros((r, f));
+    a.mul_dense_into(x.view(), out.view_mut()).unwrap();
+    assert!((&out - &d.dot(&x)).iter().all(|e| e.abs() < 1e-12));
+    let mut back = Array2::zeros((c, f));
+    a.transpose_mul_dense_into(g.view(), back.view_mut())
+        .unwrap();
+    assert!((&back - &d.t().dot(&g)).iter().all(|e| e.abs() < 1e-12));
+    let e = a.mul_dense_into(g.view(), out.view_mut()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
+}
