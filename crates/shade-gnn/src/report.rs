@@ -16,7 +16,10 @@ pub struct TrainingCurve {
 impl TrainingCurve {
     /// An empty curve with the given series names.
     pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
-        TrainingCurve { names: names.into_iter().map(Into::into).collect(), rows: Vec::new() }
+        TrainingCurve {
+            names: names.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
     }
 
     /// Records one epoch. Missing trailing values are stored as NaN (not plotted);
@@ -37,10 +40,12 @@ impl TrainingCurve {
     /// epoch axis.
     pub fn to_svg(&self) -> String {
         let (w, h, pad) = (900.0, 360.0, 50.0);
-        let losses: Vec<usize> =
-            (0..self.names.len()).filter(|&i| self.names[i].contains("loss")).collect();
-        let others: Vec<usize> =
-            (0..self.names.len()).filter(|&i| !self.names[i].contains("loss")).collect();
+        let losses: Vec<usize> = (0..self.names.len())
+            .filter(|&i| self.names[i].contains("loss"))
+            .collect();
+        let others: Vec<usize> = (0..self.names.len())
+            .filter(|&i| !self.names[i].contains("loss"))
+            .collect();
         let panels: Vec<(&str, Vec<usize>)> = [("loss", losses), ("metrics", others)]
             .into_iter()
             .filter(|(_, s)| !s.is_empty())
@@ -51,12 +56,17 @@ impl TrainingCurve {
             r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
         );
         let _ = writeln!(svg, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-        let colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+        let colours = [
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+        ];
         let panel_w = w / panels.len().max(1) as f64;
         for (p, (title, series)) in panels.iter().enumerate() {
             let x0 = p as f64 * panel_w + pad;
             let (pw, ph) = (panel_w - 1.5 * pad, h - 2.0 * pad);
-            let values = series.iter().flat_map(|&i| self.series(i)).filter(|v| v.is_finite());
+            let values = series
+                .iter()
+                .flat_map(|&i| self.series(i))
+                .filter(|v| v.is_finite());
             let (mut lo, mut hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, u), v| {
                 (l.min(v), u.max(v))
             });
@@ -122,7 +132,9 @@ impl TrainingCurve {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// A one-line progress bar for epochs, redrawn in place on a terminal and printed as
@@ -137,13 +149,20 @@ pub struct Progress {
 impl Progress {
     /// A progress bar over `total` epochs, writing to standard error.
     pub fn new(total: usize) -> Self {
-        Progress { total, every: (total / 20).max(1), terminal: std::io::stderr().is_terminal() }
+        Progress {
+            total,
+            every: (total / 20).max(1),
+            terminal: std::io::stderr().is_terminal(),
+        }
     }
 
     /// The text of the line for `epoch` (1-based) with named metrics.
     pub fn line(&self, epoch: usize, metrics: &[(&str, f64)]) -> String {
         let width = 24;
-        let filled = (width * epoch).checked_div(self.total).unwrap_or(width).min(width);
+        let filled = (width * epoch)
+            .checked_div(self.total)
+            .unwrap_or(width)
+            .min(width);
         let mut s = format!(
             "[{}{}] epoch {epoch:>w$}/{}",
             "#".repeat(filled),
@@ -187,13 +206,20 @@ mod tests {
         let svg = c.to_svg();
         assert_eq!(svg.matches("<polyline").count(), 3);
         // Loss panel: first point at the top-left corner (max value), last at the bottom right.
-        assert!(svg.contains(r#"points="50.0,50.0 237.5,223.3 425.0,310.0""#), "{svg}");
+        assert!(
+            svg.contains(r#"points="50.0,50.0 237.5,223.3 425.0,310.0""#),
+            "{svg}"
+        );
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
     }
 
     #[test]
     fn progress_line_fills_in_proportion() {
-        let p = Progress { total: 200, every: 10, terminal: false };
+        let p = Progress {
+            total: 200,
+            every: 10,
+            terminal: false,
+        };
         assert_eq!(
             p.line(100, &[("loss", 0.5)]),
             "[############............] epoch 100/200  loss 0.5000"
