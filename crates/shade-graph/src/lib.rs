@@ -3,3 +3,25 @@
 //!
 //! This crate knows nothing about differentiation: everything it produces is a plain
 //! array that a differentiated program reads as a constant.
+
+mod data;
+mod error;
+mod graph;
+mod norm;
+
+pub use data::{Array, DataStore};
+pub use error::{GraphError, GraphResult};
+pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
+pub use norm::{GcnNorm, NormEdges};
+
+/// How to merge values of edges that become one (coalesce, to_undirected).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reduce {
+    /// Sum of the values.
+    #[default]
+    Sum,
+    /// Mean of the values.
+    Mean,
+    /// Largest value.
+    Max,
+}
