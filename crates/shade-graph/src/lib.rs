@@ -4,15 +4,18 @@
 //! This crate knows nothing about differentiation: everything it produces is a plain
 //! array that a differentiated program reads as a constant.
 
+mod batch;
 mod data;
 mod error;
 mod graph;
 mod norm;
+mod transform;
 
 pub use data::{Array, DataStore};
 pub use error::{GraphError, GraphResult};
 pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
 pub use norm::{GcnNorm, NormEdges};
+pub use transform::KHop;
 
 /// How to merge values of edges that become one (coalesce, to_undirected).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
