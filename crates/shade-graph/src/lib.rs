@@ -8,13 +8,20 @@ mod batch;
 mod data;
 mod error;
 mod graph;
+mod io;
 mod norm;
+mod split;
 mod transform;
 
 pub use data::{Array, DataStore};
 pub use error::{GraphError, GraphResult};
 pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
+pub use io::{
+    Dataset, NpzOptions, edge_list_string, npz_bytes, parse_edge_list, parse_npz, read_edge_list,
+    read_npz, write_edge_list, write_npz,
+};
 pub use norm::{GcnNorm, NormEdges};
+pub use split::{NodeSplit, split_per_class};
 pub use transform::KHop;
 
 /// How to merge values of edges that become one (coalesce, to_undirected).
