@@ -7,6 +7,7 @@
 mod batch;
 mod data;
 mod error;
+mod generate;
 mod graph;
 mod io;
 mod norm;
@@ -15,6 +16,10 @@ mod transform;
 
 pub use data::{Array, DataStore};
 pub use error::{GraphError, GraphResult};
+pub use generate::{
+    Csbm, SyntheticDataset, csbm, erdos_renyi, knn_graph, radius_graph, rand_graph, sprand,
+    stochastic_block_model,
+};
 pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
 pub use io::{
     Dataset, NpzOptions, edge_list_string, npz_bytes, parse_edge_list, parse_npz, read_edge_list,
