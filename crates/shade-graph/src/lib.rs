@@ -11,6 +11,7 @@ mod generate;
 mod graph;
 mod io;
 mod norm;
+mod sample;
 mod split;
 mod transform;
 
@@ -26,6 +27,7 @@ pub use io::{
     read_npz, write_edge_list, write_npz,
 };
 pub use norm::{GcnNorm, NormEdges};
+pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};
 pub use split::{NodeSplit, split_per_class};
 pub use transform::KHop;
 
