@@ -634,11 +634,63 @@ impl Graph {
     /// The adjacency matrix `A[dst, src]` (rows = destination), multi-edges summed,
     /// with the edge weights if `weighted` and the graph has them, else ones.
     pub fn adjacency_matrix<T: GraphFloat>(&self, weighted: bool) -> CsMat<T> {
-        let vals: Vec<f64> = match (&self.weights, weighted) {
-            (Some(w), true) => w.clone(),
-            _ => vec![1.0; self.num_edges()],
-        };
-        csmat_from_edges(self.num_nodes, &self.dst, &self.src, &vals)
+        self.row_matrix(weighted, false, None, |_, _, w| w)
+    }
+
+    /// A matrix with the structure of the cached CSR by destination: row `v` holds, per
+    /// distinct source `u`, `val(v, u, Σ w(u -> v))` (w = 1 unless `weighted`); self-loops are skipped if
+    /// `skip_loops`, and `diag(v)` (if given) becomes the diagonal entry. One pass over
+    /// the cached CSR, no sort.
+    pub(crate) fn row_matrix<T: GraphFloat>(
+        &self,
+        weighted: bool,
+        skip_loops: bool,
+        diag: Option<&dyn Fn(usize) -> f64>,
+        val: impl Fn(usize, usize, f64) -> f64,
+    ) -> CsMat<T> {
+        let c = self.csr_by_dst();
+        let n = self.num_nodes;
+        let cap = c.indices.len() + if diag.is_some() { n } else { 0 };
+        let (mut indptr, mut indices, mut data) = (
+            Vec::with_capacity(n + 1),
+            Vec::with_capacity(cap),
+            Vec::with_capacity(cap),
+        );
+        indptr.push(0);
+        for v in 0..n {
+            let (nb, ids) = c.row(v);
+            let mut k = 0;
+            let mut diag_done = diag.is_none();
+            while k < nb.len() {
+                let u = nb[k] as usize;
+                let mut w = 0.0;
+                let mut j = k;
+                while j < nb.len() && nb[j] as usize == u {
+                    w += if weighted {
+                        self.weight(ids[j] as usize)
+                    } else {
+                        1.0
+                    };
+                    j += 1;
+                }
+                if !diag_done && u >= v {
+                    indices.push(v);
+                    data.push(T::from_f64(diag.expect("diag_done is false")(v)));
+                    diag_done = true;
+                }
+                if !(skip_loops && u == v) {
+                    indices.push(u);
+                    data.push(T::from_f64(val(v, u, w)));
+                }
+                k = j;
+            }
+            if !diag_done {
+                indices.push(v);
+                data.push(T::from_f64(diag.expect("diag_done is false")(v)));
+            }
+            indptr.push(indices.len());
+        }
+        CsMat::new((n, n), indptr, indices, data)
     }
 
     /// The weighted adjacency matrix, built once per float type.
@@ -646,38 +698,4 @@ impl Graph {
         T::pick(&self.cache.adjacency.0, &self.cache.adjacency.1)
             .get_or_init(|| self.adjacency_matrix::<T>(true))
     }
-}
-
-/// Builds a CSR matrix (rows = destination) from `(dst, src, value)` triplets summed
-/// over duplicates.
-pub(crate) fn csmat_from_edges<T: GraphFloat>(
-    n: usize,
-    dst: &[u32],
-    src: &[u32],
-    vals: &[f64],
-) -> CsMat<T> {
-    let c = Csr::build(n, dst, src);
-    let (mut indptr, mut indices, mut data) = (
-        Vec::with_capacity(n + 1),
-        Vec::with_capacity(src.len()),
-        Vec::with_capacity(src.len()),
-    );
-    indptr.push(0);
-    for v in 0..n {
-        let (nb, ids) = c.row(v);
-        let mut k = 0;
-        while k < nb.len() {
-            let mut acc = vals[ids[k] as usize];
-            let mut j = k + 1;
-            while j < nb.len() && nb[j] == nb[k] {
-                acc += vals[ids[j] as usize];
-                j += 1;
-            }
-            indices.push(nb[k] as usize);
-            data.push(T::from_f64(acc));
-            k = j;
-        }
-        indptr.push(indices.len());
-    }
-    CsMat::new((n, n), indptr, indices, data)
 }

@@ -9,7 +9,7 @@
 use rand::{RngExt, SeedableRng, rngs::StdRng};
 use sprs::CsMat;
 
-use crate::graph::{Graph, GraphFloat, csmat_from_edges};
+use crate::graph::{Graph, GraphFloat};
 
 /// Options of the GCN normalisation `D^-1/2 (A + I) D^-1/2`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,9 +91,30 @@ impl Graph {
     }
 
     /// The GCN-normalised adjacency with options (rows = destination, duplicates summed).
+    /// Built in one pass over the cached CSR by destination.
     pub fn gcn_norm<T: GraphFloat>(&self, opts: GcnNorm) -> CsMat<T> {
-        let e = self.gcn_norm_edges(opts);
-        csmat_from_edges(self.num_nodes, &e.dst, &e.src, &e.weight)
+        let n = self.num_nodes;
+        let w = |e: usize| if opts.weighted { self.weight(e) } else { 1.0 };
+        let mut deg = vec![0.0; n];
+        let mut loop_w = vec![if opts.improved { 2.0 } else { 1.0 }; n];
+        for (e, (&s, &d)) in self.src.iter().zip(&self.dst).enumerate() {
+            if opts.add_self_loops && s == d {
+                loop_w[s as usize] = w(e); // the last loop wins, as in PyG
+            } else {
+                deg[d as usize] += w(e);
+            }
+        }
+        if opts.add_self_loops {
+            deg.iter_mut().zip(&loop_w).for_each(|(d, l)| *d += l);
+        }
+        let dis: Vec<f64> = deg.into_iter().map(inv_sqrt).collect();
+        let diag = |v: usize| dis[v] * loop_w[v] * dis[v];
+        let diag = opts
+            .add_self_loops
+            .then_some(&diag as &dyn Fn(usize) -> f64);
+        self.row_matrix(opts.weighted, opts.add_self_loops, diag, |v, u, s| {
+            dis[v] * s * dis[u]
+        })
     }
 
     /// The default GCN-normalised adjacency `D^-1/2 (A + I) D^-1/2` (weighted, missing
@@ -109,47 +130,31 @@ impl Graph {
     pub fn random_walk_adjacency<T: GraphFloat>(&self) -> &CsMat<T> {
         T::pick(&self.cache.rw.0, &self.cache.rw.1).get_or_init(|| {
             let deg = self.weighted_in_degree();
-            let vals: Vec<f64> = (0..self.num_edges())
-                .map(|e| {
-                    let d = deg[self.dst[e] as usize];
-                    if d == 0.0 { 0.0 } else { self.weight(e) / d }
-                })
-                .collect();
-            csmat_from_edges(self.num_nodes, &self.dst, &self.src, &vals)
+            self.row_matrix(true, false, None, |v, _, w| {
+                if deg[v] == 0.0 { 0.0 } else { w / deg[v] }
+            })
         })
     }
 
-    /// Edges of `L = I - D^-1/2 A D^-1/2` scaled as `a·L + b·I`: self-loops of the
-    /// graph are dropped first, degrees are weighted in-degrees (zero degree → 0), and
-    /// every node gets an explicit diagonal entry.
-    fn laplacian_edges(&self, a: f64, b: f64) -> NormEdges {
-        let n = self.num_nodes;
-        let mut deg = vec![0.0; n];
+    /// `a·L + b·I` for `L = I - D^-1/2 A D^-1/2`: self-loops of the graph are dropped,
+    /// degrees are weighted in-degrees (zero degree → 0), every node gets an explicit
+    /// diagonal entry `a + b`.
+    fn scaled_laplacian_matrix<T: GraphFloat>(&self, a: f64, b: f64) -> CsMat<T> {
+        let mut deg = vec![0.0; self.num_nodes];
         for (e, (&s, &d)) in self.src.iter().zip(&self.dst).enumerate() {
             if s != d {
                 deg[d as usize] += self.weight(e);
             }
         }
         let dis: Vec<f64> = deg.into_iter().map(inv_sqrt).collect();
-        let (mut src, mut dst, mut weight) = (Vec::new(), Vec::new(), Vec::new());
-        for (e, (&s, &d)) in self.src.iter().zip(&self.dst).enumerate() {
-            if s != d {
-                src.push(s);
-                dst.push(d);
-                weight.push(-a * dis[s as usize] * self.weight(e) * dis[d as usize]);
-            }
-        }
-        src.extend(0..n as u32);
-        dst.extend(0..n as u32);
-        weight.extend(std::iter::repeat_n(a + b, n));
-        NormEdges { src, dst, weight }
+        let diag = |_: usize| a + b;
+        self.row_matrix(true, true, Some(&diag), |v, u, w| -a * dis[v] * w * dis[u])
     }
 
     /// The symmetric normalised Laplacian `L = I - D^-1/2 A D^-1/2` (self-loops of the
     /// graph ignored, rows = destination).
     pub fn normalized_laplacian<T: GraphFloat>(&self) -> CsMat<T> {
-        let e = self.laplacian_edges(1.0, 0.0);
-        csmat_from_edges(self.num_nodes, &e.dst, &e.src, &e.weight)
+        self.scaled_laplacian_matrix(1.0, 0.0)
     }
 
     /// The scaled Laplacian of ChebConv, `2 L / λ_max - I`. Every diagonal entry is kept
@@ -161,8 +166,7 @@ impl Graph {
         } else {
             2.0
         };
-        let e = self.laplacian_edges(2.0 / l, -1.0);
-        csmat_from_edges(self.num_nodes, &e.dst, &e.src, &e.weight)
+        self.scaled_laplacian_matrix(2.0 / l, -1.0)
     }
 
     /// The scaled Laplacian with PyG's default `λ_max = 2`, built once per float type.
