@@ -149,10 +149,10 @@ pub fn stochastic_block_model(
             &format!("a symmetric {k} x {k} matrix"),
         ));
     }
-    for a in 0..k {
-        for b in 0..k {
-            check_p("probs", probs[a][b])?;
-            if probs[a][b] != probs[b][a] {
+    for (a, row) in probs.iter().enumerate() {
+        for (b, &p) in row.iter().enumerate() {
+            check_p("probs", p)?;
+            if p != probs[b][a] {
                 return Err(GraphError::param(
                     "probs",
                     format!("[{a}][{b}] != [{b}][{a}]"),
@@ -396,7 +396,7 @@ pub fn radius_graph(
     max_neighbors: Option<usize>,
 ) -> GraphResult<Graph> {
     check_points(&points)?;
-    if !(r >= 0.0) {
+    if r.is_nan() || r < 0.0 {
         return Err(GraphError::param("r", r, "a radius >= 0"));
     }
     let n = points.nrows();

@@ -81,9 +81,8 @@ fn centroid_accuracy(x: &Array2<f64>, labels: &[usize], c: usize) -> f64 {
             row += &x.row(v);
         }
     }
-    for l in 0..c {
-        let mut row = means.row_mut(l);
-        row /= seen[l] as f64;
+    for (mut row, &k) in means.rows_mut().into_iter().zip(&seen) {
+        row /= k as f64;
     }
     let (mut ok, mut total) = (0, 0);
     for v in (0..labels.len()).filter(|&v| !train[v]) {
