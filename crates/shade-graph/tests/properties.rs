@@ -146,6 +146,16 @@ proptest! {
     }
 
     #[test]
+    fn gcn_norm_without_self_loops_matches_dense(g in small_graph()) {
+        let n = g.num_nodes();
+        let m = dense(&g.adjacency_matrix::<f64>(true));
+        let dis: Vec<f64> = (0..n).map(|i| m.row(i).sum()).map(|d| if d == 0.0 { 0.0 } else { 1.0 / d.sqrt() }).collect();
+        let expect = Array2::from_shape_fn((n, n), |(i, j)| dis[i] * m[[i, j]] * dis[j]);
+        let opts = GcnNorm { add_self_loops: false, ..GcnNorm::default() };
+        prop_assert!(close(&dense(&g.gcn_norm::<f64>(opts)), &expect));
+    }
+
+    #[test]
     fn csr_caches_agree_with_coo(g in small_graph()) {
         let mut coo: Vec<(u32, u32, u32)> =
             (0..g.num_edges()).map(|e| (g.dst()[e], g.src()[e], e as u32)).collect();
