@@ -7,4 +7,6 @@ mod npz;
 mod zip;
 
 pub use edgelist::{edge_list_string, parse_edge_list, read_edge_list, write_edge_list};
-pub use npz::{Dataset, NpzOptions, npz_bytes, parse_npz, read_npz, write_npz};
+pub use npz::{
+    Dataset, NpzOptions, npz_bytes, parse_npz, read_npz, write_npz, write_npz_compressed,
+};

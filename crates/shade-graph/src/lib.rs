@@ -53,7 +53,7 @@ pub use generate::{
 pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
 pub use io::{
     Dataset, NpzOptions, edge_list_string, npz_bytes, parse_edge_list, parse_npz, read_edge_list,
-    read_npz, write_edge_list, write_npz,
+    read_npz, write_edge_list, write_npz, write_npz_compressed,
 };
 pub use norm::{GcnNorm, NormEdges};
 pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};

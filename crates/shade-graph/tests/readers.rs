@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use shade_graph::{
     Graph, NpzOptions, edge_list_string, npz_bytes, parse_edge_list, parse_npz, read_edge_list,
-    read_npz, write_edge_list, write_npz,
+    read_npz, write_edge_list, write_npz, write_npz_compressed,
 };
 
 fn data(name: &str) -> PathBuf {
@@ -17,6 +17,14 @@ fn data(name: &str) -> PathBuf {
 
 fn cora_bytes() -> Vec<u8> {
     std::fs::read(data("cora.npz")).expect("shared/data/cora.npz is present")
+}
+
+fn deflated_cora() -> &'static Vec<u8> {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        let ds = parse_npz(&cora_bytes(), "cora.npz", NpzOptions::default()).unwrap();
+        npz_bytes(&ds, true).unwrap()
+    })
 }
 
 #[test]
@@ -98,6 +106,10 @@ fn npz_and_edge_list_round_trip_through_files() {
     );
     write_npz(&p, &back).unwrap();
     assert_eq!(read_npz(&p, NpzOptions::default()).unwrap(), back);
+    let c = dir.join("cora-compressed.npz");
+    write_npz_compressed(&c, &back).unwrap();
+    assert!(std::fs::metadata(&c).unwrap().len() < std::fs::metadata(&p).unwrap().len() / 3);
+    assert_eq!(read_npz(&c, NpzOptions::default()).unwrap(), back);
     let e = dir.join("cora.edges");
     let g = cora.graph.clone().with_weights(vec![0.25; 5429]).unwrap();
     let mut g = g.add_nodes(3).unwrap(); // isolated nodes survive through the header
@@ -165,6 +177,22 @@ proptest! {
     }
 
     #[test]
+    fn npz_reader_never_panics_on_corrupt_deflated_cora(flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..4), cut in any::<prop::sample::Index>(), truncate in any::<bool>()) {
+        let mut b = deflated_cora().clone();
+        if truncate {
+            b.truncate(cut.index(b.len()));
+        } else {
+            for (at, x) in flips {
+                let i = at.index(b.len());
+                b[i] ^= x;
+            }
+        }
+        if let Err(e) = parse_npz(&b, "cora.npz", NpzOptions::default()) {
+            prop_assert!(e.code().starts_with("SHADE-E03"));
+        }
+    }
+
+    #[test]
     fn edge_list_reader_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300), text in "[0-9 ,#%.\\-\\n\\tenaif]{0,200}") {
         for b in [&bytes[..], text.as_bytes()] {
             if let Err(e) = parse_edge_list(b, "f.txt", None) {
@@ -178,7 +206,7 @@ proptest! {
 fn written_cora_bytes_read_back_identically() {
     let cora = parse_npz(&cora_bytes(), "cora.npz", NpzOptions::undirected()).unwrap();
     let back = parse_npz(
-        &npz_bytes(&cora).unwrap(),
+        &npz_bytes(&cora, false).unwrap(),
         "copy.npz",
         NpzOptions::default(),
     )

@@ -46,6 +46,11 @@ pub struct Dataset {
 
 impl Dataset {
     /// The sparse `[num_nodes, num_features]` feature matrix (CSR as stored).
+    ///
+    /// # Panics
+    /// If the graph has no sparse node features, which happens only for a `Dataset`
+    /// assembled by hand without them (a programming error).
+    #[track_caller]
     pub fn features(&self) -> &CsMat<f32> {
         self.graph
             .sparse_node_features()
@@ -219,7 +224,7 @@ pub fn parse_npz(bytes: &[u8], file: &str, opts: NpzOptions) -> GraphResult<Data
     let mut map = BTreeMap::new();
     for m in zip::read_members(bytes, file)? {
         let name = m.name.strip_suffix(".npy").unwrap_or(&m.name).to_string();
-        let a = npy::parse(m.data, file, &name)?;
+        let a = npy::parse(&m.data, file, &name)?;
         // 1-d arrays everywhere in this format; a mismatch is a corrupt header.
         let count: usize = a.shape.iter().product();
         let len = match &a.data {
@@ -327,8 +332,10 @@ fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
 }
 
 /// The `.npz` bytes of a dataset: the graph's edges as a CSR by source (weights or
-/// ones), the features, the labels (`int8` if they fit, else `int64`).
-pub fn npz_bytes(ds: &Dataset) -> GraphResult<Vec<u8>> {
+/// ones), the features, the labels (`int8` if they fit, else `int64`); members
+/// deflated if `compress` (as `np.savez_compressed`), stored otherwise (`np.savez`).
+/// `SHADE-E0310` if the graph has no sparse node features.
+pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
     let g = &ds.graph;
     let n = g.num_nodes();
     let too_big = |what: &str, v: usize| GraphError::TooLarge {
@@ -345,7 +352,15 @@ pub fn npz_bytes(ds: &Dataset) -> GraphResult<Vec<u8>> {
         .iter()
         .map(|&e| g.weight(e as usize) as f32)
         .collect();
-    let x = ds.features();
+    let x = ds
+        .graph
+        .sparse_node_features()
+        .ok_or_else(|| GraphError::DataShape {
+            kind: "node",
+            name: "sparse features".into(),
+            shape: vec![],
+            expected: n,
+        })?;
     let x = if x.is_csr() { x.clone() } else { x.to_csr() };
     if x.nnz() > i32::MAX as usize {
         return Err(too_big("feature nonzeros", x.nnz()));
@@ -423,18 +438,26 @@ pub fn npz_bytes(ds: &Dataset) -> GraphResult<Vec<u8>> {
             ),
         ));
     }
-    zip::write_members(
+    zip::write_members_with(
         &members
             .into_iter()
             .map(|(k, v)| (format!("{k}.npy"), v))
             .collect::<Vec<_>>(),
+        compress,
     )
 }
 
 /// Writes a dataset as an uncompressed `.npz` that [`read_npz`] (and NumPy) can read.
 pub fn write_npz(path: impl AsRef<Path>, ds: &Dataset) -> GraphResult<()> {
-    let path = path.as_ref();
-    let bytes = npz_bytes(ds)?;
+    write_file(path.as_ref(), npz_bytes(ds, false)?)
+}
+
+/// Writes a dataset as a deflated `.npz` (as `np.savez_compressed`).
+pub fn write_npz_compressed(path: impl AsRef<Path>, ds: &Dataset) -> GraphResult<()> {
+    write_file(path.as_ref(), npz_bytes(ds, true)?)
+}
+
+fn write_file(path: &Path, bytes: Vec<u8>) -> GraphResult<()> {
     std::fs::write(path, bytes).map_err(|e| GraphError::Io {
         op: "write",
         path: path.display().to_string(),
@@ -500,8 +523,21 @@ mod tests {
         );
         assert_eq!((ds.labels.clone(), ds.num_classes), (vec![0, 1, 1], 2));
         // Writing and reading back gives the same dataset.
-        let again = parse_npz(&npz_bytes(&ds).unwrap(), "u.npz", NpzOptions::default()).unwrap();
+        let again = parse_npz(
+            &npz_bytes(&ds, false).unwrap(),
+            "u.npz",
+            NpzOptions::default(),
+        )
+        .unwrap();
         assert_eq!(again, ds);
+    }
+
+    #[test]
+    fn reads_deflated_members() {
+        let ms = members([0.5, 2.0], [1, 2], 3);
+        let z = zip::write_members_with(&ms, true).unwrap();
+        let ds = parse_npz(&z, "c.npz", NpzOptions::default()).unwrap();
+        assert_eq!(ds, parse(&ms).unwrap());
     }
 
     #[test]
@@ -527,15 +563,16 @@ mod tests {
         let mut ms = members([1.0, 1.0], [1, 2], 3);
         ms.retain(|(n, _)| n != "labels.npy");
         assert_eq!(parse(&ms).unwrap_err().code(), "SHADE-E0333");
-        // Deflated members are reported as unsupported, not misread.
+        // Other compression methods are reported as unsupported, not misread.
         let mut z = zip::write_members(&members([1.0, 1.0], [1, 2], 3)).unwrap();
         let cd = z
             .windows(4)
             .position(|w| w == [0x50, 0x4B, 0x01, 0x02])
             .unwrap();
-        z[cd + 10] = 8;
+        z[cd + 10] = 12; // bzip2
         let e = parse_npz(&z, "t.npz", NpzOptions::default()).unwrap_err();
         assert_eq!(e.code(), "SHADE-E0332");
+        assert!(e.to_string().contains("method 12"), "{e}");
         // A flipped data byte is caught by the CRC.
         let mut z = zip::write_members(&members([1.0, 1.0], [1, 2], 3)).unwrap();
         let at = z.windows(6).position(|w| w == b"\x93NUMPY").unwrap();

@@ -1,5 +1,5 @@
-//! A minimal zip container reader/writer for `.npz` archives: stored (uncompressed)
-//! members, CRC-32 checked, zip64 sizes understood. Every size read from the file is
+//! A minimal zip container reader/writer for `.npz` archives: stored and deflated
+//! (`np.savez_compressed`) members, CRC-32 checked, zip64 sizes understood. Every size read from the file is
 //! checked against the bytes available before anything is allocated.
 
 use crate::error::{GraphError, GraphResult};
@@ -54,11 +54,16 @@ impl<'a> Le<'a> {
     }
 }
 
-/// One member of an archive.
+/// One member of an archive (borrowed if stored, owned if inflated).
+#[derive(Debug)]
 pub(crate) struct Member<'a> {
     pub(crate) name: String,
-    pub(crate) data: &'a [u8],
+    pub(crate) data: std::borrow::Cow<'a, [u8]>,
 }
+
+/// Deflate never expands data more than about 1032 : 1; a larger declared size is a
+/// corrupt header, refused before inflating.
+const MAX_DEFLATE_RATIO: u64 = 1032;
 
 fn bad(file: &str, member: Option<&str>, what: impl Into<String>) -> GraphError {
     GraphError::Malformed {
@@ -72,8 +77,9 @@ fn usize_of(v: u64, file: &str, what: &str) -> GraphResult<usize> {
     usize::try_from(v).map_err(|_| bad(file, None, format!("{what} {v} does not fit in memory")))
 }
 
-/// The members of a zip archive held in `bytes`. Deflated members are reported as
-/// unsupported (`SHADE-E0332`); everything else wrong is `SHADE-E0331`.
+/// The members of a zip archive held in `bytes`. Compression methods other than
+/// stored and deflate are unsupported (`SHADE-E0332`); everything else wrong is
+/// `SHADE-E0331`.
 pub(crate) fn read_members<'a>(bytes: &'a [u8], file: &str) -> GraphResult<Vec<Member<'a>>> {
     let z = Le { b: bytes };
     let trunc = |what: &str| {
@@ -172,25 +178,25 @@ pub(crate) fn read_members<'a>(bytes: &'a [u8], file: &str) -> GraphResult<Vec<M
             q += 4 + len;
         }
         let m = Some(name.as_str());
-        if method == 8 {
-            return Err(GraphError::Unsupported {
-                file: file.into(),
-                member: Some(name),
-                what: "deflate compression (np.savez_compressed)".into(),
-            });
-        }
-        if method != 0 {
+        if method != 0 && method != 8 {
             return Err(GraphError::Unsupported {
                 file: file.into(),
                 member: Some(name),
                 what: format!("zip compression method {method}"),
             });
         }
-        if csize != usize_ {
+        if method == 0 && csize != usize_ {
             return Err(bad(
                 file,
                 m,
                 format!("stored member has size {csize} but {usize_} uncompressed"),
+            ));
+        }
+        if method == 8 && usize_ > csize.saturating_mul(MAX_DEFLATE_RATIO).saturating_add(1024) {
+            return Err(bad(
+                file,
+                m,
+                format!("{csize} deflated bytes cannot inflate to the declared {usize_}"),
             ));
         }
         let local = usize_of(local, file, "member offset")?;
@@ -211,7 +217,22 @@ pub(crate) fn read_members<'a>(bytes: &'a [u8], file: &str) -> GraphResult<Vec<M
                 ),
             )
         })?;
-        let found = crc32(data);
+        let data = if method == 8 {
+            let expect = usize_of(usize_, file, "member size")?;
+            let v = miniz_oxide::inflate::decompress_to_vec_with_limit(data, expect)
+                .map_err(|e| bad(file, m, format!("corrupt deflate stream ({:?})", e.status)))?;
+            if v.len() != expect {
+                return Err(bad(
+                    file,
+                    m,
+                    format!("inflates to {} bytes, not the declared {expect}", v.len()),
+                ));
+            }
+            std::borrow::Cow::Owned(v)
+        } else {
+            std::borrow::Cow::Borrowed(data)
+        };
+        let found = crc32(&data);
         if found != crc {
             return Err(bad(
                 file,
@@ -225,9 +246,19 @@ pub(crate) fn read_members<'a>(bytes: &'a [u8], file: &str) -> GraphResult<Vec<M
     Ok(out)
 }
 
-/// A zip archive of stored members (no compression), as `np.savez` writes. Archives
-/// beyond 4 GiB (zip64) are not written (`SHADE-E0305`).
+/// [`write_members_with`] without compression.
+#[cfg(test)]
 pub(crate) fn write_members(members: &[(String, Vec<u8>)]) -> GraphResult<Vec<u8>> {
+    write_members_with(members, false)
+}
+
+/// A zip archive of the members, stored (as `np.savez`) or deflated if `deflate` (as
+/// `np.savez_compressed`). Archives beyond 4 GiB (zip64) are not written
+/// (`SHADE-E0305`).
+pub(crate) fn write_members_with(
+    members: &[(String, Vec<u8>)],
+    deflate: bool,
+) -> GraphResult<Vec<u8>> {
     let total: usize = members
         .iter()
         .map(|(n, d)| 2 * (n.len() + 46) + d.len())
@@ -244,9 +275,16 @@ pub(crate) fn write_members(members: &[(String, Vec<u8>)]) -> GraphResult<Vec<u8
     let mut central = Vec::new();
     let put16 = |v: &mut Vec<u8>, x: u16| v.extend_from_slice(&x.to_le_bytes());
     let put32 = |v: &mut Vec<u8>, x: u32| v.extend_from_slice(&x.to_le_bytes());
-    for (name, data) in members {
+    for (name, raw) in members {
         let offset = out.len() as u32;
-        let crc = crc32(data);
+        let crc = crc32(raw);
+        let packed;
+        let data = if deflate {
+            packed = miniz_oxide::deflate::compress_to_vec(raw, 6);
+            &packed
+        } else {
+            raw
+        };
         let header = |v: &mut Vec<u8>, central: bool| {
             put32(v, if central { 0x0201_4B50 } else { 0x0403_4B50 });
             if central {
@@ -254,12 +292,12 @@ pub(crate) fn write_members(members: &[(String, Vec<u8>)]) -> GraphResult<Vec<u8
             }
             put16(v, 20); // version needed
             put16(v, 0); // flags
-            put16(v, 0); // stored
+            put16(v, if deflate { 8 } else { 0 }); // method
             put16(v, 0); // time
             put16(v, 0x21); // date: 1980-01-01
             put32(v, crc);
             put32(v, data.len() as u32);
-            put32(v, data.len() as u32);
+            put32(v, raw.len() as u32);
             put16(v, name.len() as u16);
             put16(v, 0); // extra
             if central {
@@ -307,9 +345,18 @@ mod tests {
         let back = read_members(&z, "x").unwrap();
         assert_eq!(back.len(), 2);
         assert_eq!(
-            (back[0].name.as_str(), back[0].data),
+            (back[0].name.as_str(), &back[0].data[..]),
             ("a.npy", &b"hello"[..])
         );
-        assert_eq!(back[1].data, b"");
+        assert_eq!(&back[1].data[..], b"");
+        let big = vec![("z".to_string(), vec![7u8; 10_000])];
+        let z = write_members_with(&big, true).unwrap();
+        assert!(z.len() < 500);
+        assert_eq!(&read_members(&z, "x").unwrap()[0].data[..], &big[0].1[..]);
+        // A corrupt deflate stream is a coded error.
+        let mut bad = z.clone();
+        bad[40] ^= 0xFF;
+        bad[41] ^= 0xFF;
+        assert_eq!(read_members(&bad, "x").unwrap_err().code(), "SHADE-E0331");
     }
 }
