@@ -54,6 +54,13 @@ pub(crate) fn normal(rng: &mut StdRng) -> f64 {
 /// possible, rarely for sparse graphs). `SHADE-E0320` if `m > 0` and `n < 2`.
 pub fn rand_graph(n: usize, m: usize, seed: u64) -> GraphResult<Graph> {
     check_num_nodes(n)?;
+    if m > u32::MAX as usize {
+        return Err(GraphError::TooLarge {
+            what: "num_edges".into(),
+            found: m as u64,
+            max: u32::MAX as u64,
+        });
+    }
     if m > 0 && n < 2 {
         return Err(GraphError::param(
             "n",
@@ -85,6 +92,7 @@ pub fn erdos_renyi(n: usize, p: f64, directed: bool, seed: u64) -> GraphResult<G
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     let nn = n as u64;
     if directed {
+        // n ≤ u32::MAX, so n (n - 1) < 2^64.
         bernoulli_indices(nn * nn.saturating_sub(1), p, &mut rng, |k| {
             let u = k / (nn - 1);
             let mut v = k % (nn - 1);
@@ -426,7 +434,12 @@ pub fn sprand(n: usize, p: f64, seed: u64) -> GraphResult<Graph> {
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut src, mut dst, mut pos) = (Vec::new(), Vec::new(), Vec::new());
     let nn = n as u64;
-    bernoulli_indices(nn * nn, p, &mut rng, |k| pos.push(k));
+    let total = nn.checked_mul(nn).ok_or(GraphError::TooLarge {
+        what: "sprand n".into(),
+        found: nn,
+        max: u32::MAX as u64,
+    })?;
+    bernoulli_indices(total, p, &mut rng, |k| pos.push(k));
     for k in pos {
         src.push((k / nn) as u32);
         dst.push((k % nn) as u32);

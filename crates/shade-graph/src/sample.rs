@@ -15,7 +15,8 @@ use crate::transform::select_sparse_rows;
 /// each layer draws up to `fanouts[l]` incoming edges per frontier node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NeighborSampler {
-    /// Edges drawn per node and layer, outermost (seed) layer first; `usize::MAX` = all.
+    /// Edges drawn per node and layer, outermost (seed) layer first; `usize::MAX` = all
+    /// (each once, even with replacement).
     pub fanouts: Vec<usize>,
     /// Draw with replacement (an edge may be drawn several times).
     pub replace: bool,
@@ -78,7 +79,7 @@ impl NeighborSampler {
                 picks.clear();
                 if nb.is_empty() || fanout == 0 {
                     continue;
-                } else if fanout >= nb.len() && !self.replace {
+                } else if fanout >= nb.len() && (!self.replace || fanout == usize::MAX) {
                     picks.extend(0..nb.len());
                 } else if self.replace {
                     picks.extend((0..fanout).map(|_| rng.random_range(0..nb.len())));
@@ -148,7 +149,7 @@ fn negative_edges_excluding(
             .filter(|(s, d)| s != d)
             .map(|(&s, &d)| pair_key(s, d)),
     );
-    let total = n * n.saturating_sub(1);
+    let total = n.saturating_mul(n.saturating_sub(1));
     let available = total.saturating_sub(taken.len() as u64);
     if (num as u64) > available {
         return Err(GraphError::NotEnough {
