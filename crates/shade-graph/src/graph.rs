@@ -326,6 +326,13 @@ impl Graph {
                 found: graph_indicator.len(),
             });
         }
+        if num_graphs > u32::MAX as usize {
+            return Err(GraphError::TooLarge {
+                what: "num_graphs".into(),
+                found: num_graphs as u64,
+                max: u32::MAX as u64,
+            });
+        }
         let mut ptr = vec![0usize; num_graphs + 1];
         let mut prev = 0u32;
         for (v, &g) in graph_indicator.iter().enumerate() {

@@ -408,7 +408,7 @@ impl Graph {
 
     /// Appends `n` isolated nodes (to the last graph of a batch) with zero node data.
     pub fn add_nodes(&self, n: usize) -> GraphResult<Graph> {
-        check_num_nodes(self.num_nodes + n)?;
+        check_num_nodes(self.num_nodes.saturating_add(n))?;
         let mut g = self.clone();
         g.cache = Arc::default();
         g.num_nodes += n;
