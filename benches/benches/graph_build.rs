@@ -40,7 +40,11 @@ fn report_peak_memory(src: &[u32], dst: &[u32]) {
         elapsed.as_secs_f64(),
         mib(before),
         mib(peak),
-        if reset { "" } else { " (peak not reset: includes setup)" },
+        if reset {
+            ""
+        } else {
+            " (peak not reset: includes setup)"
+        },
         mib(peak.saturating_sub(before)),
         g.gcn_adjacency::<f32>().nnz()
     );
@@ -55,7 +59,11 @@ fn graph_build(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(EDGES as u64));
     group.bench_function("csr+gcn-norm", |b| {
-        b.iter_batched(|| (src.clone(), dst.clone()), |(s, d)| build(s, d), BatchSize::LargeInput)
+        b.iter_batched(
+            || (src.clone(), dst.clone()),
+            |(s, d)| build(s, d),
+            BatchSize::LargeInput,
+        )
     });
     group.bench_function("floor-degree-count", |b| {
         b.iter(|| {
