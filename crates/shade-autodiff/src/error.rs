@@ -6,6 +6,81 @@
 /// A shape as it appears in messages.
 pub type Shape = Vec<usize>;
 
+/// The range of an array's values, as anomaly mode reports it for the inputs of the
+/// operation that produced NaN or an infinity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueRange {
+    /// The array's shape.
+    pub shape: Shape,
+    /// Smallest finite value (NaN when no value is finite).
+    pub min: f64,
+    /// Largest finite value (NaN when no value is finite).
+    pub max: f64,
+    /// Number of NaN values.
+    pub nan: usize,
+    /// Number of infinite values.
+    pub inf: usize,
+}
+
+impl ValueRange {
+    /// The range of `values` (an array of the given shape, in any order).
+    pub fn of(shape: &[usize], values: impl IntoIterator<Item = f64>) -> Self {
+        let (mut min, mut max, mut nan, mut inf) = (f64::INFINITY, f64::NEG_INFINITY, 0, 0);
+        for v in values {
+            if v.is_nan() {
+                nan += 1;
+            } else if v.is_infinite() {
+                inf += 1;
+            } else {
+                min = min.min(v);
+                max = max.max(v);
+            }
+        }
+        if min > max {
+            (min, max) = (f64::NAN, f64::NAN);
+        }
+        ValueRange {
+            shape: shape.to_vec(),
+            min,
+            max,
+            nan,
+            inf,
+        }
+    }
+}
+
+/// A number in messages: plain when moderate, scientific when tiny or huge.
+struct Num(f64);
+
+impl core::fmt::Display for Num {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let a = self.0.abs();
+        if a == 0.0 || (1e-4..1e6).contains(&a) {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
+    }
+}
+
+impl core::fmt::Display for ValueRange {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "shape {:?}", self.shape)?;
+        if self.min.is_nan() {
+            write!(f, " with no finite value")?;
+        } else {
+            write!(f, " in [{}, {}]", Num(self.min), Num(self.max))?;
+        }
+        if self.nan > 0 {
+            write!(f, ", {} NaN", self.nan)?;
+        }
+        if self.inf > 0 {
+            write!(f, ", {} infinite", self.inf)?;
+        }
+        Ok(())
+    }
+}
+
 /// What went wrong while differentiating, with the values that matter.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -128,6 +203,39 @@ pub enum AdError {
         /// The value's shape.
         shape: Shape,
     },
+    /// Anomaly mode: an operation's result holds NaN or an infinity.
+    #[error("`{op}` produced {what} at element {position} of its result in the forward pass")]
+    NonFiniteForward {
+        /// The operation.
+        op: &'static str,
+        /// `NaN`, `inf` or `-inf`.
+        what: &'static str,
+        /// Flat (row-major) position of the first such element.
+        position: usize,
+        /// Where the program called the operation.
+        location: Option<&'static core::panic::Location<'static>>,
+        /// The ranges of the operation's inputs.
+        inputs: Vec<ValueRange>,
+    },
+    /// Anomaly mode: an operation's reverse rule wrote NaN or an infinity into the
+    /// adjoint of one of its inputs.
+    #[error(
+        "the reverse rule of `{op}` produced {what} in the adjoint of its input {input} in the backward pass"
+    )]
+    NonFiniteBackward {
+        /// The operation.
+        op: &'static str,
+        /// `NaN`, `inf` or `-inf`.
+        what: &'static str,
+        /// Which of the operation's inputs (0-based).
+        input: usize,
+        /// Where the program called the operation.
+        location: Option<&'static core::panic::Location<'static>>,
+        /// The ranges of the operation's inputs.
+        inputs: Vec<ValueRange>,
+        /// The range of the adjoint the rule received.
+        adjoint: ValueRange,
+    },
 }
 
 /// Result with an [`AdError`].
@@ -150,8 +258,30 @@ impl AdError {
             AdError::TapeOverflow { .. } => "SHADE-E0120",
             AdError::BufferLength { .. } => "SHADE-E0121",
             AdError::RankMismatch { .. } => "SHADE-E0140",
+            AdError::NonFiniteForward { .. } => "SHADE-E0170",
+            AdError::NonFiniteBackward { .. } => "SHADE-E0171",
         }
     }
+
+    /// Every code this enum can return, in order, so that catalogues can be checked
+    /// for completeness.
+    pub const CODES: &'static [&'static str] = &[
+        "SHADE-E0101",
+        "SHADE-E0102",
+        "SHADE-E0103",
+        "SHADE-E0104",
+        "SHADE-E0105",
+        "SHADE-E0110",
+        "SHADE-E0111",
+        "SHADE-E0112",
+        "SHADE-E0113",
+        "SHADE-E0114",
+        "SHADE-E0120",
+        "SHADE-E0121",
+        "SHADE-E0140",
+        "SHADE-E0170",
+        "SHADE-E0171",
+    ];
 
     /// One line that says what to do about this error.
     pub fn help(&self) -> String {
@@ -191,6 +321,14 @@ impl AdError {
             }
             AdError::RankMismatch { .. } => {
                 "reshape the value first, e.g. `tape.reshape(x, &[rows, cols])`".into()
+            }
+            AdError::NonFiniteForward { .. } => {
+                "check the inputs' ranges against the operation's domain (e.g. `ln` of values <= 0, `div` by 0, `exp` of large values)"
+                    .into()
+            }
+            AdError::NonFiniteBackward { .. } => {
+                "the derivative is unbounded at these inputs (e.g. `sqrt` at 0, `ln` near 0); keep the inputs away from the singularity"
+                    .into()
             }
         }
     }
@@ -254,6 +392,21 @@ mod tests {
                 expected: 2,
                 shape: vec![3],
             },
+            AdError::NonFiniteForward {
+                op: "ln",
+                what: "NaN",
+                position: 0,
+                location: None,
+                inputs: vec![ValueRange::of(&[2], [-1.0, 2.0])],
+            },
+            AdError::NonFiniteBackward {
+                op: "sqrt",
+                what: "inf",
+                input: 0,
+                location: None,
+                inputs: vec![ValueRange::of(&[1], [0.0])],
+                adjoint: ValueRange::of(&[1], [1.0]),
+            },
         ];
         let mut codes: Vec<_> = all.iter().map(AdError::code).collect();
         assert!(
@@ -264,6 +417,11 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), all.len());
+        assert_eq!(codes, AdError::CODES);
+        assert_eq!(
+            ValueRange::of(&[3], [f64::NAN, -1.0, 2.0]).to_string(),
+            "shape [3] in [-1, 2], 1 NaN"
+        );
         assert_eq!(
             all[5].to_string(),
             "`add` cannot combine shapes [2, 3] and [4]"

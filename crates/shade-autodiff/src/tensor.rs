@@ -28,6 +28,13 @@
 //! reverse sweep each intermediate returns to that storage as soon as no remaining rule
 //! needs it.
 //!
+//! # Anomaly mode
+//!
+//! [`TapeBuffers::set_anomaly`] turns on a check of every result forward and every
+//! adjoint backward: the first operation that produces NaN or an infinity makes the
+//! entry point return [`AdError::NonFiniteForward`] / [`AdError::NonFiniteBackward`]
+//! with the operation's name, the program's call site and its inputs' ranges.
+//!
 //! # Entry points
 //!
 //! - [`gradient`]: reverse mode for a scalar result, accumulating (`+=`) into the
@@ -74,6 +81,7 @@ mod softmax;
 mod sparse;
 mod tape;
 
+pub use crate::error::ValueRange;
 pub use args::{TensorArg, TensorArgs};
 pub use custom::TensorRule;
 pub use index::Rows;
@@ -140,8 +148,9 @@ where
 {
     let mut tape = Tape::new(bufs, TapeMode::Reverse);
     let handles = args.register(&mut tape)?;
-    let out = f(&mut tape, handles)?;
-    let o = tape.index(out)?;
+    let out = f(&mut tape, handles);
+    tape.anomaly_result()?;
+    let o = tape.index(out?)?;
     let len = tape.vals[o].view().len();
     if len != 1 {
         return Err(AdError::NonScalarReturn { len });
@@ -153,6 +162,7 @@ where
         .copied()
         .unwrap_or_else(T::zero);
     tape.backward(o, |mut g| g.map_inplace(|x| *x += T::one()));
+    tape.anomaly_result()?;
     Ok(y)
 }
 
@@ -175,8 +185,9 @@ where
 {
     let mut tape = Tape::new(bufs, TapeMode::Reverse);
     let handles = args.register(&mut tape)?;
-    let out = f(&mut tape, handles)?;
-    let o = tape.index(out)?;
+    let out = f(&mut tape, handles);
+    tape.anomaly_result()?;
+    let o = tape.index(out?)?;
     if tape.vals[o].view().shape() != seed.shape() {
         return Err(AdError::ShapeMismatch {
             op: "pullback",
@@ -186,6 +197,7 @@ where
     }
     let seed = seed.view().into_dyn();
     tape.backward(o, |mut g| g += &seed);
+    tape.anomaly_result()?;
     Ok(())
 }
 
@@ -205,8 +217,9 @@ where
 {
     let mut tape = Tape::new(bufs, TapeMode::Forward);
     let handles = args.register(&mut tape)?;
-    let out = f(&mut tape, handles)?;
-    let o = tape.index(out)?;
+    let out = f(&mut tape, handles);
+    tape.anomaly_result()?;
+    let o = tape.index(out?)?;
     let y = tape.vals[o].view().to_owned();
     let dy = match tape.tans[o].view() {
         Some(t) => t.to_owned(),
@@ -233,8 +246,9 @@ where
 {
     let mut tape = Tape::new(bufs, TapeMode::Forward);
     let handles = args.register(&mut tape)?;
-    let out = f(&mut tape, handles)?;
-    let o = tape.index(out)?;
+    let out = f(&mut tape, handles);
+    tape.anomaly_result()?;
+    let o = tape.index(out?)?;
     let v = tape.vals[o].view();
     for target in [y.shape(), dy.shape()] {
         if target != v.shape() {
@@ -263,7 +277,8 @@ where
 {
     let mut tape = Tape::new(bufs, TapeMode::Primal);
     let handles = args.register(&mut tape)?;
-    let out = f(&mut tape, handles)?;
-    let o = tape.index(out)?;
+    let out = f(&mut tape, handles);
+    tape.anomaly_result()?;
+    let o = tape.index(out?)?;
     Ok(tape.vals[o].view().to_owned())
 }

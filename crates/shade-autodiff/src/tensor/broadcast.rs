@@ -147,6 +147,14 @@ pub(crate) struct Rec {
 }
 
 impl Rec {
+    pub(crate) fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    pub(crate) fn inputs(&self) -> SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.a, self.b]
+    }
+
     pub(crate) fn backward<T: Element>(
         &self,
         _me: usize,
@@ -189,6 +197,7 @@ impl Rec {
 }
 
 impl<'a, T: Element> Tape<'a, T> {
+    #[track_caller]
     fn binary(&mut self, a: Var, b: Var, kind: Bin) -> AdResult<Var> {
         let (ia, ib) = (self.index(a)?, self.index(b)?);
         let x = self.vals[ia].view();
@@ -223,21 +232,25 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// `a + b` with broadcasting.
+    #[track_caller]
     pub fn add(&mut self, a: Var, b: Var) -> AdResult<Var> {
         self.binary(a, b, Bin::Add)
     }
 
     /// `a - b` with broadcasting.
+    #[track_caller]
     pub fn sub(&mut self, a: Var, b: Var) -> AdResult<Var> {
         self.binary(a, b, Bin::Sub)
     }
 
     /// `a · b` elementwise with broadcasting.
+    #[track_caller]
     pub fn mul(&mut self, a: Var, b: Var) -> AdResult<Var> {
         self.binary(a, b, Bin::Mul)
     }
 
     /// `a / b` elementwise with broadcasting.
+    #[track_caller]
     pub fn div(&mut self, a: Var, b: Var) -> AdResult<Var> {
         self.binary(a, b, Bin::Div)
     }

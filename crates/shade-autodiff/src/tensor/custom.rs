@@ -91,6 +91,14 @@ impl<T: Element> core::fmt::Debug for Rec<'_, T> {
 }
 
 impl<T: Element> Rec<'_, T> {
+    pub(crate) fn name(&self) -> &'static str {
+        self.rule.name()
+    }
+
+    pub(crate) fn inputs(&self) -> SmallVec<[usize; 4]> {
+        self.inputs.clone()
+    }
+
     pub(crate) fn backward(&self, me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
         let views: SmallVec<[ArrayViewD<'_, T>; 4]> =
             self.inputs.iter().map(|&j| bw.vals[j].view()).collect();
@@ -109,6 +117,7 @@ impl<'a, T: Element> Tape<'a, T> {
     ///
     /// Errors: [`AdError::ForeignValue`] for a handle from another tape, and whatever
     /// the rule's `forward` returns.
+    #[track_caller]
     pub fn custom<R: TensorRule<T> + 'a>(&mut self, rule: R, inputs: &[Var]) -> AdResult<Var> {
         let ins: SmallVec<[usize; 4]> = inputs
             .iter()

@@ -19,6 +19,10 @@ pub(crate) struct Rec<T> {
 }
 
 impl<T: Element> Rec<T> {
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.a]
+    }
+
     pub(crate) fn release(self, pool: &mut Pool<T>) {
         pool.give_vec(self.mask);
     }
@@ -46,6 +50,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// when `training`; returns `x` itself otherwise. `p = 1` zeroes everything.
     ///
     /// Errors with [`AdError::InvalidArgument`] unless `0 <= p <= 1`.
+    #[track_caller]
     pub fn dropout<R: rand::Rng + ?Sized>(
         &mut self,
         x: Var,

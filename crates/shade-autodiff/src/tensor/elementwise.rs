@@ -9,6 +9,7 @@ use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayViewD, Zip};
+use smallvec::SmallVec;
 
 /// An elementwise map with its derivative.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -151,7 +152,38 @@ pub(crate) struct Rec<T> {
     kind: Unary<T>,
 }
 
+impl<T: Element> Unary<T> {
+    /// The operation's name, as the user calls it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Unary::Neg => "neg",
+            Unary::Scale(_) => "scale",
+            Unary::Exp => "exp",
+            Unary::Ln => "ln",
+            Unary::Sqrt => "sqrt",
+            Unary::Powi(_) => "powi",
+            Unary::Abs => "abs",
+            Unary::Tanh => "tanh",
+            Unary::Sigmoid => "sigmoid",
+            Unary::Relu => "relu",
+            Unary::LeakyRelu(_) => "leaky_relu",
+            Unary::Elu(_) => "elu",
+            Unary::Gelu => "gelu",
+            Unary::Softplus => "softplus",
+            Unary::Clamp(..) => "clamp",
+        }
+    }
+}
+
 impl<T: Element> Rec<T> {
+    pub(crate) fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    pub(crate) fn inputs(&self) -> SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.a]
+    }
+
     pub(crate) fn backward(&self, me: usize, g: ArrayViewD<'_, T>, b: &mut Bwd<'_, '_, T>) {
         let x = b.vals[self.a].view();
         let y = b.vals[me].view();
@@ -167,6 +199,7 @@ impl<T: Element> Rec<T> {
 }
 
 impl<'a, T: Element> Tape<'a, T> {
+    #[track_caller]
     pub(crate) fn unary(&mut self, a: Var, kind: Unary<T>) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
@@ -188,72 +221,86 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// `-a`.
+    #[track_caller]
     pub fn neg(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Neg)
     }
 
     /// `c · a` for a constant `c`.
+    #[track_caller]
     pub fn scale(&mut self, a: Var, c: T) -> AdResult<Var> {
         self.unary(a, Unary::Scale(c))
     }
 
     /// `exp(a)`.
+    #[track_caller]
     pub fn exp(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Exp)
     }
 
     /// Natural logarithm (NaN below 0, `-inf` at 0, as IEEE says).
+    #[track_caller]
     pub fn ln(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Ln)
     }
 
     /// Square root (its derivative is infinite at 0).
+    #[track_caller]
     pub fn sqrt(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Sqrt)
     }
 
     /// `a^n` for an integer `n`.
+    #[track_caller]
     pub fn powi(&mut self, a: Var, n: i32) -> AdResult<Var> {
         self.unary(a, Unary::Powi(n))
     }
 
     /// `|a|` (derivative 0 at 0).
+    #[track_caller]
     pub fn abs(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Abs)
     }
 
     /// `tanh(a)`.
+    #[track_caller]
     pub fn tanh(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Tanh)
     }
 
     /// The logistic function `1 / (1 + e^-a)`, computed without overflow.
+    #[track_caller]
     pub fn sigmoid(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Sigmoid)
     }
 
     /// `max(a, 0)` (derivative 0 at 0).
+    #[track_caller]
     pub fn relu(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Relu)
     }
 
     /// `a` where positive, `alpha · a` elsewhere.
+    #[track_caller]
     pub fn leaky_relu(&mut self, a: Var, alpha: T) -> AdResult<Var> {
         self.unary(a, Unary::LeakyRelu(alpha))
     }
 
     /// `a` where positive, `alpha · (e^a - 1)` elsewhere.
+    #[track_caller]
     pub fn elu(&mut self, a: Var, alpha: T) -> AdResult<Var> {
         self.unary(a, Unary::Elu(alpha))
     }
 
     /// GELU in its tanh form (PyTorch's `approximate="tanh"`):
     /// `a/2 · (1 + tanh(√(2/π)(a + 0.044715 a³)))`.
+    #[track_caller]
     pub fn gelu(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Gelu)
     }
 
     /// `ln(1 + e^a)`, computed without overflow.
+    #[track_caller]
     pub fn softplus(&mut self, a: Var) -> AdResult<Var> {
         self.unary(a, Unary::Softplus)
     }
@@ -261,6 +308,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// `min(max(a, lo), hi)`; derivative 1 on `[lo, hi]`, 0 outside.
     ///
     /// Errors with [`AdError::InvalidArgument`] when `lo > hi` or either is NaN.
+    #[track_caller]
     pub fn clamp(&mut self, a: Var, lo: T, hi: T) -> AdResult<Var> {
         if lo.is_nan() || hi.is_nan() || lo > hi {
             return Err(AdError::InvalidArgument {

@@ -179,6 +179,20 @@ fn seg_softmax_apply<T: Element>(
 }
 
 impl<T: Element> Rec<'_, T> {
+    pub(crate) fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::Select => "index_select",
+            Kind::ScatterAdd => "scatter_add",
+            Kind::ScatterMean => "scatter_mean",
+            Kind::ScatterMax => "scatter_max",
+            Kind::SegmentSoftmax => "segment_softmax",
+        }
+    }
+
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.a]
+    }
+
     pub(crate) fn release(self, pool: &mut Pool<T>) {
         pool.give_vec(self.inv);
         pool.give_idx(self.arg);
@@ -230,6 +244,7 @@ impl<T: Element> Rec<'_, T> {
 }
 
 impl<'a, T: Element> Tape<'a, T> {
+    #[track_caller]
     fn indexed(
         &mut self,
         kind: Kind,
@@ -362,23 +377,27 @@ impl<'a, T: Element> Tape<'a, T> {
 
     /// Gathers rows: `out[i] = x[idx[i]]` (axis 0). Repeated indices are allowed; the
     /// adjoint of a row is the sum over its copies.
+    #[track_caller]
     pub fn index_select(&mut self, x: Var, idx: &'a [usize]) -> AdResult<Var> {
         self.indexed(Kind::Select, "index_select", x, idx, 0)
     }
 
     /// Sums rows into `n` segments: `out[k] = Σ_{e: idx[e] = k} src[e]`.
     /// `idx` has one entry per row of `src`, each `< n`; empty segments are 0.
+    #[track_caller]
     pub fn scatter_add(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
         self.indexed(Kind::ScatterAdd, "scatter_add", src, idx, n)
     }
 
     /// Averages rows into `n` segments; empty segments are 0.
+    #[track_caller]
     pub fn scatter_mean(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
         self.indexed(Kind::ScatterMean, "scatter_mean", src, idx, n)
     }
 
     /// Column-wise maximum of the rows in each of `n` segments; empty segments are 0.
     /// The adjoint goes to the arg-max (the first on ties).
+    #[track_caller]
     pub fn scatter_max(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
         self.indexed(Kind::ScatterMax, "scatter_max", src, idx, n)
     }
@@ -386,6 +405,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// Softmax over the rows that share a segment, column by column (one column per
     /// attention head): `out[e] = exp(x[e]) / Σ_{e': idx[e'] = idx[e]} exp(x[e'])`.
     /// `idx` (e.g. each edge's destination) has one entry per row, each `< n`.
+    #[track_caller]
     pub fn segment_softmax(&mut self, scores: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
         self.indexed(Kind::SegmentSoftmax, "segment_softmax", scores, idx, n)
     }

@@ -60,6 +60,23 @@ fn sigmoid<T: Element>(x: T) -> T {
 }
 
 impl<T: Element> Rec<'_, T> {
+    pub(crate) fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::CrossEntropy { .. } => "cross_entropy",
+            Kind::Nll { .. } => "nll",
+            Kind::Mse => "mse",
+            Kind::Bce => "bce_with_logits",
+        }
+    }
+
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        if self.a == self.b {
+            smallvec::smallvec![self.a]
+        } else {
+            smallvec::smallvec![self.a, self.b]
+        }
+    }
+
     pub(crate) fn release(self, _pool: &mut Pool<T>) {}
 
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
@@ -110,6 +127,7 @@ impl<T: Element> Rec<'_, T> {
 }
 
 impl<'a, T: Element> Tape<'a, T> {
+    #[track_caller]
     fn check_labels(
         &self,
         op: &'static str,
@@ -157,6 +175,7 @@ impl<'a, T: Element> Tape<'a, T> {
         Ok(count)
     }
 
+    #[track_caller]
     fn class_loss(
         &mut self,
         a: Var,
@@ -224,6 +243,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// Errors: [`AdError::RankMismatch`], [`AdError::ShapeMismatch`] (labels or mask
     /// length), [`AdError::IndexOutOfRange`] (a label or row index),
     /// [`AdError::InvalidArgument`] (empty selection).
+    #[track_caller]
     pub fn cross_entropy(
         &mut self,
         logits: Var,
@@ -235,10 +255,12 @@ impl<'a, T: Element> Tape<'a, T> {
 
     /// Mean negative log-likelihood `-logp[i, labels[i]]` over the selected rows of
     /// log-probabilities `logp` (`[N, C]`); errors as [`Tape::cross_entropy`].
+    #[track_caller]
     pub fn nll(&mut self, logp: Var, labels: &'a [usize], rows: Rows<'a>) -> AdResult<Var> {
         self.class_loss(logp, labels, rows, false)
     }
 
+    #[track_caller]
     fn pair_loss(&mut self, a: Var, b: Var, bce_: bool) -> AdResult<Var> {
         let op = if bce_ { "bce_with_logits" } else { "mse" };
         let (ia, ib) = (self.index(a)?, self.index(b)?);
@@ -302,12 +324,14 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Mean squared error `mean((a - b)²)`; shapes must be equal.
+    #[track_caller]
     pub fn mse(&mut self, a: Var, b: Var) -> AdResult<Var> {
         self.pair_loss(a, b, false)
     }
 
     /// Mean binary cross-entropy of `logits` against `targets` (same shape, usually in
     /// `[0, 1]`), in the stable form `max(x, 0) - x t + ln(1 + e^-|x|)`.
+    #[track_caller]
     pub fn bce_with_logits(&mut self, logits: Var, targets: Var) -> AdResult<Var> {
         self.pair_loss(logits, targets, true)
     }

@@ -84,6 +84,10 @@ pub(crate) struct Rec {
 }
 
 impl Rec {
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.a, self.b]
+    }
+
     pub(crate) fn backward<T: Element>(
         &self,
         _me: usize,
@@ -148,6 +152,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// 2-D operands `[m, k] · [k, n] → [m, n]`; batched `[B, m, k] · [B, k, n]` or
     /// `[B, m, k] · [k, n] → [B, m, n]`. Errors with [`AdError::ShapeMismatch`] naming
     /// both shapes otherwise.
+    #[track_caller]
     pub fn matmul(&mut self, a: Var, b: Var) -> AdResult<Var> {
         let (ia, ib) = (self.index(a)?, self.index(b)?);
         let x = self.vals[ia].view();

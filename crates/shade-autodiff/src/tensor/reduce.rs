@@ -46,6 +46,14 @@ pub(crate) struct Rec {
 }
 
 impl Rec {
+    pub(crate) fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.a]
+    }
+
     pub(crate) fn release<T: Element>(self, pool: &mut Pool<T>) {
         pool.give_idx(self.arg);
     }
@@ -129,6 +137,7 @@ fn first_ext<'x, T: Element>(it: impl Iterator<Item = &'x T>, max: bool) -> (usi
 }
 
 impl<'a, T: Element> Tape<'a, T> {
+    #[track_caller]
     fn reduce(&mut self, a: Var, axis: Option<usize>, kind: Kind) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
@@ -256,51 +265,61 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Sum of all elements (a 0-d value).
+    #[track_caller]
     pub fn sum(&mut self, a: Var) -> AdResult<Var> {
         self.reduce(a, None, Kind::Sum)
     }
 
     /// Sum along `axis`, which is removed.
+    #[track_caller]
     pub fn sum_axis(&mut self, a: Var, axis: usize) -> AdResult<Var> {
         self.reduce(a, Some(axis), Kind::Sum)
     }
 
     /// Mean of all elements; an empty value is an [`AdError::InvalidArgument`].
+    #[track_caller]
     pub fn mean(&mut self, a: Var) -> AdResult<Var> {
         self.reduce(a, None, Kind::Mean)
     }
 
     /// Mean along `axis`, which is removed.
+    #[track_caller]
     pub fn mean_axis(&mut self, a: Var, axis: usize) -> AdResult<Var> {
         self.reduce(a, Some(axis), Kind::Mean)
     }
 
     /// Largest element; its adjoint goes to the first position holding it.
+    #[track_caller]
     pub fn max(&mut self, a: Var) -> AdResult<Var> {
         self.reduce(a, None, Kind::Max)
     }
 
     /// Largest element along `axis` (removed); adjoint to the first arg-max.
+    #[track_caller]
     pub fn max_axis(&mut self, a: Var, axis: usize) -> AdResult<Var> {
         self.reduce(a, Some(axis), Kind::Max)
     }
 
     /// Smallest element; its adjoint goes to the first position holding it.
+    #[track_caller]
     pub fn min(&mut self, a: Var) -> AdResult<Var> {
         self.reduce(a, None, Kind::Min)
     }
 
     /// Smallest element along `axis` (removed); adjoint to the first arg-min.
+    #[track_caller]
     pub fn min_axis(&mut self, a: Var, axis: usize) -> AdResult<Var> {
         self.reduce(a, Some(axis), Kind::Min)
     }
 
     /// `ln Σ exp(a)` along `axis` (removed), computed stably.
+    #[track_caller]
     pub fn logsumexp(&mut self, a: Var, axis: usize) -> AdResult<Var> {
         self.reduce(a, Some(axis), Kind::LogSumExp)
     }
 
     /// Euclidean norm of all elements, `sqrt(Σ a²)` (a 0-d value).
+    #[track_caller]
     pub fn norm(&mut self, a: Var) -> AdResult<Var> {
         self.reduce(a, None, Kind::Norm)
     }

@@ -38,6 +38,20 @@ pub(crate) struct Rec {
 }
 
 impl Rec {
+    pub(crate) fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::Transpose => "transpose",
+            Kind::Reshape => "reshape",
+            Kind::Concat { .. } => "concat",
+            Kind::Stack { .. } => "stack",
+            Kind::Narrow { .. } => "narrow",
+        }
+    }
+
+    pub(crate) fn inputs(&self) -> SmallVec<[usize; 4]> {
+        self.inputs.clone()
+    }
+
     pub(crate) fn backward<T: Element>(
         &self,
         _me: usize,
@@ -72,6 +86,7 @@ impl Rec {
 }
 
 impl<'a, T: Element> Tape<'a, T> {
+    #[track_caller]
     fn finish_shape(
         &mut self,
         out: ndarray::ArrayD<T>,
@@ -84,6 +99,7 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Reverses the order of the axes (the matrix transpose for 2-D values).
+    #[track_caller]
     pub fn transpose(&mut self, a: Var) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
@@ -100,6 +116,7 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// The same elements (in row-major order) with a new shape of equal size.
+    #[track_caller]
     pub fn reshape(&mut self, a: Var, shape: &[usize]) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
@@ -121,6 +138,7 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Elements `start..start + len` along `axis`.
+    #[track_caller]
     pub fn narrow(&mut self, a: Var, axis: usize, start: usize, len: usize) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
@@ -158,6 +176,7 @@ impl<'a, T: Element> Tape<'a, T> {
         ))
     }
 
+    #[track_caller]
     fn gather_inputs(&self, op: &'static str, xs: &[Var]) -> AdResult<SmallVec<[usize; 4]>> {
         if xs.is_empty() {
             return Err(AdError::InvalidArgument {
@@ -169,6 +188,7 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Joins values along an existing `axis`; all other axes must agree.
+    #[track_caller]
     pub fn concat(&mut self, xs: &[Var], axis: usize) -> AdResult<Var> {
         let ins = self.gather_inputs("concat", xs)?;
         let first = self.vals[ins[0]].view();
@@ -222,6 +242,7 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Stacks values of one shape along a new `axis` (`0..=ndim`).
+    #[track_caller]
     pub fn stack(&mut self, xs: &[Var], axis: usize) -> AdResult<Var> {
         let ins = self.gather_inputs("stack", xs)?;
         let first = self.vals[ins[0]].view();

@@ -61,6 +61,14 @@ fn lane_apply<T: Element>(
 }
 
 impl Rec {
+    pub(crate) fn name(&self) -> &'static str {
+        if self.log { "log_softmax" } else { "softmax" }
+    }
+
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.a]
+    }
+
     pub(crate) fn backward<T: Element>(
         &self,
         me: usize,
@@ -80,6 +88,7 @@ impl Rec {
 }
 
 impl<'a, T: Element> Tape<'a, T> {
+    #[track_caller]
     fn softmax_impl(&mut self, a: Var, axis: usize, log: bool) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
@@ -111,11 +120,13 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// `exp(a) / Σ exp(a)` along `axis`.
+    #[track_caller]
     pub fn softmax(&mut self, a: Var, axis: usize) -> AdResult<Var> {
         self.softmax_impl(a, axis, false)
     }
 
     /// `a - logsumexp(a)` along `axis`.
+    #[track_caller]
     pub fn log_softmax(&mut self, a: Var, axis: usize) -> AdResult<Var> {
         self.softmax_impl(a, axis, true)
     }

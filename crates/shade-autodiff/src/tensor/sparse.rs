@@ -384,6 +384,22 @@ fn std_slice<'s, T: Element>(c: &'s CowArray<'_, T, IxDyn>) -> &'s [T] {
 }
 
 impl<T: Element> Rec<'_, T> {
+    pub(crate) fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::Left => "spmm",
+            Kind::Right => "dense_spmm",
+            Kind::Values => "spmm_values",
+        }
+    }
+
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        if self.kind == Kind::Values {
+            smallvec::smallvec![self.v, self.x]
+        } else {
+            smallvec::smallvec![self.x]
+        }
+    }
+
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
         let g = g.as_standard_layout();
         let gs = std_slice(&g);
@@ -443,6 +459,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// Sparse × dense `A · X`: `A` (`[m, k]`) is a constant, `X` is `[k]` or `[k, f]`.
     ///
     /// Errors with [`AdError::ShapeMismatch`] naming both shapes.
+    #[track_caller]
     pub fn spmm(&mut self, a: &'a SparseMatrix<T>, x: Var) -> AdResult<Var> {
         self.sparse_left(Kind::Left, "spmm", a, None, x)
     }
@@ -450,10 +467,12 @@ impl<'a, T: Element> Tape<'a, T> {
     /// `A(values) · X` where the nonzero values of `A`'s structure are the tracked 1-D
     /// value `values` (one per stored nonzero, in CSR order); `A`'s own values are
     /// ignored.
+    #[track_caller]
     pub fn spmm_values(&mut self, a: &'a SparseMatrix<T>, values: Var, x: Var) -> AdResult<Var> {
         self.sparse_left(Kind::Values, "spmm_values", a, Some(values), x)
     }
 
+    #[track_caller]
     fn sparse_left(
         &mut self,
         kind: Kind,
@@ -541,6 +560,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// Dense × sparse `X · A`: `X` is `[m, k]`, the constant `A` is `[k, n]`.
     ///
     /// Errors with [`AdError::ShapeMismatch`] naming both shapes.
+    #[track_caller]
     pub fn dense_spmm(&mut self, x: Var, a: &'a SparseMatrix<T>) -> AdResult<Var> {
         let ix = self.index(x)?;
         let xv = self.vals[ix].view();

@@ -7,8 +7,10 @@
 
 use super::{Element, broadcast, custom, dropout, elementwise, index, loss, matmul, reduce};
 use super::{shape, softmax, sparse};
-use crate::error::{AdError, AdResult};
+use crate::error::{AdError, AdResult, ValueRange};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
+use smallvec::SmallVec;
+use std::panic::Location;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A handle to a value on a [`Tape`]: cheap to copy, valid only on the tape that made it.
@@ -213,6 +215,42 @@ impl<T: Element> Op<'_, T> {
         }
     }
 
+    /// The operation's name, for anomaly reports.
+    fn name(&self) -> &'static str {
+        match self {
+            Op::Leaf => "input",
+            Op::Unary(r) => r.name(),
+            Op::Binary(r) => r.name(),
+            Op::Matmul(_) => "matmul",
+            Op::Shape(r) => r.name(),
+            Op::Reduce(r) => r.name(),
+            Op::Softmax(r) => r.name(),
+            Op::Loss(r) => r.name(),
+            Op::Index(r) => r.name(),
+            Op::Sparse(r) => r.name(),
+            Op::Dropout(_) => "dropout",
+            Op::Custom(r) => r.name(),
+        }
+    }
+
+    /// The nodes the operation reads (its differentiable operands).
+    fn inputs(&self) -> SmallVec<[usize; 4]> {
+        match self {
+            Op::Leaf => SmallVec::new(),
+            Op::Unary(r) => r.inputs(),
+            Op::Binary(r) => r.inputs(),
+            Op::Matmul(r) => r.inputs(),
+            Op::Shape(r) => r.inputs(),
+            Op::Reduce(r) => r.inputs(),
+            Op::Softmax(r) => r.inputs(),
+            Op::Loss(r) => r.inputs(),
+            Op::Index(r) => r.inputs(),
+            Op::Sparse(r) => r.inputs(),
+            Op::Dropout(r) => r.inputs(),
+            Op::Custom(r) => r.inputs(),
+        }
+    }
+
     fn release(self, pool: &mut Pool<T>) {
         match self {
             Op::Reduce(r) => r.release(pool),
@@ -289,6 +327,8 @@ pub struct TapeBuffers<T: Element> {
     tans: Vec<Tan<'static, T>>,
     grads: Vec<Grad<'static, T>>,
     ops: Vec<Op<'static, T>>,
+    locs: Vec<Option<&'static Location<'static>>>,
+    anomaly: bool,
 }
 
 impl<T: Element> Default for TapeBuffers<T> {
@@ -310,7 +350,27 @@ impl<T: Element> TapeBuffers<T> {
             tans: Vec::new(),
             grads: Vec::new(),
             ops: Vec::new(),
+            locs: Vec::new(),
+            anomaly: false,
         }
+    }
+
+    /// Turns anomaly mode on or off for the calls that use these buffers.
+    ///
+    /// In anomaly mode every operation's result (and, in forward mode, its tangent) is
+    /// checked for NaN and infinities as it is computed, and every adjoint a reverse
+    /// rule writes is checked during the reverse sweep. The first operation that
+    /// produces a non-finite value makes the entry point return
+    /// [`AdError::NonFiniteForward`] or [`AdError::NonFiniteBackward`], naming the
+    /// operation, the place in the program that called it, and the ranges of its
+    /// inputs. Off by default: then the checks cost one branch per operation.
+    pub fn set_anomaly(&mut self, on: bool) {
+        self.anomaly = on;
+    }
+
+    /// Whether anomaly mode is on.
+    pub fn anomaly(&self) -> bool {
+        self.anomaly
     }
 
     /// Number of element buffers held for reuse.
@@ -344,6 +404,12 @@ pub struct Tape<'a, T: Element> {
     pub(crate) grads: Vec<Grad<'a, T>>,
     pub(crate) ops: Vec<Op<'a, T>>,
     pub(crate) pool: Pool<T>,
+    /// Anomaly mode: check every result and adjoint.
+    anomaly: bool,
+    /// Call site of each node's operation (anomaly mode only).
+    locs: Vec<Option<&'static Location<'static>>>,
+    /// The first non-finite value found (anomaly mode only).
+    anomaly_err: Option<AdError>,
     bufs: &'a mut TapeBuffers<T>,
 }
 
@@ -367,7 +433,95 @@ impl<'a, T: Element> Tape<'a, T> {
             grads: recycle(std::mem::take(&mut bufs.grads)),
             ops: recycle(std::mem::take(&mut bufs.ops)),
             pool: std::mem::take(&mut bufs.pool),
+            anomaly: bufs.anomaly,
+            locs: std::mem::take(&mut bufs.locs),
+            anomaly_err: None,
             bufs,
+        }
+    }
+
+    /// The first anomaly found so far, as an error (anomaly mode only).
+    pub(crate) fn anomaly_result(&mut self) -> AdResult<()> {
+        match self.anomaly_err.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The ranges of the given nodes' values.
+    fn ranges(&self, nodes: &[usize]) -> Vec<ValueRange> {
+        nodes
+            .iter()
+            .map(|&j| {
+                let v = self.vals[j].view();
+                ValueRange::of(v.shape(), v.iter().map(|x| x.to_f64().unwrap_or(f64::NAN)))
+            })
+            .collect()
+    }
+
+    /// Anomaly mode: checks a new result (and tangent) before it is stored.
+    #[cold]
+    fn check_forward(
+        &mut self,
+        val: &ArrayD<T>,
+        tan: &Tan<'a, T>,
+        op: &Op<'a, T>,
+        loc: &'static Location<'static>,
+    ) {
+        self.locs.push(Some(loc));
+        if self.anomaly_err.is_some() {
+            return;
+        }
+        let found = first_non_finite(val.iter()).or_else(|| match tan {
+            Tan::Own(t) if self.forward() => first_non_finite(t.iter()),
+            _ => None,
+        });
+        if let Some((position, what)) = found {
+            let inputs = self.ranges(&op.inputs());
+            self.anomaly_err = Some(AdError::NonFiniteForward {
+                op: op.name(),
+                what,
+                position,
+                location: Some(loc),
+                inputs,
+            });
+        }
+    }
+
+    /// Anomaly mode: checks the adjoints that the reverse rule of node `i` wrote.
+    #[cold]
+    fn check_backward(&mut self, i: usize, op: &Op<'a, T>, g: &ArrayD<T>) {
+        if self.anomaly_err.is_some() {
+            return;
+        }
+        let inputs = op.inputs();
+        for (k, &j) in inputs.iter().enumerate() {
+            if !self.tracked[j] {
+                continue;
+            }
+            let found = match &self.grads[j] {
+                Grad::Own(a) => first_non_finite(a.iter()),
+                Grad::Shadow {
+                    deferred: Some(d), ..
+                } => first_non_finite(d.iter()),
+                Grad::Shadow { view, .. } => first_non_finite(view.iter()),
+                Grad::None => None,
+            };
+            if let Some((_, what)) = found {
+                let ranges = self.ranges(&inputs);
+                self.anomaly_err = Some(AdError::NonFiniteBackward {
+                    op: op.name(),
+                    what,
+                    input: k,
+                    location: self.locs.get(i).copied().flatten(),
+                    inputs: ranges,
+                    adjoint: ValueRange::of(
+                        g.shape(),
+                        g.iter().map(|x| x.to_f64().unwrap_or(f64::NAN)),
+                    ),
+                });
+                return;
+            }
         }
     }
 
@@ -445,6 +599,9 @@ impl<'a, T: Element> Tape<'a, T> {
         self.tans.push(tan);
         self.grads.push(grad);
         self.ops.push(Op::Leaf);
+        if self.anomaly {
+            self.locs.push(None);
+        }
         Var {
             tape: self.id,
             index,
@@ -462,6 +619,10 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Appends an owned result. `op` is stored only when recording and tracked.
+    ///
+    /// `#[track_caller]` (as every public operation and the helpers between them and
+    /// this function): in anomaly mode the caller's location is the user's call site.
+    #[track_caller]
     pub(crate) fn push(
         &mut self,
         val: ArrayD<T>,
@@ -469,6 +630,9 @@ impl<'a, T: Element> Tape<'a, T> {
         op: Op<'a, T>,
         tan: Tan<'a, T>,
     ) -> Var {
+        if self.anomaly {
+            self.check_forward(&val, &tan, &op, Location::caller());
+        }
         let index = self.vals.len() as u32;
         self.vals.push(Val::Own(val));
         self.tracked.push(tracked);
@@ -531,6 +695,9 @@ impl<'a, T: Element> Tape<'a, T> {
                     },
                 };
                 op.backward(i, g.view(), &mut b);
+                if self.anomaly {
+                    self.check_backward(i, &op, g);
+                }
             }
             op.release(&mut self.pool);
             if let Some(g) = g {
@@ -582,5 +749,22 @@ impl<T: Element> Drop for Tape<'_, T> {
         self.bufs.ops = recycle(std::mem::take(&mut self.ops));
         self.bufs.tracked = std::mem::take(&mut self.tracked);
         self.bufs.pool = std::mem::take(&mut self.pool);
+        self.locs.clear();
+        self.bufs.locs = std::mem::take(&mut self.locs);
     }
+}
+
+/// Position and kind (`NaN`, `inf`, `-inf`) of the first non-finite element.
+fn first_non_finite<'x, T: Element>(
+    it: impl Iterator<Item = &'x T>,
+) -> Option<(usize, &'static str)> {
+    it.enumerate().find_map(|(p, &v)| {
+        if v.is_nan() {
+            Some((p, "NaN"))
+        } else if v.is_infinite() {
+            Some((p, if v > T::zero() { "inf" } else { "-inf" }))
+        } else {
+            None
+        }
+    })
 }
