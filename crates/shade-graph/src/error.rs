@@ -182,6 +182,27 @@ fn member_suffix(member: &Option<String>) -> String {
 pub type GraphResult<T> = Result<T, GraphError>;
 
 impl GraphError {
+    /// Every code this enum can return, in order, so that catalogues can be checked
+    /// for completeness.
+    pub const CODES: &'static [&'static str] = &[
+        "SHADE-E0301",
+        "SHADE-E0302",
+        "SHADE-E0303",
+        "SHADE-E0304",
+        "SHADE-E0305",
+        "SHADE-E0306",
+        "SHADE-E0310",
+        "SHADE-E0311",
+        "SHADE-E0312",
+        "SHADE-E0320",
+        "SHADE-E0321",
+        "SHADE-E0330",
+        "SHADE-E0331",
+        "SHADE-E0332",
+        "SHADE-E0333",
+        "SHADE-E0334",
+    ];
+
     /// The stable code of this error, e.g. `"SHADE-E0301"`.
     pub fn code(&self) -> &'static str {
         match self {
@@ -354,6 +375,7 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), all.len());
+        assert_eq!(codes, GraphError::CODES);
         assert_eq!(
             all[1].to_string(),
             "`` holds node index 5 at position 0, but the graph has 3 nodes"
