@@ -1,2 +1,51 @@
 //! Every failure becomes a clear, coded, actionable message: the error catalogue,
 //! rendering, gradcheck, anomaly mode, proactive checks and the compatibility matrix.
+//!
+//! - [`explain`]`(code)`: the long explanation of any shade error code (rustc
+//!   `--explain` style); `docs/errors.md` is generated from the same [`catalogue`].
+//! - [`Diagnostic`]: one message in rustc's shape (`error[SHADE-E0110]: ...`,
+//!   `--> file:line:col`, `= note:`, `= help:`), built from any crate's error through
+//!   [`Coded`] (`?` converts and records the line); with the `miette` feature it is
+//!   also a `miette::Diagnostic`.
+//! - [`check`]: proactive checks before training or differentiating, returning
+//!   [`Findings`] (errors and warnings, each coded).
+//! - [`detect_anomaly`]: runs a tensor program with the tensor layer's anomaly mode on,
+//!   so the first operation producing NaN/Inf is named with its source line.
+//! - [`gradcheck`]: derivatives against a reference (central finite differences),
+//!   with PyTorch-like tolerances, naming the worst entries.
+//!
+//! ```
+//! use ndarray::array;
+//! use shade_autodiff::Duplicated;
+//! use shade_autodiff::tensor::TapeBuffers;
+//! use shade_diagnostics::{Diagnostic, detect_anomaly};
+//!
+//! let x = array![1.0, -2.0];
+//! let mut dx = x.clone() * 0.0;
+//! let mut bufs = TapeBuffers::new();
+//! let err = detect_anomaly(&mut bufs, |bufs| {
+//!     shade_autodiff::tensor::gradient(bufs, |t, (x,)| {
+//!         let y = t.sqrt(x)?;
+//!         t.sum(y)
+//!     }, (Duplicated(&x, &mut dx),))
+//! })
+//! .unwrap_err();
+//! assert_eq!(err.code, "SHADE-E0170");
+//! assert!(err.render().starts_with("error[SHADE-E0170]: `sqrt` produced NaN at element 1"));
+//! ```
+
+pub mod anomaly;
+pub mod catalogue;
+pub mod check;
+pub mod gradcheck;
+pub mod render;
+
+pub use anomaly::detect_anomaly;
+pub use catalogue::{explain, render_errors_md};
+pub use check::{
+    Findings, check_finite, check_gcn_normalisation, check_graph_features, check_shadow_zeroed,
+};
+pub use gradcheck::{
+    GradcheckOptions, GradcheckReport, gradcheck, gradcheck_fn, gradcheck_tensor, gradgradcheck,
+};
+pub use render::{Coded, Diagnose, Diagnostic, Severity, render_all};
