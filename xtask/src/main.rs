@@ -5,6 +5,8 @@
 //! - `cargo xtask bench [FILTER]`: runs the criterion benches and writes
 //!   `docs/benchmarks.md` from their estimates.
 //! - `cargo xtask fuzz [--cases N]`: runs the property tests with many more cases.
+//! - `cargo xtask compat`: regenerates `docs/errors.md` and `docs/compatibility.md`
+//!   (the compatibility matrix is computed by really running each cell).
 
 mod bench;
 
@@ -19,6 +21,7 @@ commands:
   ci                 fmt, clippy, test, doc, deny, bench build (stops at the first failure)
   bench [FILTER]     run the criterion benches and write docs/benchmarks.md
   fuzz [--cases N]   run the property tests with N cases each (default 10000)
+  compat             regenerate docs/errors.md and docs/compatibility.md
 ";
 
 fn main() -> ExitCode {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("bench") => bench::run(args.get(1).map(String::as_str)),
         Some("fuzz") => fuzz(&args[1..]),
+        Some("compat") => compat(),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
@@ -90,6 +94,8 @@ fn ci() -> Result<(), String> {
                 "warnings",
             ],
         ),
+        // The generated pages (docs/errors.md, docs/compatibility.md) must be current.
+        step("generated pages", GENERATED_TEST),
         step("test", &["test", "--workspace", "--all-features"]),
     ];
     let mut doc = step(
@@ -144,6 +150,23 @@ fn summary(done: &[(&str, f64)], failed: Option<(&str, f64)>, total: f64) {
         println!("  FAILED  {name:<12} {secs:>7.1} s   (later steps not run)");
     }
     println!("  total   {:<12} {total:>7.1} s", "");
+}
+
+/// The test that regenerates the pages and compares them with the committed ones.
+const GENERATED_TEST: &[&str] = &["test", "-p", "shade-diagnostics", "--test", "generated"];
+
+/// Rewrites the generated pages (`SHADE_BLESS=1` makes the test write them).
+fn compat() -> Result<(), String> {
+    println!("==> xtask compat: writing docs/errors.md and docs/compatibility.md");
+    let status = cargo(GENERATED_TEST)
+        .env("SHADE_BLESS", "1")
+        .status()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("generating the pages failed ({status})"))
+    }
 }
 
 fn has_cargo_deny() -> bool {
