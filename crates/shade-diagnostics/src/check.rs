@@ -141,14 +141,14 @@ where
             loc,
         ));
     }
-    for (what, len) in [("labels", labels.len()), ("train mask", train_mask.len())] {
+    for (what, len) in [("labels", labels.len()), ("train_mask", train_mask.len())] {
         if len != n {
             f.push(at(
                 Diagnostic::error(
                     "SHADE-E0504",
-                    format!("the {what} have {len} entries, but the graph has {n} nodes"),
+                    format!("`{what}` has {len} entries, but the graph has {n} nodes"),
                 )
-                .with_help(format!("give the {what} one entry per node")),
+                .with_help(format!("give `{what}` one entry per node, in node order")),
                 loc,
             ));
         }

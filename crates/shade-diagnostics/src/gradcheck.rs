@@ -193,15 +193,23 @@ impl GradcheckReport {
         if self.passed() {
             return None;
         }
-        let (code, what) = match self.order {
-            Order::First => ("SHADE-E0500", "gradient"),
-            Order::Second => ("SHADE-E0501", "Hessian-vector product"),
+        let (code, what, help) = match self.order {
+            Order::First => (
+                "SHADE-E0500",
+                "gradient check failed",
+                "check the reverse rules of the operations involved (custom rules first); at a kink (relu/abs/max at 0) move the point",
+            ),
+            Order::Second => (
+                "SHADE-E0501",
+                "second-order check (Hessian-vector products) failed",
+                "write custom rules' derivatives with `Real` operations on their arguments (not `.value()`), so they can be differentiated again",
+            ),
         };
         let o = &self.options;
         let mut d = Diagnostic::error(
             code,
             format!(
-                "{what} check failed: {} of {} checked entries differ from finite differences",
+                "{what}: {} of {} checked entries differ from finite differences",
                 self.failures, self.checked
             ),
         )
@@ -217,20 +225,18 @@ impl GradcheckReport {
             }
             let _ = write!(
                 s,
-                "index {:?}: analytic {}, numeric {}, error {:.3e}",
+                "index {:?}: analytic {}, numeric {}, error {}",
                 m.index,
                 fmt_num(m.analytic),
                 fmt_num(m.numeric),
-                m.error
+                fmt_num(m.error)
             );
             d = d.with_note(s);
         }
         if let Some(s) = &self.suspect {
             d = d.with_note(s.clone());
         }
-        Some(d.with_help(
-            "check the reverse rules of the operations listed (custom rules first); at a kink (relu/abs/max at 0) move the point",
-        ))
+        Some(d.with_help(help))
     }
 
     /// `Ok(self)` when passed, the diagnostic otherwise.
