@@ -185,6 +185,7 @@ pub trait ScalarRule<const N: usize> {
 }
 
 /// Checks the shapes of [`Real::lower_tri_matvec`].
+#[inline]
 #[track_caller]
 pub(crate) fn check_tri(l: usize, x: usize, n: usize) {
     assert!(

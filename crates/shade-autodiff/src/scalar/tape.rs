@@ -53,24 +53,27 @@ impl<T: Real> TraceData<T> {
     /// so the sweep finds their values (returns `false`).
     #[inline]
     fn operands(&mut self, xs: &[Var<'_, T>]) -> bool {
-        let contiguous = !xs.is_empty()
-            && xs
-                .iter()
-                .enumerate()
-                .all(|(k, x)| x.tape.is_some() && x.idx as usize == xs[0].idx as usize + k);
-        if contiguous {
-            self.args.push(xs[0].idx);
-        } else {
-            for x in xs {
-                let i = match x.tape {
-                    Some(_) => x.idx,
-                    // On overflow the recording is discarded: any index will do.
-                    None => self.record(sweep::LEAF, x.v).unwrap_or(0),
-                };
-                self.args.push(i);
+        let Some(first) = xs.first() else {
+            return false;
+        };
+        if xs.iter().all(|x| x.tape.is_some()) {
+            let i0 = first.idx as usize;
+            if xs.iter().enumerate().all(|(k, x)| x.idx as usize == i0 + k) {
+                self.args.push(first.idx);
+                return true;
             }
+            self.args.extend(xs.iter().map(|x| x.idx));
+            return false;
         }
-        contiguous
+        for x in xs {
+            let i = match x.tape {
+                Some(_) => x.idx,
+                // On overflow the recording is discarded: any index will do.
+                None => self.record(sweep::LEAF, x.v).unwrap_or(0),
+            };
+            self.args.push(i);
+        }
+        false
     }
 }
 

@@ -125,6 +125,9 @@ fn sum_sq_back<T: Real, A: Operands>(a: A, n: usize, g: T, vals: &[T], adj: &mut
     }
 }
 
+/// Largest order whose `x̄` [`tri_back`] accumulates in a local buffer.
+const TRI_LOCAL: usize = 32;
+
 /// `y = L x` with outputs at `out .. out + n`: `x̄ += Lᵀ ȳ`, `L̄ += ȳ xᵀ`.
 #[inline(always)]
 fn tri_back<T: Real, L: Operands, X: Operands>(
@@ -135,16 +138,39 @@ fn tri_back<T: Real, L: Operands, X: Operands>(
     vals: &[T],
     adj: &mut [T],
 ) {
+    if n > TRI_LOCAL {
+        let mut off = 0;
+        for r in 0..n {
+            let g = adj[out + r];
+            for j in 0..=r {
+                let (li, xi) = (l.at(off + j), x.at(j));
+                let (vl, vx) = (vals[li], vals[xi]);
+                adj[li] += vx * g;
+                adj[xi] += vl * g;
+            }
+            off += r + 1;
+        }
+        return;
+    }
+    // Values and adjoints of `x` in registers/stack: no store-to-load chains through
+    // `adj` across rows.
+    let mut xv = [T::zero(); TRI_LOCAL];
+    let mut xb = [T::zero(); TRI_LOCAL];
+    for (j, v) in xv[..n].iter_mut().enumerate() {
+        *v = vals[x.at(j)];
+    }
     let mut off = 0;
     for r in 0..n {
         let g = adj[out + r];
         for j in 0..=r {
-            let (li, xi) = (l.at(off + j), x.at(j));
-            let (vl, vx) = (vals[li], vals[xi]);
-            adj[li] += vx * g;
-            adj[xi] += vl * g;
+            let li = l.at(off + j);
+            adj[li] += xv[j] * g;
+            xb[j] += vals[li] * g;
         }
         off += r + 1;
+    }
+    for (j, b) in xb[..n].iter().enumerate() {
+        adj[x.at(j)] += *b;
     }
 }
 
