@@ -233,8 +233,8 @@ pub enum AdError {
         location: Option<&'static core::panic::Location<'static>>,
         /// The ranges of the operation's inputs.
         inputs: Vec<ValueRange>,
-        /// The range of the adjoint the rule received.
-        adjoint: ValueRange,
+        /// The range of the adjoint the rule received (boxed: keeps the error small).
+        adjoint: Box<ValueRange>,
     },
 }
 
@@ -405,7 +405,7 @@ mod tests {
                 input: 0,
                 location: None,
                 inputs: vec![ValueRange::of(&[1], [0.0])],
-                adjoint: ValueRange::of(&[1], [1.0]),
+                adjoint: Box::new(ValueRange::of(&[1], [1.0])),
             },
         ];
         let mut codes: Vec<_> = all.iter().map(AdError::code).collect();

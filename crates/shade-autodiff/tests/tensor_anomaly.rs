@@ -80,7 +80,7 @@ fn backward_infinity_names_sqrt() {
     assert_eq!((*op, *what, *input), ("sqrt", "inf", 0));
     assert_eq!(location.map(|l| l.line()), Some(line));
     assert_eq!(inputs[0], ValueRange::of(&[2], [0.0, 4.0]));
-    assert_eq!(adjoint, &ValueRange::of(&[2], [1.0, 1.0]));
+    assert_eq!(**adjoint, ValueRange::of(&[2], [1.0, 1.0]));
     assert_eq!(err.code(), "SHADE-E0171");
 }
 

@@ -7,11 +7,11 @@
 //!   `--> file:line:col`, `= note:`, `= help:`), built from any crate's error through
 //!   [`Coded`] (`?` converts and records the line); with the `miette` feature it is
 //!   also a `miette::Diagnostic`.
-//! - [`check`]: proactive checks before training or differentiating, returning
+//! - [`check`](mod@check): proactive checks before training or differentiating, returning
 //!   [`Findings`] (errors and warnings, each coded).
 //! - [`detect_anomaly`]: runs a tensor program with the tensor layer's anomaly mode on,
 //!   so the first operation producing NaN/Inf is named with its source line.
-//! - [`gradcheck`]: derivatives against a reference (central finite differences),
+//! - [`gradcheck`](mod@gradcheck): derivatives against a reference (central finite differences),
 //!   with PyTorch-like tolerances, naming the worst entries.
 //!
 //! ```
@@ -38,6 +38,8 @@ pub mod anomaly;
 pub mod catalogue;
 pub mod check;
 pub mod gradcheck;
+#[cfg(feature = "miette")]
+pub mod miette;
 pub mod render;
 
 pub use anomaly::detect_anomaly;

@@ -515,10 +515,10 @@ impl<'a, T: Element> Tape<'a, T> {
                     input: k,
                     location: self.locs.get(i).copied().flatten(),
                     inputs: ranges,
-                    adjoint: ValueRange::of(
+                    adjoint: Box::new(ValueRange::of(
                         g.shape(),
                         g.iter().map(|x| x.to_f64().unwrap_or(f64::NAN)),
-                    ),
+                    )),
                 });
                 return;
             }
