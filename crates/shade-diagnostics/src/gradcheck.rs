@@ -401,6 +401,11 @@ where
 ///
 /// Closures `for<'a> Fn(&mut Tape<'a, T>, &[Var]) -> AdResult<Var>` are programs too
 /// (they can add dense constants with `Tape::constant`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tensor program",
+    label = "expected a closure `|t: &mut Tape<'_, T>, params: &[Var]| -> AdResult<Var>` or a type implementing `TensorProgram`",
+    note = "a program that borrows sparse matrices or index arrays implements `TensorProgram` on a struct holding them: `fn run<'a>(&'a self, tape: &mut Tape<'a, T>, params: &[Var])`"
+)]
 pub trait TensorProgram<T: Element> {
     /// Builds the scalar result (a loss) from the parameters' handles, in order.
     fn run<'a>(&'a self, tape: &mut Tape<'a, T>, params: &[Var]) -> AdResult<Var>;
@@ -489,6 +494,72 @@ pub fn gradcheck_tensor<T: Element, P: TensorProgram<T> + ?Sized>(
     }
     if !rep.passed() {
         rep.suspect = tensor_suspect(program, params);
+    }
+    Ok(rep)
+}
+
+/// Forward mode: checks `∂f/∂pᵢ` from pushforwards (tangent `eᵢ`) of a tensor program
+/// against central differences, on the same coordinates as [`gradcheck_tensor`].
+#[track_caller]
+pub fn gradcheck_tensor_forward<T: Element, P: TensorProgram<T> + ?Sized>(
+    program: &P,
+    params: &[ArrayD<T>],
+    options: &GradcheckOptions,
+) -> Result<GradcheckReport, Diagnostic> {
+    let conv = |e: shade_autodiff::AdError| Diagnostic::from_error(&e);
+    let sizes: Vec<usize> = params.iter().map(|p| p.len()).collect();
+    let total: usize = sizes.iter().sum();
+    let mut rep = GradcheckReport::new(Order::First, total, options);
+    let mut work: Vec<ArrayD<T>> = params.to_vec();
+    let mut tans: Vec<ArrayD<T>> = params.iter().map(|p| ArrayD::zeros(p.raw_dim())).collect();
+    let h = T::cst(options.eps);
+    let mut bufs = TapeBuffers::new();
+    for flat in coords(total, options) {
+        let (mut k, mut i) = (0, flat);
+        while i >= sizes[k] {
+            i -= sizes[k];
+            k += 1;
+        }
+        let Some(orig) = params[k].as_slice_memory_order().map(|s| s[i]) else {
+            continue;
+        };
+        let set = |w: &mut Vec<ArrayD<T>>, v: T| {
+            if let Some(s) = w[k].as_slice_memory_order_mut() {
+                s[i] = v;
+            }
+        };
+        set(&mut tans, T::one());
+        let analytic = {
+            let args: Vec<_> = params
+                .iter()
+                .zip(tans.iter_mut())
+                .map(|(p, t)| Duplicated(p, t))
+                .collect();
+            let (_, dy) =
+                tensor::pushforward(&mut bufs, |t, hs| program.run(t, &hs), args).map_err(conv)?;
+            if dy.len() != 1 {
+                return Err(conv(shade_autodiff::AdError::NonScalarReturn {
+                    len: dy.len(),
+                }));
+            }
+            dy.iter()
+                .next()
+                .map_or(f64::NAN, |v| v.to_f64().unwrap_or(f64::NAN))
+        };
+        set(&mut tans, T::zero());
+        set(&mut work, orig + h);
+        let xp = (orig + h).to_f64().unwrap_or(f64::NAN);
+        let fp = tensor_loss(program, &work).map_err(conv)?;
+        set(&mut work, orig - h);
+        let xm = (orig - h).to_f64().unwrap_or(f64::NAN);
+        let fm = tensor_loss(program, &work).map_err(conv)?;
+        set(&mut work, orig);
+        rep.add(
+            k,
+            unravel(i, params[k].shape()),
+            analytic,
+            (fp - fm) / (xp - xm),
+        );
     }
     Ok(rep)
 }

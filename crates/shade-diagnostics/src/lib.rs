@@ -37,6 +37,7 @@
 pub mod anomaly;
 pub mod catalogue;
 pub mod check;
+pub mod compat;
 pub mod gradcheck;
 #[cfg(feature = "miette")]
 pub mod miette;
@@ -47,7 +48,9 @@ pub use catalogue::{explain, render_errors_md};
 pub use check::{
     Findings, check_finite, check_gcn_normalisation, check_graph_features, check_shadow_zeroed,
 };
+pub use compat::render_compatibility_md;
 pub use gradcheck::{
-    GradcheckOptions, GradcheckReport, gradcheck, gradcheck_fn, gradcheck_tensor, gradgradcheck,
+    GradcheckOptions, GradcheckReport, TensorProgram, gradcheck, gradcheck_fn, gradcheck_tensor,
+    gradcheck_tensor_forward, gradgradcheck,
 };
 pub use render::{Coded, Diagnose, Diagnostic, Severity, render_all};

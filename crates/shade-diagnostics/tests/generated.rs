@@ -39,3 +39,11 @@ fn check_page(name: &str, page: &str) {
 fn errors_md_is_current() {
     check_page("errors.md", &shade_diagnostics::render_errors_md());
 }
+
+#[test]
+fn compatibility_md_is_current() {
+    check_page(
+        "compatibility.md",
+        &shade_diagnostics::render_compatibility_md(),
+    );
+}

@@ -194,3 +194,59 @@ proptest! {
         prop_assert!(r.passed(), "{:?}", r.to_diagnostic());
     }
 }
+
+/// `x ↦ 2x` whose forward rule forgets the factor 2 (its reverse rule is right).
+struct Double;
+
+impl shade_autodiff::tensor::TensorRule<f64> for Double {
+    fn name(&self) -> &'static str {
+        "double"
+    }
+    fn forward(&self, x: &[ndarray::ArrayViewD<'_, f64>]) -> AdResult<ArrayD<f64>> {
+        Ok(x[0].mapv(|v| 2.0 * v))
+    }
+    fn vjp(
+        &self,
+        _x: &[ndarray::ArrayViewD<'_, f64>],
+        _y: ndarray::ArrayViewD<'_, f64>,
+        g: ndarray::ArrayViewD<'_, f64>,
+        _input: usize,
+        mut dx: ndarray::ArrayViewMutD<'_, f64>,
+    ) {
+        dx.zip_mut_with(&g, |d, &g| *d += 2.0 * g);
+    }
+    fn jvp(
+        &self,
+        _x: &[ndarray::ArrayViewD<'_, f64>],
+        _y: ndarray::ArrayViewD<'_, f64>,
+        t: &[Option<ndarray::ArrayViewD<'_, f64>>],
+        mut ty: ndarray::ArrayViewMutD<'_, f64>,
+    ) {
+        if let Some(t) = &t[0] {
+            ty.assign(t);
+        }
+    }
+}
+
+#[test]
+fn forward_mode_check_catches_a_wrong_forward_rule() {
+    use shade_diagnostics::gradcheck::gradcheck_tensor_forward;
+    let w = arr(&[3], |i| i as f64 - 1.0);
+    let prog = |t: &mut Tape<'_, f64>, p: &[Var]| {
+        let d = t.custom(Double, &[p[0]])?;
+        let s = t.tanh(d)?;
+        t.sum(s)
+    };
+    let o = GradcheckOptions::f64();
+    assert!(
+        gradcheck_tensor(&prog, std::slice::from_ref(&w), &o)
+            .unwrap()
+            .passed()
+    );
+    let r = gradcheck_tensor_forward(&prog, &[w], &o).unwrap();
+    assert_eq!(r.failures, 3);
+    // At w = 0: d/dw tanh(2w) = 2, the broken rule gives 1.
+    let m = r.worst.iter().find(|m| m.index == vec![1]).unwrap();
+    assert_eq!(m.analytic, 1.0);
+    assert!((m.numeric - 2.0).abs() < 1e-6);
+}
