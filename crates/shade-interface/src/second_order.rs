@@ -1,0 +1,1 @@
+//! [`SecondOrder`](crate::SecondOrder) backends for `hessian` and `hvp`.
