@@ -58,6 +58,8 @@ mod explain;
 pub mod form;
 mod fd;
 mod generic;
+#[cfg(feature = "num-dual")]
+pub mod numdual;
 pub mod ops;
 mod prep;
 mod second_order;
@@ -69,8 +71,11 @@ pub use context::{Cache, Constant, ContextPassing, Contexts};
 pub use error::{InterfaceError, InterfaceResult};
 pub use explain::{PathKind, Report};
 pub use form::{OneArg, TwoArg};
-pub use generic::GenericBackend;
+pub use generic::{GenericBackend, GenericState};
+#[cfg(feature = "num-dual")]
+pub use numdual::AutoNumDual;
 pub use ops::*;
 pub use prep::{Meta, Prepared};
+pub use fd::FdWork;
 pub use shade::{ShadeCall, ShadeState};
 pub use support::{render_support_table, support_table};
