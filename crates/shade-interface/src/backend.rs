@@ -271,7 +271,9 @@ impl<O: Backend, I: Backend> Backend for SecondOrder<O, I> {
         match op {
             Operator::Hessian | Operator::Hvp => {
                 match (self.outer.mode(), self.inner.supports(Operator::Gradient)) {
-                    (ModeSupport::Forward, Support::Native) => Support::Native,
+                    (ModeSupport::Forward, Support::Native) if self.inner.mode() == ModeSupport::Reverse => {
+                        Support::Native
+                    }
                     (ModeSupport::Finite, s) if s != Support::No => Support::Generic,
                     _ => Support::No,
                 }

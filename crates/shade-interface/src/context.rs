@@ -40,7 +40,7 @@ pub struct Constant<T>(pub T);
 ///
 /// Pass `Cache(&buf)` (or `Cache(&mut buf)`) for a `&[S]` parameter. Its length is fixed
 /// at preparation and checked at every call.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cache<T>(pub T);
 
 /// How a context reaches the engine, as reported by [`Report`](crate::Report).

@@ -65,6 +65,8 @@ mod prep;
 mod second_order;
 mod shade;
 mod support;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use backend::{AutoFiniteDiff, AutoShade, Backend, FdKind, ModeSupport, Operator, SecondOrder, Support};
 pub use context::{Cache, Constant, ContextPassing, Contexts};

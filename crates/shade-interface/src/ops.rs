@@ -29,6 +29,14 @@ pub use second::{
     prepare_second_derivative, second_derivative,
 };
 
+/// The preparation functions for either form (`m` ignored by the one-argument form's
+/// callers), for the harness.
+#[cfg(feature = "testing")]
+pub(crate) mod prep_any {
+    pub(crate) use super::first::prep_jacobian as jacobian;
+    pub(crate) use super::push::{prep_pullback as pullback, prep_pushforward as pushforward};
+}
+
 macro_rules! op_markers {
     ($($(#[$doc:meta])* $name:ident;)*) => {$(
         $(#[$doc])*

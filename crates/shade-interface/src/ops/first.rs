@@ -85,7 +85,7 @@ pub trait JacobianBackend<V, C>: Backend {
 
 // ---------------------------------------------------------------- derivative
 
-fn prep_derivative<V, B: DerivativeBackend<V, C>, C: Contexts>(
+pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C: Contexts>(
     f: V,
     m: usize,
     backend: &B,
@@ -352,7 +352,7 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
 
 // ---------------------------------------------------------------- jacobian
 
-fn prep_jacobian<V, B: JacobianBackend<V, C>, C: Contexts>(
+pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C: Contexts>(
     f: V,
     m: usize,
     backend: &B,

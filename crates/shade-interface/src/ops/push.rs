@@ -108,7 +108,7 @@ macro_rules! directional {
         $plain:ident, $plain_into:ident, $vand:ident, $batch:ident, $vand_batch:ident,
         $tin:literal, $tout:literal, $inlen:ident, $outlen:ident, $doc:literal
     ) => {
-        fn $prep_fn<V, B: $Trait<V, C>, C: Contexts>(
+        pub(crate) fn $prep_fn<V, B: $Trait<V, C>, C: Contexts>(
             f: V,
             m: usize,
             backend: &B,
