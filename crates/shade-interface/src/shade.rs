@@ -49,6 +49,24 @@ impl ShadeState {
         }
     }
 
+    /// Runs the warm-up `call` until the buffers stop growing (the core's arena keeps
+    /// only its largest chunk on reset, so a large first call may need a second one).
+    pub(crate) fn warm(
+        &mut self,
+        mut call: impl FnMut(&mut ShadeState) -> crate::InterfaceResult<()>,
+    ) -> crate::InterfaceResult<()> {
+        let mut last = usize::MAX;
+        for _ in 0..6 {
+            call(self)?;
+            let now = self.reserved();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        Ok(())
+    }
+
     fn reserved(&self) -> usize {
         self.tape.footprint_bytes()
             + self.dtape.footprint_bytes()

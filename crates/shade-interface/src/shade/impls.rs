@@ -113,7 +113,7 @@ where
     fn prepare_gradient(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let mut g = vec![0.0; x.len()];
-        gradient_into(self, &mut st, f, x, ctx, &mut g)?;
+        st.warm(|st| gradient_into(self, st, f, x, ctx, &mut g).map(|_| ()))?;
         Ok(st)
     }
     #[inline]
@@ -228,7 +228,7 @@ where
     fn prepare_jacobian(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let mut g = vec![0.0; x.len()];
-        gradient_into(self, &mut st, f, x, ctx, &mut g)?;
+        st.warm(|st| gradient_into(self, st, f, x, ctx, &mut g).map(|_| ()))?;
         Ok(st)
     }
     #[inline]
@@ -259,7 +259,7 @@ where
     fn prepare_jacobian(&self, f: &TwoArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (mut y, mut j) = (vec![0.0; f.m], vec![0.0; f.m * x.len()]);
-        self.value_and_jacobian_into(&mut st, f, x, ctx, &mut y, &mut j)?;
+        st.warm(|st| self.value_and_jacobian_into(st, f, x, ctx, &mut y, &mut j))?;
         Ok(st)
     }
     #[inline]
@@ -316,10 +316,12 @@ where
         let mut st = ShadeState::new(meta);
         st.tmp = vec![0.0; x.len()];
         let dx = vec![0.0; x.len()];
-        self.value_and_pushforward_into(&mut st, f, x, &dx, ctx, &mut [0.0], &mut [0.0])?;
-        // Warm the batched path too.
         let dxs = vec![0.0; CHUNK * x.len()];
-        self.value_and_pushforward_batch_into(&mut st, f, x, &dxs, ctx, &mut [0.0], &mut [0.0; CHUNK])?;
+        st.warm(|st| {
+            self.value_and_pushforward_into(st, f, x, &dx, ctx, &mut [0.0], &mut [0.0])?;
+            // The batched path too.
+            self.value_and_pushforward_batch_into(st, f, x, &dxs, ctx, &mut [0.0], &mut [0.0; CHUNK])
+        })?;
         Ok(st)
     }
     #[inline]
@@ -422,7 +424,7 @@ where
     fn prepare_pushforward(&self, f: &TwoArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (mut y, mut dy, dx) = (vec![0.0; f.m], vec![0.0; f.m], vec![0.0; x.len()]);
-        self.value_and_pushforward_into(&mut st, f, x, &dx, ctx, &mut y, &mut dy)?;
+        st.warm(|st| self.value_and_pushforward_into(st, f, x, &dx, ctx, &mut y, &mut dy))?;
         Ok(st)
     }
     #[inline]
@@ -464,7 +466,7 @@ where
         let mut st = ShadeState::new(meta);
         st.tmp = vec![0.0; x.len()];
         let mut dx = vec![0.0; x.len()];
-        self.value_and_pullback_into(&mut st, f, x, &[1.0], ctx, &mut [0.0], &mut dx)?;
+        st.warm(|st| self.value_and_pullback_into(st, f, x, &[1.0], ctx, &mut [0.0], &mut dx))?;
         Ok(st)
     }
     #[inline]
@@ -541,7 +543,7 @@ where
     fn prepare_pullback(&self, f: &TwoArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (mut y, dy, mut dx) = (vec![0.0; f.m], vec![1.0; f.m], vec![0.0; x.len()]);
-        self.value_and_pullback_into(&mut st, f, x, &dy, ctx, &mut y, &mut dx)?;
+        st.warm(|st| self.value_and_pullback_into(st, f, x, &dy, ctx, &mut y, &mut dx))?;
         Ok(st)
     }
     #[inline]
