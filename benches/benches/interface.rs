@@ -65,11 +65,13 @@ fn bench(c: &mut Criterion) {
 
         let mut tape = Tape::new();
         let mut g = vec![0.0; n];
-        tape.gradient_into(&Loss, &x, (Const(&w[..]),), &mut g).unwrap();
+        tape.gradient_into(&Loss, &x, (Const(&w[..]),), &mut g)
+            .unwrap();
         let reference = g.clone();
         group.bench_function("baseline", |b| {
             b.iter(|| {
-                tape.gradient_into(&Loss, black_box(&x), (Const(&w[..]),), &mut g).unwrap();
+                tape.gradient_into(&Loss, black_box(&x), (Const(&w[..]),), &mut g)
+                    .unwrap();
                 black_box(&g);
             })
         });
@@ -82,19 +84,24 @@ fn bench(c: &mut Criterion) {
                     shade_autodiff::ReverseWithPrimal,
                     &Loss,
                     shade_autodiff::Active(1.0),
-                    (shade_autodiff::Duplicated(black_box(&x[..]), &mut g[..]), Const(&w[..])),
+                    (
+                        shade_autodiff::Duplicated(black_box(&x[..]), &mut g[..]),
+                        Const(&w[..]),
+                    ),
                 )
                 .unwrap();
                 black_box(&g);
             })
         });
 
-        let mut prep = prepare_gradient(Loss, &AutoShade::REVERSE, &x, (Constant(&w[..]),)).unwrap();
+        let mut prep =
+            prepare_gradient(Loss, &AutoShade::REVERSE, &x, (Constant(&w[..]),)).unwrap();
         prep.gradient_into(&x, (Constant(&w[..]),), &mut g).unwrap();
         assert_eq!(g, reference);
         group.bench_function("interface-autoshade", |b| {
             b.iter(|| {
-                prep.gradient_into(black_box(&x), (Constant(&w[..]),), &mut g).unwrap();
+                prep.gradient_into(black_box(&x), (Constant(&w[..]),), &mut g)
+                    .unwrap();
                 black_box(&g);
             })
         });

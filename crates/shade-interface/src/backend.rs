@@ -58,7 +58,10 @@ impl Operator {
 
     /// Whether the operator needs second derivatives.
     pub fn is_second_order(self) -> bool {
-        matches!(self, Operator::SecondDerivative | Operator::Hessian | Operator::Hvp)
+        matches!(
+            self,
+            Operator::SecondDerivative | Operator::Hessian | Operator::Hvp
+        )
     }
 }
 
@@ -271,7 +274,9 @@ impl<O: Backend, I: Backend> Backend for SecondOrder<O, I> {
         match op {
             Operator::Hessian | Operator::Hvp => {
                 match (self.outer.mode(), self.inner.supports(Operator::Gradient)) {
-                    (ModeSupport::Forward, Support::Native) if self.inner.mode() == ModeSupport::Reverse => {
+                    (ModeSupport::Forward, Support::Native)
+                        if self.inner.mode() == ModeSupport::Reverse =>
+                    {
                         Support::Native
                     }
                     (ModeSupport::Finite, s) if s != Support::No => Support::Generic,

@@ -167,20 +167,33 @@ impl ContextShape {
 
     /// Checks that `c` has the shape fixed at preparation.
     #[inline]
-    pub(crate) fn check<C: Contexts>(&self, operator: &'static str, c: &C) -> crate::InterfaceResult<()> {
+    pub(crate) fn check<C: Contexts>(
+        &self,
+        operator: &'static str,
+        c: &C,
+    ) -> crate::InterfaceResult<()> {
         let now = c.kinds();
         for (i, (a, b)) in self.kinds.iter().zip(now.iter()).enumerate() {
             if let (Some(ContextKind::Cache(e)), Some(ContextKind::Cache(f))) = (a, b)
                 && e != f
             {
-                return Err(crate::InterfaceError::len(operator, CONTEXT_NAMES[i], *e, *f));
+                return Err(crate::InterfaceError::len(
+                    operator,
+                    CONTEXT_NAMES[i],
+                    *e,
+                    *f,
+                ));
             }
         }
         Ok(())
     }
 
     /// How each context reaches the engine, given the rule for caches.
-    pub(crate) fn passing(&self, cache: impl Fn(usize) -> ContextPassing, constant: ContextPassing) -> Vec<ContextPassing> {
+    pub(crate) fn passing(
+        &self,
+        cache: impl Fn(usize) -> ContextPassing,
+        constant: ContextPassing,
+    ) -> Vec<ContextPassing> {
         self.kinds
             .iter()
             .flatten()

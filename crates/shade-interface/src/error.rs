@@ -10,7 +10,9 @@ use shade_autodiff::{AdError, Shape};
 #[non_exhaustive]
 pub enum InterfaceError {
     /// An argument of a prepared call has another shape than at preparation.
-    #[error("`{operator}`: {argument} has shape {found:?}, but the operator was prepared for {expected:?}")]
+    #[error(
+        "`{operator}`: {argument} has shape {found:?}, but the operator was prepared for {expected:?}"
+    )]
     ShapeMismatch {
         /// The operator (`"gradient"`, ...).
         operator: &'static str,
@@ -94,7 +96,12 @@ impl InterfaceError {
     }
 
     /// `ShapeMismatch` for a one-dimensional argument.
-    pub(crate) fn len(operator: &'static str, argument: &'static str, expected: usize, found: usize) -> Self {
+    pub(crate) fn len(
+        operator: &'static str,
+        argument: &'static str,
+        expected: usize,
+        found: usize,
+    ) -> Self {
         InterfaceError::ShapeMismatch {
             operator,
             argument,
@@ -146,7 +153,11 @@ mod tests {
             },
         ];
         let mut codes: Vec<_> = all.iter().map(InterfaceError::code).collect();
-        assert!(codes.iter().all(|c| c.len() == 11 && c.starts_with("SHADE-E02")));
+        assert!(
+            codes
+                .iter()
+                .all(|c| c.len() == 11 && c.starts_with("SHADE-E02"))
+        );
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), all.len());

@@ -67,7 +67,11 @@ impl fmt::Display for Report {
             write!(f, "{c}")?;
         }
         writeln!(f, "]")?;
-        writeln!(f, "batch size: {}, engine calls per call: {}", self.batch, self.calls)?;
+        writeln!(
+            f,
+            "batch size: {}, engine calls per call: {}",
+            self.batch, self.calls
+        )?;
         let kib = self.reserved_bytes as f64 / 1024.0;
         match self.tape_records {
             Some(r) => write!(f, "tape: {r} records, {kib:.1} KiB reserved"),

@@ -21,7 +21,15 @@ fn inf_norm(v: &[f64]) -> f64 {
 
 impl FdWork {
     /// `out = f(x + t d)`.
-    fn eval_at<V: VecForm<C>, C>(&mut self, f: &V, ctx: &C, x: &[f64], t: f64, d: &[f64], which: bool) {
+    fn eval_at<V: VecForm<C>, C>(
+        &mut self,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        t: f64,
+        d: &[f64],
+        which: bool,
+    ) {
         self.xp.clear();
         self.xp.extend(x.iter().zip(d).map(|(a, b)| a + t * b));
         self.bump.reset();
@@ -32,10 +40,23 @@ impl FdWork {
 
     /// `f(x + a u + b v)` for one output.
     #[allow(clippy::too_many_arguments)]
-    fn eval2<V: VecForm<C>, C>(&mut self, f: &V, ctx: &C, x: &[f64], a: f64, u: &[f64], b: f64, v: &[f64]) -> f64 {
+    fn eval2<V: VecForm<C>, C>(
+        &mut self,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        a: f64,
+        u: &[f64],
+        b: f64,
+        v: &[f64],
+    ) -> f64 {
         self.xp.clear();
-        self.xp
-            .extend(x.iter().zip(u).zip(v).map(|((xi, ui), vi)| xi + a * ui + b * vi));
+        self.xp.extend(
+            x.iter()
+                .zip(u)
+                .zip(v)
+                .map(|((xi, ui), vi)| xi + a * ui + b * vi),
+        );
         self.bump.reset();
         let mut y = [0.0];
         f.eval::<f64>(&self.xp, ctx, &self.bump, &mut y);
@@ -92,7 +113,16 @@ impl GenericBackend for AutoFiniteDiff {
         f.eval::<f64>(x, ctx, &w.bump, y);
     }
 
-    fn jvp<V: VecForm<C>, C>(&self, w: &mut FdWork, f: &V, ctx: &C, x: &[f64], y0: &[f64], dx: &[f64], dy: &mut [f64]) {
+    fn jvp<V: VecForm<C>, C>(
+        &self,
+        w: &mut FdWork,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        y0: &[f64],
+        dx: &[f64],
+        dy: &mut [f64],
+    ) {
         let dn = inf_norm(dx);
         if dn == 0.0 {
             dy.fill(0.0);
@@ -116,7 +146,15 @@ impl GenericBackend for AutoFiniteDiff {
         }
     }
 
-    fn scalar_jvp<V: ScalarForm<C>, C>(&self, w: &mut FdWork, f: &V, ctx: &C, x: f64, y: &mut [f64], dy: &mut [f64]) {
+    fn scalar_jvp<V: ScalarForm<C>, C>(
+        &self,
+        w: &mut FdWork,
+        f: &V,
+        ctx: &C,
+        x: f64,
+        y: &mut [f64],
+        dy: &mut [f64],
+    ) {
         w.bump.reset();
         f.eval::<f64>(x, ctx, &w.bump, y);
         let h = self.step1(x.abs());
@@ -137,7 +175,15 @@ impl GenericBackend for AutoFiniteDiff {
         }
     }
 
-    fn second<V: VecForm<C>, C>(&self, w: &mut FdWork, f: &V, ctx: &C, x: &[f64], u: &[f64], v: &[f64]) -> f64 {
+    fn second<V: VecForm<C>, C>(
+        &self,
+        w: &mut FdWork,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        u: &[f64],
+        v: &[f64],
+    ) -> f64 {
         let (nu, nv) = (inf_norm(u), inf_norm(v));
         if nu == 0.0 || nv == 0.0 {
             return 0.0;
@@ -151,7 +197,13 @@ impl GenericBackend for AutoFiniteDiff {
         (pp - pm - mp + mm) / (4.0 * a * b)
     }
 
-    fn scalar_second<V: ScalarForm<C>, C>(&self, w: &mut FdWork, f: &V, ctx: &C, x: f64) -> (f64, f64, f64) {
+    fn scalar_second<V: ScalarForm<C>, C>(
+        &self,
+        w: &mut FdWork,
+        f: &V,
+        ctx: &C,
+        x: f64,
+    ) -> (f64, f64, f64) {
         let h = self.step2(x.abs());
         let mut y = [0.0];
         w.bump.reset();

@@ -10,8 +10,8 @@ use crate::error::InterfaceResult;
 use crate::explain::{PathKind, Report};
 use crate::form::{OneArg, ScalarForm, VecForm};
 use crate::ops::{
-    DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend, PullbackBackend,
-    PushforwardBackend, SecondDerivativeBackend,
+    DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend,
+    PullbackBackend, PushforwardBackend, SecondDerivativeBackend,
 };
 use crate::prep::Meta;
 
@@ -42,11 +42,33 @@ pub trait GenericBackend: Backend {
         dy: &mut [f64],
     );
     /// `y = f(x)` and `dy = f'(x)` for a scalar input.
-    fn scalar_jvp<V: ScalarForm<C>, C>(&self, w: &mut Self::Work, f: &V, ctx: &C, x: f64, y: &mut [f64], dy: &mut [f64]);
+    fn scalar_jvp<V: ScalarForm<C>, C>(
+        &self,
+        w: &mut Self::Work,
+        f: &V,
+        ctx: &C,
+        x: f64,
+        y: &mut [f64],
+        dy: &mut [f64],
+    );
     /// `uᵀ ∇²f(x) v` for a one-output function.
-    fn second<V: VecForm<C>, C>(&self, w: &mut Self::Work, f: &V, ctx: &C, x: &[f64], u: &[f64], v: &[f64]) -> f64;
+    fn second<V: VecForm<C>, C>(
+        &self,
+        w: &mut Self::Work,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        u: &[f64],
+        v: &[f64],
+    ) -> f64;
     /// `(f(x), f'(x), f''(x))` for a scalar input and one output.
-    fn scalar_second<V: ScalarForm<C>, C>(&self, w: &mut Self::Work, f: &V, ctx: &C, x: f64) -> (f64, f64, f64);
+    fn scalar_second<V: ScalarForm<C>, C>(
+        &self,
+        w: &mut Self::Work,
+        f: &V,
+        ctx: &C,
+        x: f64,
+    ) -> (f64, f64, f64);
 }
 
 /// Prepared state of a generic backend.
@@ -72,19 +94,29 @@ impl<W: Default> GenericState<W> {
     }
 }
 
-fn report<B: GenericBackend>(b: &B, st: &GenericState<B::Work>, meta: &Meta, calls: usize) -> Report {
+fn report<B: GenericBackend>(
+    b: &B,
+    st: &GenericState<B::Work>,
+    meta: &Meta,
+    calls: usize,
+) -> Report {
     Report {
         operator: meta.operator.name(),
         backend: b.name(),
         path: PathKind::Generic,
-        detail: format!("generic fallback: {}, {calls} evaluations per call", b.describe()),
-        contexts: meta
-            .ctx
-            .passing(|_| ContextPassing::CacheConverted, ContextPassing::ConstantConverted),
+        detail: format!(
+            "generic fallback: {}, {calls} evaluations per call",
+            b.describe()
+        ),
+        contexts: meta.ctx.passing(
+            |_| ContextPassing::CacheConverted,
+            ContextPassing::ConstantConverted,
+        ),
         batch: 1,
         calls,
         tape_records: None,
-        reserved_bytes: b.work_bytes(&st.work) + 8 * (st.unit.capacity() + st.col.capacity() + st.y0.capacity()),
+        reserved_bytes: b.work_bytes(&st.work)
+            + 8 * (st.unit.capacity() + st.col.capacity() + st.y0.capacity()),
     }
 }
 
@@ -112,7 +144,13 @@ fn jacobian_cols<B: GenericBackend, V: VecForm<C>, C>(
 
 impl<B: GenericBackend, V: ScalarForm<C>, C: Contexts> DerivativeBackend<V, C> for B {
     type State = GenericState<B::Work>;
-    fn prepare_derivative(&self, _: &V, _: f64, _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_derivative(
+        &self,
+        _: &V,
+        _: f64,
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
     fn value_and_derivative_into(
@@ -137,7 +175,13 @@ where
     OneArg<F>: VecForm<C>,
 {
     type State = GenericState<B::Work>;
-    fn prepare_gradient(&self, _: &OneArg<F>, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_gradient(
+        &self,
+        _: &OneArg<F>,
+        _: &[f64],
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
     fn value_and_gradient_into(
@@ -159,7 +203,13 @@ where
 
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B {
     type State = GenericState<B::Work>;
-    fn prepare_jacobian(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_jacobian(
+        &self,
+        _: &V,
+        _: &[f64],
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
     fn value_and_jacobian_into(
@@ -181,7 +231,13 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B 
 
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for B {
     type State = GenericState<B::Work>;
-    fn prepare_pushforward(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_pushforward(
+        &self,
+        _: &V,
+        _: &[f64],
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
     fn value_and_pushforward_into(
@@ -205,7 +261,13 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for
 
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PullbackBackend<V, C> for B {
     type State = GenericState<B::Work>;
-    fn prepare_pullback(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_pullback(
+        &self,
+        _: &V,
+        _: &[f64],
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
     fn value_and_pullback_into(
@@ -238,7 +300,13 @@ where
     OneArg<F>: ScalarForm<C>,
 {
     type State = GenericState<B::Work>;
-    fn prepare_second_derivative(&self, _: &OneArg<F>, _: f64, _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_second_derivative(
+        &self,
+        _: &OneArg<F>,
+        _: f64,
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
     fn value_derivative_and_second_derivative(
@@ -290,10 +358,23 @@ where
     OneArg<F>: VecForm<C>,
 {
     type State = GenericState<B::Work>;
-    fn prepare_hessian(&self, _: &OneArg<F>, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_hessian(
+        &self,
+        _: &OneArg<F>,
+        _: &[f64],
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
-    fn hessian_into(&self, st: &mut Self::State, f: &OneArg<F>, x: &[f64], ctx: &C, h: &mut [f64]) -> InterfaceResult<()> {
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()> {
         hessian_entries(self, st, f, ctx, x, h);
         Ok(())
     }
@@ -312,7 +393,12 @@ where
         Ok(y[0])
     }
     fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, meta.n * (meta.n + 1) / 2 * self.evals_per_second())
+        report(
+            self,
+            st,
+            meta,
+            meta.n * (meta.n + 1) / 2 * self.evals_per_second(),
+        )
     }
 }
 
@@ -321,7 +407,13 @@ where
     OneArg<F>: VecForm<C>,
 {
     type State = GenericState<B::Work>;
-    fn prepare_hvp(&self, _: &OneArg<F>, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_hvp(
+        &self,
+        _: &OneArg<F>,
+        _: &[f64],
+        _: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
     fn hvp_into(

@@ -55,8 +55,8 @@ pub mod backend;
 pub mod context;
 mod error;
 mod explain;
-pub mod form;
 mod fd;
+pub mod form;
 mod generic;
 #[cfg(feature = "num-dual")]
 pub mod numdual;
@@ -68,16 +68,18 @@ mod support;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use backend::{AutoFiniteDiff, AutoShade, Backend, FdKind, ModeSupport, Operator, SecondOrder, Support};
+pub use backend::{
+    AutoFiniteDiff, AutoShade, Backend, FdKind, ModeSupport, Operator, SecondOrder, Support,
+};
 pub use context::{Cache, Constant, ContextPassing, Contexts};
 pub use error::{InterfaceError, InterfaceResult};
 pub use explain::{PathKind, Report};
+pub use fd::FdWork;
 pub use form::{OneArg, TwoArg};
 pub use generic::{GenericBackend, GenericState};
 #[cfg(feature = "num-dual")]
 pub use numdual::AutoNumDual;
 pub use ops::*;
 pub use prep::{Meta, Prepared};
-pub use fd::FdWork;
 pub use shade::{ShadeCall, ShadeState};
 pub use support::{render_support_table, support_table};

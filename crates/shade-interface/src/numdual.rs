@@ -26,7 +26,9 @@ mod sealed {
 }
 
 /// A num-dual number type usable through [`NumDual`]: `Dual64` or `HyperDual64`.
-pub trait NumDualNumber: sealed::Sealed + DualNum<Primitive = f64> + Copy + DualStruct<Real = f64> {
+pub trait NumDualNumber:
+    sealed::Sealed + DualNum<Primitive = f64> + Copy + DualStruct<Real = f64>
+{
     /// The isomorphic shade number type.
     type Shade: Real;
     /// To the shade type.
@@ -57,7 +59,10 @@ impl NumDualNumber for HyperDual64 {
     type Shade = Dual<Dual<f64>>;
     #[inline]
     fn to_shade(self) -> Dual<Dual<f64>> {
-        Dual::new(Dual::new(self.re, self.eps1), Dual::new(self.eps2, self.eps1eps2))
+        Dual::new(
+            Dual::new(self.re, self.eps1),
+            Dual::new(self.eps2, self.eps1eps2),
+        )
     }
     #[inline]
     fn from_shade(s: Dual<Dual<f64>>) -> Self {
@@ -195,8 +200,22 @@ macro_rules! consts {
     };
 }
 consts!(
-    E, FRAC_1_PI, FRAC_1_SQRT_2, FRAC_2_PI, FRAC_2_SQRT_PI, FRAC_PI_2, FRAC_PI_3, FRAC_PI_4, FRAC_PI_6,
-    FRAC_PI_8, LN_10, LN_2, LOG10_E, LOG2_E, PI, SQRT_2
+    E,
+    FRAC_1_PI,
+    FRAC_1_SQRT_2,
+    FRAC_2_PI,
+    FRAC_2_SQRT_PI,
+    FRAC_PI_2,
+    FRAC_PI_3,
+    FRAC_PI_4,
+    FRAC_PI_6,
+    FRAC_PI_8,
+    LN_10,
+    LN_2,
+    LOG10_E,
+    LOG2_E,
+    PI,
+    SQRT_2
 );
 
 macro_rules! unary {
@@ -242,7 +261,14 @@ impl<D: NumDualNumber> Float for NumDual<D> {
     fn max_value() -> Self {
         Self::c(f64::MAX)
     }
-    re_pred!(is_nan, is_infinite, is_finite, is_normal, is_sign_positive, is_sign_negative);
+    re_pred!(
+        is_nan,
+        is_infinite,
+        is_finite,
+        is_normal,
+        is_sign_positive,
+        is_sign_negative
+    );
     fn classify(self) -> FpCategory {
         self.re().classify()
     }
@@ -256,7 +282,10 @@ impl<D: NumDualNumber> Float for NumDual<D> {
     fn mul_add(self, a: Self, b: Self) -> Self {
         self * a + b
     }
-    unary!(recip, sqrt, exp, exp2, ln, log2, log10, cbrt, sin, cos, tan, asin, acos, atan, exp_m1, ln_1p, sinh, cosh, tanh, asinh, acosh, atanh);
+    unary!(
+        recip, sqrt, exp, exp2, ln, log2, log10, cbrt, sin, cos, tan, asin, acos, atan, exp_m1,
+        ln_1p, sinh, cosh, tanh, asinh, acosh, atanh
+    );
     fn powi(self, n: i32) -> Self {
         NumDual(DualNum::powi(&self.0, n))
     }
@@ -271,13 +300,25 @@ impl<D: NumDualNumber> Float for NumDual<D> {
         self.ln() / base.ln()
     }
     fn max(self, o: Self) -> Self {
-        if self.re() >= o.re() || o.is_nan() { self } else { o }
+        if self.re() >= o.re() || o.is_nan() {
+            self
+        } else {
+            o
+        }
     }
     fn min(self, o: Self) -> Self {
-        if self.re() <= o.re() || o.is_nan() { self } else { o }
+        if self.re() <= o.re() || o.is_nan() {
+            self
+        } else {
+            o
+        }
     }
     fn abs_sub(self, o: Self) -> Self {
-        if self.re() > o.re() { self - o } else { Self::c(0.0) }
+        if self.re() > o.re() {
+            self - o
+        } else {
+            Self::c(0.0)
+        }
     }
     fn hypot(self, o: Self) -> Self {
         (self * self + o * o).sqrt()
@@ -307,7 +348,10 @@ impl<D: NumDualNumber> Real for NumDual<D> {
         NumDual(D::from_shade(self.0.to_shade().erf()))
     }
     fn custom<R: ScalarRule<N>, const N: usize>(rule: &R, x: [Self; N]) -> Self {
-        NumDual(D::from_shade(<D::Shade as Real>::custom(rule, x.map(|xi| xi.0.to_shade()))))
+        NumDual(D::from_shade(<D::Shade as Real>::custom(
+            rule,
+            x.map(|xi| xi.0.to_shade()),
+        )))
     }
 }
 
@@ -351,11 +395,27 @@ impl GenericBackend for AutoNumDual {
     fn work_bytes(&self, w: &NumDualWork) -> usize {
         16 * (w.xd.capacity() + w.yd.capacity()) + 32 * w.xh.capacity() + w.bump.allocated_bytes()
     }
-    fn value<V: VecForm<C>, C>(&self, w: &mut NumDualWork, f: &V, ctx: &C, x: &[f64], y: &mut [f64]) {
+    fn value<V: VecForm<C>, C>(
+        &self,
+        w: &mut NumDualWork,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        y: &mut [f64],
+    ) {
         w.bump.reset();
         f.eval::<f64>(x, ctx, &w.bump, y);
     }
-    fn jvp<V: VecForm<C>, C>(&self, w: &mut NumDualWork, f: &V, ctx: &C, x: &[f64], _: &[f64], dx: &[f64], dy: &mut [f64]) {
+    fn jvp<V: VecForm<C>, C>(
+        &self,
+        w: &mut NumDualWork,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        _: &[f64],
+        dx: &[f64],
+        dy: &mut [f64],
+    ) {
         w.xd.clear();
         w.xd.extend(x.iter().zip(dx).map(|(&a, &b)| NumDual(Dual64::new(a, b))));
         w.yd.clear();
@@ -366,7 +426,15 @@ impl GenericBackend for AutoNumDual {
             *d = r.0.eps;
         }
     }
-    fn scalar_jvp<V: ScalarForm<C>, C>(&self, w: &mut NumDualWork, f: &V, ctx: &C, x: f64, y: &mut [f64], dy: &mut [f64]) {
+    fn scalar_jvp<V: ScalarForm<C>, C>(
+        &self,
+        w: &mut NumDualWork,
+        f: &V,
+        ctx: &C,
+        x: f64,
+        y: &mut [f64],
+        dy: &mut [f64],
+    ) {
         w.yd.clear();
         w.yd.resize(f.outputs(), NumDual::c(0.0));
         w.bump.reset();
@@ -376,7 +444,15 @@ impl GenericBackend for AutoNumDual {
             *d = r.0.eps;
         }
     }
-    fn second<V: VecForm<C>, C>(&self, w: &mut NumDualWork, f: &V, ctx: &C, x: &[f64], u: &[f64], v: &[f64]) -> f64 {
+    fn second<V: VecForm<C>, C>(
+        &self,
+        w: &mut NumDualWork,
+        f: &V,
+        ctx: &C,
+        x: &[f64],
+        u: &[f64],
+        v: &[f64],
+    ) -> f64 {
         w.xh.clear();
         w.xh.extend(
             x.iter()
@@ -389,10 +465,21 @@ impl GenericBackend for AutoNumDual {
         f.eval(&w.xh, ctx, &w.bump, &mut y);
         y[0].0.eps1eps2
     }
-    fn scalar_second<V: ScalarForm<C>, C>(&self, w: &mut NumDualWork, f: &V, ctx: &C, x: f64) -> (f64, f64, f64) {
+    fn scalar_second<V: ScalarForm<C>, C>(
+        &self,
+        w: &mut NumDualWork,
+        f: &V,
+        ctx: &C,
+        x: f64,
+    ) -> (f64, f64, f64) {
         w.bump.reset();
         let mut y = [NumDual::<HyperDual64>::c(0.0)];
-        f.eval(NumDual(HyperDual64::new(x, 1.0, 1.0, 0.0)), ctx, &w.bump, &mut y);
+        f.eval(
+            NumDual(HyperDual64::new(x, 1.0, 1.0, 0.0)),
+            ctx,
+            &w.bump,
+            &mut y,
+        );
         (y[0].0.re, y[0].0.eps1, y[0].0.eps1eps2)
     }
 }

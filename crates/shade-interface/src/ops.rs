@@ -15,18 +15,19 @@ mod push;
 mod second;
 
 pub use first::{
-    DerivativeBackend, GradientBackend, JacobianBackend, derivative, gradient, jacobian, prepare_derivative,
-    prepare_derivative_inplace, prepare_gradient, prepare_jacobian, prepare_jacobian_inplace,
-    value_and_derivative_inplace, value_and_gradient, value_and_jacobian_inplace,
+    DerivativeBackend, GradientBackend, JacobianBackend, derivative, gradient, jacobian,
+    prepare_derivative, prepare_derivative_inplace, prepare_gradient, prepare_jacobian,
+    prepare_jacobian_inplace, value_and_derivative_inplace, value_and_gradient,
+    value_and_jacobian_inplace,
 };
 pub use push::{
-    PullbackBackend, PushforwardBackend, prepare_pullback, prepare_pullback_inplace, prepare_pushforward,
-    prepare_pushforward_inplace, pullback, pushforward, value_and_pullback_inplace,
-    value_and_pushforward_inplace,
+    PullbackBackend, PushforwardBackend, prepare_pullback, prepare_pullback_inplace,
+    prepare_pushforward, prepare_pushforward_inplace, pullback, pushforward,
+    value_and_pullback_inplace, value_and_pushforward_inplace,
 };
 pub use second::{
-    HessianBackend, HvpBackend, SecondDerivativeBackend, hessian, hvp, prepare_hessian, prepare_hvp,
-    prepare_second_derivative, second_derivative,
+    HessianBackend, HvpBackend, SecondDerivativeBackend, hessian, hvp, prepare_hessian,
+    prepare_hvp, prepare_second_derivative, second_derivative,
 };
 
 /// The preparation functions for either form (`m` ignored by the one-argument form's

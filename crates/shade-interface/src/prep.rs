@@ -43,7 +43,12 @@ impl Meta {
 
     /// Checks one more argument's length.
     #[inline]
-    pub(crate) fn arg(&self, argument: &'static str, expected: usize, found: usize) -> InterfaceResult<()> {
+    pub(crate) fn arg(
+        &self,
+        argument: &'static str,
+        expected: usize,
+        found: usize,
+    ) -> InterfaceResult<()> {
         check_len(self.operator.name(), argument, expected, found)
     }
 

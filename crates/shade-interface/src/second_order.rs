@@ -41,7 +41,13 @@ where
     C: Contexts,
 {
     type State = <AutoShade as HvpBackend<F, C>>::State;
-    fn prepare_hvp(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_hvp(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         self.check("hvp")?;
         self.inner.prepare_hvp(f, x, ctx, meta)
     }
@@ -79,11 +85,24 @@ where
     C: Contexts,
 {
     type State = <AutoShade as HessianBackend<F, C>>::State;
-    fn prepare_hessian(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_hessian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         self.check("hessian")?;
         self.inner.prepare_hessian(f, x, ctx, meta)
     }
-    fn hessian_into(&self, st: &mut Self::State, f: &OneArg<F>, x: &[f64], ctx: &C, h: &mut [f64]) -> InterfaceResult<()> {
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()> {
         self.inner.hessian_into(st, f, x, ctx, h)
     }
     fn value_gradient_and_hessian_into(
@@ -95,7 +114,8 @@ where
         g: &mut [f64],
         h: &mut [f64],
     ) -> InterfaceResult<f64> {
-        self.inner.value_gradient_and_hessian_into(st, f, x, ctx, g, h)
+        self.inner
+            .value_gradient_and_hessian_into(st, f, x, ctx, g, h)
     }
     fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report {
         self.relabel(self.inner.explain_hessian(st, meta))
@@ -113,7 +133,13 @@ pub struct FdOverState<S> {
 }
 
 impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
-    fn prepare<F, C>(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<FdOverState<I::State>>
+    fn prepare<F, C>(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<FdOverState<I::State>>
     where
         I: GradientBackend<F, C>,
     {
@@ -188,9 +214,10 @@ impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
                 },
                 self.inner.name()
             ),
-            contexts: meta
-                .ctx
-                .passing(|_| ContextPassing::CacheConverted, ContextPassing::ConstantConverted),
+            contexts: meta.ctx.passing(
+                |_| ContextPassing::CacheConverted,
+                ContextPassing::ConstantConverted,
+            ),
             batch: 1,
             calls,
             tape_records: None,
@@ -201,7 +228,13 @@ impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<AutoFiniteDiff, I> {
     type State = FdOverState<I::State>;
-    fn prepare_hvp(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_hvp(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         self.prepare(f, x, ctx, meta)
     }
     fn hvp_into(
@@ -226,19 +259,35 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<
         hv: &mut [f64],
     ) -> InterfaceResult<f64> {
         self.hvp_with(st, f, x, v, ctx, hv, false)?;
-        self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+        self.inner
+            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
     }
     fn explain_hvp(&self, _: &Self::State, meta: &Meta) -> Report {
         self.report(meta, 2)
     }
 }
 
-impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C> for SecondOrder<AutoFiniteDiff, I> {
+impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
+    for SecondOrder<AutoFiniteDiff, I>
+{
     type State = FdOverState<I::State>;
-    fn prepare_hessian(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+    fn prepare_hessian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
         self.prepare(f, x, ctx, meta)
     }
-    fn hessian_into(&self, st: &mut Self::State, f: &OneArg<F>, x: &[f64], ctx: &C, h: &mut [f64]) -> InterfaceResult<()> {
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()> {
         let n = x.len();
         for j in 0..n {
             st.unit[j] = 1.0;
@@ -266,7 +315,8 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C> for SecondOr
         h: &mut [f64],
     ) -> InterfaceResult<f64> {
         self.hessian_into(st, f, x, ctx, h)?;
-        self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+        self.inner
+            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
     }
     fn explain_hessian(&self, _: &Self::State, meta: &Meta) -> Report {
         self.report(meta, 2 * meta.n)

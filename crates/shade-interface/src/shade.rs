@@ -89,7 +89,9 @@ impl ShadeState {
         use crate::backend::Backend;
         let cache = |n: usize| {
             if reverse_ctx {
-                ContextPassing::CacheAsDuplicated { scratch_bytes: 8 * n }
+                ContextPassing::CacheAsDuplicated {
+                    scratch_bytes: 8 * n,
+                }
             } else {
                 ContextPassing::CacheAsConst
             }

@@ -9,7 +9,10 @@ use crate::backend::{AutoFiniteDiff, AutoShade, Backend, Operator, SecondOrder, 
 /// One row per backend: its name and how it supports each of [`Operator::ALL`].
 pub fn support_table() -> Vec<(String, Vec<Support>)> {
     fn row<B: Backend>(b: B) -> (String, Vec<Support>) {
-        (b.name(), Operator::ALL.iter().map(|&op| b.supports(op)).collect())
+        (
+            b.name(),
+            Operator::ALL.iter().map(|&op| b.supports(op)).collect(),
+        )
     }
     let mut rows = vec![
         row(AutoShade::REVERSE),

@@ -23,16 +23,16 @@ mod check;
 pub mod standard;
 
 pub use check::{
-    check_derivative, check_derivative_inplace, check_gradient, check_hessian, check_hvp, check_jacobian, check_pullback, check_pushforward,
-    check_second_derivative,
+    check_derivative, check_derivative_inplace, check_gradient, check_hessian, check_hvp,
+    check_jacobian, check_pullback, check_pushforward, check_second_derivative,
 };
 
 use crate::backend::{Backend, Operator};
 use crate::context::Contexts;
 use crate::form::{OneArg, TwoArg};
 use crate::ops::{
-    DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend, PullbackBackend,
-    PushforwardBackend, SecondDerivativeBackend,
+    DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend,
+    PullbackBackend, PushforwardBackend, SecondDerivativeBackend,
 };
 use std::collections::BTreeSet;
 use std::fmt;
@@ -65,21 +65,39 @@ pub struct Config {
 impl Config {
     /// For exact backends (AD): agreement to rounding.
     pub fn exact() -> Self {
-        let t = Tolerance { rtol: 1e-10, atol: 1e-10 };
-        Config { first: t, second: t }
+        let t = Tolerance {
+            rtol: 1e-10,
+            atol: 1e-10,
+        };
+        Config {
+            first: t,
+            second: t,
+        }
     }
     /// For finite differences with default steps.
     pub fn finite_differences() -> Self {
         Config {
-            first: Tolerance { rtol: 1e-6, atol: 1e-6 },
-            second: Tolerance { rtol: 1e-4, atol: 1e-4 },
+            first: Tolerance {
+                rtol: 1e-6,
+                atol: 1e-6,
+            },
+            second: Tolerance {
+                rtol: 1e-4,
+                atol: 1e-4,
+            },
         }
     }
     /// For forward differences (first-order accurate).
     pub fn forward_differences() -> Self {
         Config {
-            first: Tolerance { rtol: 1e-4, atol: 1e-4 },
-            second: Tolerance { rtol: 1e-4, atol: 1e-4 },
+            first: Tolerance {
+                rtol: 1e-4,
+                atol: 1e-4,
+            },
+            second: Tolerance {
+                rtol: 1e-4,
+                atol: 1e-4,
+            },
         }
     }
 }
@@ -244,7 +262,10 @@ where
         c.merge(check_jacobian(b, &self.as_jac(), cfg)?, Operator::Jacobian);
         c.merge(check_hessian(b, self, cfg)?, Operator::Hessian);
         c.merge(check_hvp(b, self, cfg)?, Operator::Hvp);
-        c.merge(check_pushforward(b, &self.as_jac(), cfg)?, Operator::Pushforward);
+        c.merge(
+            check_pushforward(b, &self.as_jac(), cfg)?,
+            Operator::Pushforward,
+        );
         c.merge(check_pullback(b, &self.as_jac(), cfg)?, Operator::Pullback);
         Ok(c)
     }
@@ -252,13 +273,19 @@ where
 
 impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for JacScenario<F, C>
 where
-    B: JacobianBackend<TwoArg<F>, C> + PushforwardBackend<TwoArg<F>, C> + PullbackBackend<TwoArg<F>, C>,
+    B: JacobianBackend<TwoArg<F>, C>
+        + PushforwardBackend<TwoArg<F>, C>
+        + PullbackBackend<TwoArg<F>, C>,
 {
     fn name(&self) -> &str {
         &self.name
     }
     fn operators(&self) -> &'static [Operator] {
-        &[Operator::Jacobian, Operator::Pushforward, Operator::Pullback]
+        &[
+            Operator::Jacobian,
+            Operator::Pushforward,
+            Operator::Pullback,
+        ]
     }
     fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
         let mut c = Checked::default();
@@ -283,7 +310,10 @@ where
     fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
         let mut c = Checked::default();
         c.merge(check_derivative(b, self, cfg)?, Operator::Derivative);
-        c.merge(check_second_derivative(b, self, cfg)?, Operator::SecondDerivative);
+        c.merge(
+            check_second_derivative(b, self, cfg)?,
+            Operator::SecondDerivative,
+        );
         Ok(c)
     }
 }
@@ -300,7 +330,10 @@ where
     }
     fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
         let mut c = Checked::default();
-        c.merge(check_derivative_inplace(b, self, cfg)?, Operator::Derivative);
+        c.merge(
+            check_derivative_inplace(b, self, cfg)?,
+            Operator::Derivative,
+        );
         Ok(c)
     }
 }
@@ -345,7 +378,10 @@ impl<F: Copy, C: Copy> JacScenario<F, C> {
     pub fn form(&self) -> VecForms<'_, TwoArg<F>, C> {
         VecForms {
             name: &self.name,
-            f: TwoArg { f: self.f, m: self.m },
+            f: TwoArg {
+                f: self.f,
+                m: self.m,
+            },
             m: self.m,
             x: &self.x,
             prep_x: &self.prep_x,
@@ -382,7 +418,8 @@ pub fn test_differentiation<B: Backend>(
         for sc in scenarios {
             let c = sc.run(b, cfg)?;
             s.checks += c.checks;
-            s.covered.extend(c.operators.into_iter().map(|op| (b.name(), op)));
+            s.covered
+                .extend(c.operators.into_iter().map(|op| (b.name(), op)));
         }
     }
     Ok(s)

@@ -75,8 +75,15 @@ fn check(n: usize, m: usize) {
     let cache = vec![1.0; 4];
     let dx: Vec<f64> = (0..n).map(|i| (i as f64).cos()).collect();
     let dy: Vec<f64> = (0..m).map(|i| (i as f64).sin()).collect();
-    let (mut g, mut j, mut j1, mut y, mut t, mut t1, mut b) =
-        (vec![0.0; n], vec![0.0; m * n], vec![0.0; n], vec![0.0; m], vec![0.0; m], [0.0], vec![0.0; 3]);
+    let (mut g, mut j, mut j1, mut y, mut t, mut t1, mut b) = (
+        vec![0.0; n],
+        vec![0.0; m * n],
+        vec![0.0; n],
+        vec![0.0; m],
+        vec![0.0; m],
+        [0.0],
+        vec![0.0; 3],
+    );
     for backend in [AutoShade::REVERSE, AutoShade::FORWARD] {
         let name = backend.name();
         let ctx = (Constant(&w[..]), Cache(&cache[..]));
@@ -84,7 +91,8 @@ fn check(n: usize, m: usize) {
         let mut pj = prepare_jacobian_inplace(g2, m, &backend, &x2, (Constant(&w[..]),)).unwrap();
         let mut pj1 = prepare_jacobian(f, &backend, &x2, ctx).unwrap();
         let mut pf = prepare_pushforward(f, &backend, &x2, ctx).unwrap();
-        let mut pf2 = prepare_pushforward_inplace(g2, m, &backend, &x2, (Constant(&w[..]),)).unwrap();
+        let mut pf2 =
+            prepare_pushforward_inplace(g2, m, &backend, &x2, (Constant(&w[..]),)).unwrap();
         let mut pb = prepare_pullback(f, &backend, &x2, ctx).unwrap();
         let mut pb2 = prepare_pullback_inplace(g2, m, &backend, &x2, (Constant(&w[..]),)).unwrap();
         let dxs: Vec<f64> = dx.iter().chain(&dx).chain(&dx).copied().collect();
@@ -92,20 +100,33 @@ fn check(n: usize, m: usize) {
             for _ in 0..3 {
                 pg.gradient_into(&x, ctx, &mut g).unwrap();
                 pg.value_and_gradient_into(&x, ctx, &mut g).unwrap();
-                pj.value_and_jacobian_into(&x, (Constant(&w[..]),), &mut y, &mut j).unwrap();
+                pj.value_and_jacobian_into(&x, (Constant(&w[..]),), &mut y, &mut j)
+                    .unwrap();
                 pj.jacobian_into(&x, (Constant(&w[..]),), &mut j).unwrap();
                 pj1.jacobian_into(&x, ctx, &mut j1).unwrap();
                 pf.pushforward_into(&x, &dx, ctx, &mut t1).unwrap();
-                pf.value_and_pushforward_batch_into(&x, &dxs, ctx, &mut [0.0], &mut b).unwrap();
-                pf2.value_and_pushforward_into(&x, &dx, (Constant(&w[..]),), &mut y, &mut t).unwrap();
+                pf.value_and_pushforward_batch_into(&x, &dxs, ctx, &mut [0.0], &mut b)
+                    .unwrap();
+                pf2.value_and_pushforward_into(&x, &dx, (Constant(&w[..]),), &mut y, &mut t)
+                    .unwrap();
                 pb.pullback_into(&x, &[2.0], ctx, &mut g).unwrap();
-                pb2.value_and_pullback_into(&x, &dy, (Constant(&w[..]),), &mut y, &mut g).unwrap();
+                pb2.value_and_pullback_into(&x, &dy, (Constant(&w[..]),), &mut y, &mut g)
+                    .unwrap();
             }
         });
-        assert_eq!(count, 0, "{name}, n = {n}: prepared calls allocated {count} times");
+        assert_eq!(
+            count, 0,
+            "{name}, n = {n}: prepared calls allocated {count} times"
+        );
         // The results are real: the forward and reverse Jacobians agree, and the
         // gradient is the one-argument Jacobian.
         assert_eq!(g.len(), n);
-        assert!(j.iter().all(|v| v.is_finite()) && j1.iter().zip(&pg.gradient(&x, ctx).unwrap()).all(|(a, b)| (a - b).abs() < 1e-12));
+        assert!(
+            j.iter().all(|v| v.is_finite())
+                && j1
+                    .iter()
+                    .zip(&pg.gradient(&x, ctx).unwrap())
+                    .all(|(a, b)| (a - b).abs() < 1e-12)
+        );
     }
 }

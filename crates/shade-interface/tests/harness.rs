@@ -2,8 +2,13 @@
 //! (proptest), and the support table cross-checked against what really ran.
 
 use proptest::prelude::*;
-use shade_interface::testing::{Config, HarnessError, Scenario, Summary, check_hessian, check_hvp, standard, test_differentiation};
-use shade_interface::{AutoFiniteDiff, AutoNumDual, AutoShade, Backend, Operator, SecondOrder, Support, support_table};
+use shade_interface::testing::{
+    Config, HarnessError, Scenario, Summary, check_hessian, check_hvp, standard,
+    test_differentiation,
+};
+use shade_interface::{
+    AutoFiniteDiff, AutoNumDual, AutoShade, Backend, Operator, SecondOrder, Support, support_table,
+};
 use std::collections::BTreeSet;
 
 fn config() -> ProptestConfig {
@@ -28,10 +33,16 @@ where
         + shade_interface::HvpBackend<standard::VectorScalar, ()>,
 {
     let (a, c) = (standard::vector_scalar_ctx(x), standard::vector_scalar(x));
-    let checks = check_hessian(b, &a, cfg)? + check_hvp(b, &a, cfg)? + check_hessian(b, &c, cfg)? + check_hvp(b, &c, cfg)?;
+    let checks = check_hessian(b, &a, cfg)?
+        + check_hvp(b, &a, cfg)?
+        + check_hessian(b, &c, cfg)?
+        + check_hvp(b, &c, cfg)?;
     Ok(Summary {
         checks,
-        covered: [Operator::Hessian, Operator::Hvp].into_iter().map(|op| (b.name(), op)).collect(),
+        covered: [Operator::Hessian, Operator::Hvp]
+            .into_iter()
+            .map(|op| (b.name(), op))
+            .collect(),
     })
 }
 
@@ -41,13 +52,34 @@ fn everything(x: &[f64], s: f64) -> Result<Summary, HarnessError> {
         all.checks += r.checks;
         all.covered.extend(r.covered);
     };
-    add(run_all!(&[AutoShade::REVERSE, AutoShade::FORWARD], x, s, &Config::exact())?);
+    add(run_all!(
+        &[AutoShade::REVERSE, AutoShade::FORWARD],
+        x,
+        s,
+        &Config::exact()
+    )?);
     add(run_all!(&[AutoNumDual], x, s, &Config::exact())?);
-    add(run_all!(&[AutoFiniteDiff::CENTRAL], x, s, &Config::finite_differences())?);
-    add(run_all!(&[AutoFiniteDiff::FORWARD], x, s, &Config::forward_differences())?);
-    let fwd_rev = SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE };
+    add(run_all!(
+        &[AutoFiniteDiff::CENTRAL],
+        x,
+        s,
+        &Config::finite_differences()
+    )?);
+    add(run_all!(
+        &[AutoFiniteDiff::FORWARD],
+        x,
+        s,
+        &Config::forward_differences()
+    )?);
+    let fwd_rev = SecondOrder {
+        outer: AutoShade::FORWARD,
+        inner: AutoShade::REVERSE,
+    };
     add(second_order(&fwd_rev, x, &Config::exact())?);
-    let fd_rev = SecondOrder { outer: AutoFiniteDiff::CENTRAL, inner: AutoShade::REVERSE };
+    let fd_rev = SecondOrder {
+        outer: AutoFiniteDiff::CENTRAL,
+        inner: AutoShade::REVERSE,
+    };
     add(second_order(&fd_rev, x, &Config::finite_differences())?);
     Ok(all)
 }
@@ -69,7 +101,11 @@ proptest! {
 fn support_table_matches_what_the_harness_runs() {
     let ran = everything(&[0.3, -1.1, 0.8, 1.4, -0.2], 0.9).unwrap();
     assert!(ran.checks > 1000, "{} checks", ran.checks);
-    eprintln!("{} checks, {} (backend, operator) pairs", ran.checks, ran.covered.len());
+    eprintln!(
+        "{} checks, {} (backend, operator) pairs",
+        ran.checks,
+        ran.covered.len()
+    );
     let claimed: BTreeSet<(String, Operator)> = support_table()
         .into_iter()
         .flat_map(|(name, row)| {
@@ -87,7 +123,8 @@ fn support_table_matches_what_the_harness_runs() {
 fn harness_catches_a_wrong_reference() {
     let mut sc = standard::vector_scalar(&[0.5, 0.25]);
     sc.reference.jacobian[1] += 1e-3;
-    let err = shade_interface::testing::check_gradient(&AutoShade::REVERSE, &sc, &Config::exact()).unwrap_err();
+    let err = shade_interface::testing::check_gradient(&AutoShade::REVERSE, &sc, &Config::exact())
+        .unwrap_err();
     assert_eq!(err.operator, "gradient");
     assert!(err.what.starts_with("entry 1:"), "{err}");
 }

@@ -20,31 +20,65 @@ fn smoke() {
     for b in [AutoShade::REVERSE, AutoShade::FORWARD] {
         let mut p = prepare_gradient(fv, &b, &x, (Constant(&w), Cache(&cache))).unwrap();
         let gr = p.gradient(&x, (Constant(&w), Cache(&cache))).unwrap();
-        let fd = gradient(fv, &AutoFiniteDiff::CENTRAL, &x, (Constant(&w), Cache(&cache))).unwrap();
+        let fd = gradient(
+            fv,
+            &AutoFiniteDiff::CENTRAL,
+            &x,
+            (Constant(&w), Cache(&cache)),
+        )
+        .unwrap();
         println!("{}", p.explain());
         for (a, b) in gr.iter().zip(&fd) {
             assert!((a - b).abs() < 1e-7, "{gr:?} {fd:?}");
         }
         let h = hessian(fv, &b, &x, (Constant(&w), Cache(&cache))).unwrap();
-        let hfd = hessian(fv, &AutoFiniteDiff::CENTRAL, &x, (Constant(&w), Cache(&cache))).unwrap();
+        let hfd = hessian(
+            fv,
+            &AutoFiniteDiff::CENTRAL,
+            &x,
+            (Constant(&w), Cache(&cache)),
+        )
+        .unwrap();
         for (a, b) in h.iter().zip(&hfd) {
             assert!((a - b).abs() < 1e-5, "{h:?} {hfd:?}");
         }
         let gv = shade_fn!(g(&mut [S], &[S], &[f64]));
         let (y, j) = value_and_jacobian_inplace(gv, 3, &b, &x, (Constant(&w),)).unwrap();
-        let (y2, j2) = value_and_jacobian_inplace(gv, 3, &AutoFiniteDiff::CENTRAL, &x, (Constant(&w),)).unwrap();
+        let (y2, j2) =
+            value_and_jacobian_inplace(gv, 3, &AutoFiniteDiff::CENTRAL, &x, (Constant(&w),))
+                .unwrap();
         assert_eq!(y, y2);
         for (a, b) in j.iter().zip(&j2) {
             assert!((a - b).abs() < 1e-7, "{j:?} {j2:?}");
         }
-        let (_, pb) = value_and_pullback_inplace(gv, 3, &b, &x, &[1.0, 2.0, 3.0], (Constant(&w),)).unwrap();
-        let (_, pb2) = value_and_pullback_inplace(gv, 3, &AutoFiniteDiff::CENTRAL, &x, &[1.0, 2.0, 3.0], (Constant(&w),)).unwrap();
+        let (_, pb) =
+            value_and_pullback_inplace(gv, 3, &b, &x, &[1.0, 2.0, 3.0], (Constant(&w),)).unwrap();
+        let (_, pb2) = value_and_pullback_inplace(
+            gv,
+            3,
+            &AutoFiniteDiff::CENTRAL,
+            &x,
+            &[1.0, 2.0, 3.0],
+            (Constant(&w),),
+        )
+        .unwrap();
         for (a, b) in pb.iter().zip(&pb2) {
             assert!((a - b).abs() < 1e-7, "{pb:?} {pb2:?}");
         }
         let mut pp = prepare_pushforward(fv, &b, &x, (Constant(&w), Cache(&cache))).unwrap();
-        let batch = pp.pushforward_batch(&x, &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0], (Constant(&w), Cache(&cache))).unwrap();
-        assert!((batch[0] - fd[0]).abs() < 1e-7 && (batch[1] - fd[1]).abs() < 1e-7 && (batch[2] - fd[0] - fd[1]).abs() < 1e-7, "{batch:?}");
+        let batch = pp
+            .pushforward_batch(
+                &x,
+                &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+                (Constant(&w), Cache(&cache)),
+            )
+            .unwrap();
+        assert!(
+            (batch[0] - fd[0]).abs() < 1e-7
+                && (batch[1] - fd[1]).abs() < 1e-7
+                && (batch[2] - fd[0] - fd[1]).abs() < 1e-7,
+            "{batch:?}"
+        );
         println!("{}", pp.explain());
     }
 }

@@ -19,7 +19,13 @@ pub trait DerivativeBackend<V, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x` (may run the function once to warm buffers).
-    fn prepare_derivative(&self, f: &V, x: f64, ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_derivative(
+        &self,
+        f: &V,
+        x: f64,
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// Writes `y = f(x)` and `dy/dx` (length `m` each).
     fn value_and_derivative_into(
         &self,
@@ -44,7 +50,13 @@ pub trait GradientBackend<F, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x` (may run the function once to warm buffers).
-    fn prepare_gradient(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_gradient(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// Writes `∇f(x)` into `g` (overwriting it) and returns `f(x)`.
     fn value_and_gradient_into(
         &self,
@@ -68,7 +80,13 @@ pub trait JacobianBackend<V, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x`.
-    fn prepare_jacobian(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_jacobian(
+        &self,
+        f: &V,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// Writes `y = f(x)` and the Jacobian (`m × n`, row-major).
     fn value_and_jacobian_into(
         &self,
@@ -182,8 +200,14 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, OneArg<F>, B, St> {
     {
         self.meta.check(1, &ctx)?;
         let (mut y, mut d) = ([0.0], [0.0]);
-        self.backend
-            .value_and_derivative_into(&mut self.state, &self.f, x, &ctx, &mut y, &mut d)?;
+        self.backend.value_and_derivative_into(
+            &mut self.state,
+            &self.f,
+            x,
+            &ctx,
+            &mut y,
+            &mut d,
+        )?;
         Ok((y[0], d[0]))
     }
 }
@@ -212,7 +236,11 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     }
 
     /// `(y, dy/dx)`.
-    pub fn value_and_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+    pub fn value_and_derivative<C>(
+        &mut self,
+        x: f64,
+        ctx: C,
+    ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
         C: Contexts,
@@ -295,7 +323,12 @@ where
 }
 
 /// `(f(x), ∇f(x))`.
-pub fn value_and_gradient<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<(f64, Vec<f64>)>
+pub fn value_and_gradient<F, B, C>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<(f64, Vec<f64>)>
 where
     B: GradientBackend<F, C>,
     C: Contexts,
@@ -338,7 +371,12 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
 
     /// Writes `∇f(x)` into `g` and returns `f(x)`.
     #[inline]
-    pub fn value_and_gradient_into<C>(&mut self, x: &[f64], ctx: C, g: &mut [f64]) -> InterfaceResult<f64>
+    pub fn value_and_gradient_into<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+        g: &mut [f64],
+    ) -> InterfaceResult<f64>
     where
         B: GradientBackend<F, C, State = St>,
         C: Contexts,
@@ -458,7 +496,11 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     }
 
     /// `(y, J)`.
-    pub fn value_and_jacobian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+    pub fn value_and_jacobian<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+    ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: JacobianBackend<V, C, State = St>,
         C: Contexts,
@@ -483,7 +525,8 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     {
         self.meta.check(x.len(), &ctx)?;
         self.meta.arg("y", self.meta.m, y.len())?;
-        self.meta.arg("jacobian", self.meta.m * self.meta.n, jac.len())?;
+        self.meta
+            .arg("jacobian", self.meta.m * self.meta.n, jac.len())?;
         self.backend
             .value_and_jacobian_into(&mut self.state, &self.f, x, &ctx, y, jac)
     }

@@ -19,7 +19,13 @@ pub trait PushforwardBackend<V, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x`.
-    fn prepare_pushforward(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_pushforward(
+        &self,
+        f: &V,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// Writes `y = f(x)` and `dy = J(x) dx`.
     #[allow(clippy::too_many_arguments)]
     fn value_and_pushforward_into(
@@ -46,7 +52,10 @@ pub trait PushforwardBackend<V, C>: Backend {
         dys: &mut [f64],
     ) -> InterfaceResult<()> {
         let (n, m) = (x.len(), y.len());
-        for (dx, dy) in dxs.chunks_exact(n.max(1)).zip(dys.chunks_exact_mut(m.max(1))) {
+        for (dx, dy) in dxs
+            .chunks_exact(n.max(1))
+            .zip(dys.chunks_exact_mut(m.max(1)))
+        {
             self.value_and_pushforward_into(st, f, x, dx, ctx, y, dy)?;
         }
         Ok(())
@@ -65,7 +74,13 @@ pub trait PullbackBackend<V, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x`.
-    fn prepare_pullback(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_pullback(
+        &self,
+        f: &V,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// Writes `y = f(x)` and `dx = J(x)ᵀ dy` (overwriting `dx`).
     #[allow(clippy::too_many_arguments)]
     fn value_and_pullback_into(
@@ -92,7 +107,10 @@ pub trait PullbackBackend<V, C>: Backend {
         dxs: &mut [f64],
     ) -> InterfaceResult<()> {
         let (n, m) = (x.len(), y.len());
-        for (dy, dx) in dys.chunks_exact(m.max(1)).zip(dxs.chunks_exact_mut(n.max(1))) {
+        for (dy, dx) in dys
+            .chunks_exact(m.max(1))
+            .zip(dxs.chunks_exact_mut(n.max(1)))
+        {
             self.value_and_pullback_into(st, f, x, dy, ctx, y, dx)?;
         }
         Ok(())
@@ -256,17 +274,49 @@ macro_rules! directional {
 }
 
 directional!(
-    PushforwardOp, PushforwardBackend, Pushforward, prep_pushforward, prepare_pushforward,
-    prepare_pushforward_inplace, pushforward, value_and_pushforward_inplace, explain_pushforward,
-    value_and_pushforward_into, value_and_pushforward_batch_into, pushforward, pushforward_into,
-    value_and_pushforward, pushforward_batch, value_and_pushforward_batch_into,
-    "dx", "dy", n, m, "dy = J(x) dx"
+    PushforwardOp,
+    PushforwardBackend,
+    Pushforward,
+    prep_pushforward,
+    prepare_pushforward,
+    prepare_pushforward_inplace,
+    pushforward,
+    value_and_pushforward_inplace,
+    explain_pushforward,
+    value_and_pushforward_into,
+    value_and_pushforward_batch_into,
+    pushforward,
+    pushforward_into,
+    value_and_pushforward,
+    pushforward_batch,
+    value_and_pushforward_batch_into,
+    "dx",
+    "dy",
+    n,
+    m,
+    "dy = J(x) dx"
 );
 
 directional!(
-    PullbackOp, PullbackBackend, Pullback, prep_pullback, prepare_pullback,
-    prepare_pullback_inplace, pullback, value_and_pullback_inplace, explain_pullback,
-    value_and_pullback_into, value_and_pullback_batch_into, pullback, pullback_into,
-    value_and_pullback, pullback_batch, value_and_pullback_batch_into,
-    "dy", "dx", m, n, "dx = J(x)ᵀ dy"
+    PullbackOp,
+    PullbackBackend,
+    Pullback,
+    prep_pullback,
+    prepare_pullback,
+    prepare_pullback_inplace,
+    pullback,
+    value_and_pullback_inplace,
+    explain_pullback,
+    value_and_pullback_into,
+    value_and_pullback_batch_into,
+    pullback,
+    pullback_into,
+    value_and_pullback,
+    pullback_batch,
+    value_and_pullback_batch_into,
+    "dy",
+    "dx",
+    m,
+    n,
+    "dx = J(x)ᵀ dy"
 );

@@ -19,7 +19,13 @@ pub trait SecondDerivativeBackend<F, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x`.
-    fn prepare_second_derivative(&self, f: &OneArg<F>, x: f64, ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_second_derivative(
+        &self,
+        f: &OneArg<F>,
+        x: f64,
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// `(f(x), f'(x), f''(x))`.
     fn value_derivative_and_second_derivative(
         &self,
@@ -42,9 +48,22 @@ pub trait HessianBackend<F, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x`.
-    fn prepare_hessian(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_hessian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// Writes the Hessian (`n × n`, row-major) into `h`.
-    fn hessian_into(&self, st: &mut Self::State, f: &OneArg<F>, x: &[f64], ctx: &C, h: &mut [f64]) -> InterfaceResult<()>;
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()>;
     /// Writes `∇f(x)` and the Hessian, returns `f(x)`.
     #[allow(clippy::too_many_arguments)]
     fn value_gradient_and_hessian_into(
@@ -70,7 +89,13 @@ pub trait HvpBackend<F, C>: Backend {
     /// Buffers kept between calls.
     type State;
     /// Makes the state for input `x`.
-    fn prepare_hvp(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    fn prepare_hvp(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
     /// Writes `∇²f(x) v` into `hv`.
     #[allow(clippy::too_many_arguments)]
     fn hvp_into(
@@ -155,11 +180,16 @@ impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
         B: SecondDerivativeBackend<F, C, State = St>,
         C: Contexts,
     {
-        self.value_derivative_and_second_derivative(x, ctx).map(|r| r.2)
+        self.value_derivative_and_second_derivative(x, ctx)
+            .map(|r| r.2)
     }
 
     /// `(f(x), f'(x), f''(x))`.
-    pub fn value_derivative_and_second_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<(f64, f64, f64)>
+    pub fn value_derivative_and_second_derivative<C>(
+        &mut self,
+        x: f64,
+        ctx: C,
+    ) -> InterfaceResult<(f64, f64, f64)>
     where
         B: SecondDerivativeBackend<F, C, State = St>,
         C: Contexts,
@@ -228,12 +258,18 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
         C: Contexts,
     {
         self.meta.check(x.len(), &ctx)?;
-        self.meta.arg("hessian", self.meta.n * self.meta.n, h.len())?;
-        self.backend.hessian_into(&mut self.state, &self.f, x, &ctx, h)
+        self.meta
+            .arg("hessian", self.meta.n * self.meta.n, h.len())?;
+        self.backend
+            .hessian_into(&mut self.state, &self.f, x, &ctx, h)
     }
 
     /// `(f(x), ∇f(x), ∇²f(x))`.
-    pub fn value_gradient_and_hessian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<(f64, Vec<f64>, Vec<f64>)>
+    pub fn value_gradient_and_hessian<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+    ) -> InterfaceResult<(f64, Vec<f64>, Vec<f64>)>
     where
         B: HessianBackend<F, C, State = St>,
         C: Contexts,
@@ -257,7 +293,8 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     {
         self.meta.check(x.len(), &ctx)?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
-        self.meta.arg("hessian", self.meta.n * self.meta.n, h.len())?;
+        self.meta
+            .arg("hessian", self.meta.n * self.meta.n, h.len())?;
         self.backend
             .value_gradient_and_hessian_into(&mut self.state, &self.f, x, &ctx, g, h)
     }
@@ -325,7 +362,13 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     }
 
     /// Writes `∇²f(x) v` into `hv`.
-    pub fn hvp_into<C>(&mut self, x: &[f64], v: &[f64], ctx: C, hv: &mut [f64]) -> InterfaceResult<()>
+    pub fn hvp_into<C>(
+        &mut self,
+        x: &[f64],
+        v: &[f64],
+        ctx: C,
+        hv: &mut [f64],
+    ) -> InterfaceResult<()>
     where
         B: HvpBackend<F, C, State = St>,
         C: Contexts,
@@ -333,11 +376,17 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
         self.meta.check(x.len(), &ctx)?;
         self.meta.arg("v", self.meta.n, v.len())?;
         self.meta.arg("hvp", self.meta.n, hv.len())?;
-        self.backend.hvp_into(&mut self.state, &self.f, x, v, &ctx, hv)
+        self.backend
+            .hvp_into(&mut self.state, &self.f, x, v, &ctx, hv)
     }
 
     /// `(∇f(x), ∇²f(x) v)` (the `value_and_` variant of `hvp`, as in DifferentiationInterface).
-    pub fn gradient_and_hvp<C>(&mut self, x: &[f64], v: &[f64], ctx: C) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+    pub fn gradient_and_hvp<C>(
+        &mut self,
+        x: &[f64],
+        v: &[f64],
+        ctx: C,
+    ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: HvpBackend<F, C, State = St>,
         C: Contexts,
@@ -378,8 +427,12 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
         let n = self.meta.n;
         let k = self.meta.batch(n, vs.len())?;
         let mut out = vec![0.0; k * n];
-        for (v, hv) in vs.chunks_exact(n.max(1)).zip(out.chunks_exact_mut(n.max(1))) {
-            self.backend.hvp_into(&mut self.state, &self.f, x, v, &ctx, hv)?;
+        for (v, hv) in vs
+            .chunks_exact(n.max(1))
+            .zip(out.chunks_exact_mut(n.max(1)))
+        {
+            self.backend
+                .hvp_into(&mut self.state, &self.f, x, v, &ctx, hv)?;
         }
         Ok(out)
     }

@@ -4,9 +4,12 @@
 
 use crate::context::ShadeContext;
 use shade_autodiff::scalar::{
-    BatchTangent, CHUNK, Dual, DualVec, ForwardArgs, ReverseArgs, ScalarFn, Tangent, Tape, autodiff_with,
+    BatchTangent, CHUNK, Dual, DualVec, ForwardArgs, ReverseArgs, ScalarFn, Tangent, Tape,
+    autodiff_with,
 };
-use shade_autodiff::{Active, AdResult, BatchDuplicated, Duplicated, Forward, ForwardWithPrimal, ReverseWithPrimal};
+use shade_autodiff::{
+    Active, AdResult, BatchDuplicated, Duplicated, Forward, ForwardWithPrimal, ReverseWithPrimal,
+};
 
 /// Contexts that can follow a slice argument `x` in a call of the core's `autodiff`.
 ///
@@ -29,9 +32,22 @@ pub trait ShadeCall<F: ScalarFn> {
         scratch: &mut [f64],
     ) -> AdResult<f64>;
     /// `ForwardWithPrimal` with tangent `t`: returns `(∇f·t, f(x))`.
-    fn forward(&self, tape: &mut Tape<f64>, f: &F, x: &[f64], t: &mut [f64], scratch: &mut [f64]) -> AdResult<(f64, f64)>;
+    fn forward(
+        &self,
+        tape: &mut Tape<f64>,
+        f: &F,
+        x: &[f64],
+        t: &mut [f64],
+        scratch: &mut [f64],
+    ) -> AdResult<(f64, f64)>;
     /// `Forward` with [`CHUNK`] tangents at once: returns `∇f·tᵢ`.
-    fn forward_batch(&self, tape: &mut Tape<f64>, f: &F, x: &[f64], ts: [&mut [f64]; CHUNK]) -> AdResult<[f64; CHUNK]>;
+    fn forward_batch(
+        &self,
+        tape: &mut Tape<f64>,
+        f: &F,
+        x: &[f64],
+        ts: [&mut [f64]; CHUNK],
+    ) -> AdResult<[f64; CHUNK]>;
 }
 
 macro_rules! shade_call {

@@ -7,8 +7,8 @@ use crate::error::InterfaceResult;
 use crate::explain::Report;
 use crate::form::{InTail, OneArg, ScalarForm, Tail, TwoArg, VecForm};
 use crate::ops::{
-    DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend, PullbackBackend,
-    PushforwardBackend, SecondDerivativeBackend,
+    DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend,
+    PullbackBackend, PushforwardBackend, SecondDerivativeBackend,
 };
 use crate::prep::Meta;
 use shade_autodiff::ModeKind;
@@ -24,7 +24,13 @@ fn value<V: VecForm<C>, C>(st: &mut ShadeState, f: &V, x: &[f64], ctx: &C) -> f6
 }
 
 /// Forward-mode gradient, `CHUNK` columns per core call; returns `f(x)`.
-fn forward_gradient<F, C>(st: &mut ShadeState, f: &OneArg<F>, x: &[f64], ctx: &C, g: &mut [f64]) -> InterfaceResult<f64>
+fn forward_gradient<F, C>(
+    st: &mut ShadeState,
+    f: &OneArg<F>,
+    x: &[f64],
+    ctx: &C,
+    g: &mut [f64],
+) -> InterfaceResult<f64>
 where
     F: ScalarFn,
     C: ShadeCall<F>,
@@ -110,7 +116,13 @@ where
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
-    fn prepare_gradient(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_gradient(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let mut g = vec![0.0; x.len()];
         st.warm(|st| gradient_into(self, st, f, x, ctx, &mut g).map(|_| ()))?;
@@ -141,7 +153,13 @@ where
     C: ConstArgs<Tail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_derivative(&self, f: &OneArg<F>, x: f64, ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_derivative(
+        &self,
+        f: &OneArg<F>,
+        x: f64,
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         self.value_and_derivative_into(&mut st, f, x, ctx, &mut [0.0], &mut [0.0])?;
         Ok(st)
@@ -179,7 +197,13 @@ where
     C: ConstArgs<InTail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_derivative(&self, f: &TwoArg<F>, x: f64, ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_derivative(
+        &self,
+        f: &TwoArg<F>,
+        x: f64,
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         st.duals = vec![Dual::new(0.0, 0.0); f.m];
         let (mut y, mut d) = (vec![0.0; f.m], vec![0.0; f.m]);
@@ -225,7 +249,13 @@ where
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
-    fn prepare_jacobian(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_jacobian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let mut g = vec![0.0; x.len()];
         st.warm(|st| gradient_into(self, st, f, x, ctx, &mut g).map(|_| ()))?;
@@ -256,7 +286,13 @@ where
     C: ConstArgs<InTail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_jacobian(&self, f: &TwoArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_jacobian(
+        &self,
+        f: &TwoArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (mut y, mut j) = (vec![0.0; f.m], vec![0.0; f.m * x.len()]);
         st.warm(|st| self.value_and_jacobian_into(st, f, x, ctx, &mut y, &mut j))?;
@@ -312,7 +348,13 @@ where
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
-    fn prepare_pushforward(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_pushforward(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         st.tmp = vec![0.0; x.len()];
         let dx = vec![0.0; x.len()];
@@ -320,7 +362,15 @@ where
         st.warm(|st| {
             self.value_and_pushforward_into(st, f, x, &dx, ctx, &mut [0.0], &mut [0.0])?;
             // The batched path too.
-            self.value_and_pushforward_batch_into(st, f, x, &dxs, ctx, &mut [0.0], &mut [0.0; CHUNK])
+            self.value_and_pushforward_batch_into(
+                st,
+                f,
+                x,
+                &dxs,
+                ctx,
+                &mut [0.0],
+                &mut [0.0; CHUNK],
+            )
         })?;
         Ok(st)
     }
@@ -421,7 +471,13 @@ where
     C: ConstArgs<InTail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_pushforward(&self, f: &TwoArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_pushforward(
+        &self,
+        f: &TwoArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (mut y, mut dy, dx) = (vec![0.0; f.m], vec![0.0; f.m], vec![0.0; x.len()]);
         st.warm(|st| self.value_and_pushforward_into(st, f, x, &dx, ctx, &mut y, &mut dy))?;
@@ -462,7 +518,13 @@ where
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
-    fn prepare_pullback(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_pullback(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         st.tmp = vec![0.0; x.len()];
         let mut dx = vec![0.0; x.len()];
@@ -540,7 +602,13 @@ where
     C: ConstArgs<InTail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_pullback(&self, f: &TwoArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_pullback(
+        &self,
+        f: &TwoArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (mut y, dy, mut dx) = (vec![0.0; f.m], vec![1.0; f.m], vec![0.0; x.len()]);
         st.warm(|st| self.value_and_pullback_into(st, f, x, &dy, ctx, &mut y, &mut dx))?;
@@ -581,7 +649,13 @@ where
     C: ConstArgs<Tail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_second_derivative(&self, f: &OneArg<F>, x: f64, ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_second_derivative(
+        &self,
+        f: &OneArg<F>,
+        x: f64,
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         self.value_derivative_and_second_derivative(&mut st, f, x, ctx)?;
         Ok(st)
@@ -619,13 +693,26 @@ where
     C: ConstArgs<Tail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_hessian(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_hessian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (mut g, mut h) = (vec![0.0; x.len()], vec![0.0; x.len() * x.len()]);
         self.value_gradient_and_hessian_into(&mut st, f, x, ctx, &mut g, &mut h)?;
         Ok(st)
     }
-    fn hessian_into(&self, st: &mut ShadeState, f: &OneArg<F>, x: &[f64], ctx: &C, h: &mut [f64]) -> InterfaceResult<()> {
+    fn hessian_into(
+        &self,
+        st: &mut ShadeState,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()> {
         st.dtape.hessian_into(&f.0, x, ctx, h)?;
         Ok(())
     }
@@ -663,7 +750,13 @@ where
     C: ConstArgs<Tail<F>> + Contexts,
 {
     type State = ShadeState;
-    fn prepare_hvp(&self, f: &OneArg<F>, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
+    fn prepare_hvp(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<ShadeState> {
         let mut st = ShadeState::new(meta);
         let (v, mut g, mut hv) = (vec![0.0; x.len()], vec![0.0; x.len()], vec![0.0; x.len()]);
         self.gradient_and_hvp_into(&mut st, f, x, &v, ctx, &mut g, &mut hv)?;

@@ -5,7 +5,9 @@
 //! Each builder takes the evaluation point; the preparation point is derived from it
 //! (same shape, other values). Vector inputs may have 1 to 16 entries.
 
-use super::{GradScenario, JacScenario, Reference, ScalarInplaceScenario, ScalarScenario, Scenario};
+use super::{
+    GradScenario, JacScenario, Reference, ScalarInplaceScenario, ScalarScenario, Scenario,
+};
 use crate::backend::Backend;
 use crate::context::{Cache, Constant};
 use shade_autodiff::scalar::{Real, shade_fn};
@@ -81,7 +83,9 @@ mod fns {
     shade_fn!(pub VectorVector = vector_vector_fn(&mut [S], &[S], &[f64]));
     shade_fn!(pub MatrixMatrix = matrix_matrix_fn(&mut [S], &[S]));
 }
-pub use fns::{MatrixMatrix, ScalarScalar, ScalarVector, VectorScalar, VectorScalarCtx, VectorVector};
+pub use fns::{
+    MatrixMatrix, ScalarScalar, ScalarVector, VectorScalar, VectorScalarCtx, VectorVector,
+};
 
 fn prep_point(x: &[f64]) -> Vec<f64> {
     x.iter().map(|v| 0.5 * v + 0.3).collect()
@@ -128,7 +132,10 @@ pub fn scalar_vector(x: f64) -> ScalarInplaceScenario<ScalarVector, (K,)> {
 /// # Panics
 /// If `x` is empty or longer than [`MAX_N`] (a misuse of the harness).
 pub fn vector_scalar_ctx(x: &[f64]) -> GradScenario<VectorScalarCtx, (K, CacheK)> {
-    assert!((1..=MAX_N).contains(&x.len()), "standard vector inputs have 1 to {MAX_N} entries");
+    assert!(
+        (1..=MAX_N).contains(&x.len()),
+        "standard vector inputs have 1 to {MAX_N} entries"
+    );
     let n = x.len();
     let s: f64 = x.iter().sum();
     let w = &WEIGHTS;
@@ -155,7 +162,10 @@ pub fn vector_scalar_ctx(x: &[f64]) -> GradScenario<VectorScalarCtx, (K, CacheK)
 /// # Panics
 /// If `x` is empty or longer than [`MAX_N`].
 pub fn vector_scalar(x: &[f64]) -> GradScenario<VectorScalar, ()> {
-    assert!((1..=MAX_N).contains(&x.len()), "standard vector inputs have 1 to {MAX_N} entries");
+    assert!(
+        (1..=MAX_N).contains(&x.len()),
+        "standard vector inputs have 1 to {MAX_N} entries"
+    );
     let n = x.len();
     let mut g: Vec<f64> = x.iter().map(|v| v.exp() * (1.0 + v)).collect();
     let mut h = vec![0.0; n * n];
@@ -185,7 +195,10 @@ pub fn vector_scalar(x: &[f64]) -> GradScenario<VectorScalar, ()> {
 /// # Panics
 /// If `x` is empty.
 pub fn vector_vector(x: &[f64]) -> JacScenario<VectorVector, (K,)> {
-    assert!(!x.is_empty(), "standard vector inputs have at least one entry");
+    assert!(
+        !x.is_empty(),
+        "standard vector inputs have at least one entry"
+    );
     let n = x.len();
     let p = P[0];
     let mut y = vec![0.0; n];
@@ -203,7 +216,11 @@ pub fn vector_vector(x: &[f64]) -> JacScenario<VectorVector, (K,)> {
         x: x.to_vec(),
         prep_x: prep_point(x),
         ctx: (Constant(&P[..]),),
-        reference: Reference { y, jacobian: j, hessian: Vec::new() },
+        reference: Reference {
+            y,
+            jacobian: j,
+            hessian: Vec::new(),
+        },
     }
 }
 
@@ -214,7 +231,9 @@ pub fn vector_vector(x: &[f64]) -> JacScenario<VectorVector, (K,)> {
 /// If `x` is empty.
 pub fn matrix_matrix(x: &[f64]) -> JacScenario<MatrixMatrix, ()> {
     assert!(!x.is_empty(), "standard inputs have at least one entry");
-    let xm: Vec<f64> = (0..6).map(|k| x[k % x.len()] * (1.0 + 0.1 * k as f64)).collect();
+    let xm: Vec<f64> = (0..6)
+        .map(|k| x[k % x.len()] * (1.0 + 0.1 * k as f64))
+        .collect();
     let mut y = vec![0.0; 4];
     matrix_matrix_fn(&mut y, &xm);
     // ∂(X Xᵀ)_{ij} / ∂X_{ak} = δ_{ia} X_{jk} + δ_{ja} X_{ik}
@@ -234,7 +253,11 @@ pub fn matrix_matrix(x: &[f64]) -> JacScenario<MatrixMatrix, ()> {
         prep_x: prep_point(&xm),
         x: xm,
         ctx: (),
-        reference: Reference { y, jacobian: j, hessian: Vec::new() },
+        reference: Reference {
+            y,
+            jacobian: j,
+            hessian: Vec::new(),
+        },
     }
 }
 
