@@ -28,7 +28,8 @@ fn gmm(c: &mut Criterion) {
         });
         let mut tape = Tape::new();
         let mut g = vec![0.0; params.len()];
-        tape.gradient_into(&Gmm, &params, (Const(&data),), &mut g).unwrap();
+        tape.gradient_into(&Gmm, &params, (Const(&data),), &mut g)
+            .unwrap();
         group.bench_function("gradient", |b| {
             b.iter(|| {
                 tape.gradient_into(&Gmm, black_box(&params), (Const(&data),), &mut g)

@@ -33,7 +33,8 @@ fn bench(c: &mut Criterion) {
         tape.gradient_into(&Rosenbrock, &x, (), &mut g).unwrap();
         group.bench_function("gradient", |b| {
             b.iter(|| {
-                tape.gradient_into(&Rosenbrock, black_box(&x), (), &mut g).unwrap();
+                tape.gradient_into(&Rosenbrock, black_box(&x), (), &mut g)
+                    .unwrap();
                 black_box(&g);
             })
         });

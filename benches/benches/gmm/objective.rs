@@ -137,9 +137,13 @@ pub fn gmm_objective<S: Real>(params: &[S], data: &GmmData) -> S {
 /// A reproducible random problem (uniform data and parameters, as ADBench's generator).
 pub fn gmm_problem(d: usize, k: usize, n: usize, seed: u64) -> (Vec<f64>, GmmData) {
     // A small LCG keeps this file free of a random-number crate.
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut next = move || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (s >> 11) as f64 / (1u64 << 53) as f64
     };
     let data = GmmData {

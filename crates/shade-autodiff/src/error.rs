@@ -118,6 +118,16 @@ pub enum AdError {
         /// The length it got.
         found: usize,
     },
+    /// An operation needs a value with a given number of axes.
+    #[error("`{op}` needs a value with {expected} axes, but got shape {shape:?}")]
+    RankMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The number of axes the operation needs.
+        expected: usize,
+        /// The value's shape.
+        shape: Shape,
+    },
 }
 
 /// Result with an [`AdError`].
@@ -139,6 +149,7 @@ impl AdError {
             AdError::InvalidArgument { .. } => "SHADE-E0114",
             AdError::TapeOverflow { .. } => "SHADE-E0120",
             AdError::BufferLength { .. } => "SHADE-E0121",
+            AdError::RankMismatch { .. } => "SHADE-E0140",
         }
     }
 
@@ -177,6 +188,9 @@ impl AdError {
             }
             AdError::BufferLength { .. } => {
                 "allocate the output with the documented length (e.g. rows × columns for a Jacobian)".into()
+            }
+            AdError::RankMismatch { .. } => {
+                "reshape the value first, e.g. `tape.reshape(x, &[rows, cols])`".into()
             }
         }
     }
@@ -234,6 +248,11 @@ mod tests {
                 op: "hessian",
                 expected: 4,
                 found: 3,
+            },
+            AdError::RankMismatch {
+                op: "matmul",
+                expected: 2,
+                shape: vec![3],
             },
         ];
         let mut codes: Vec<_> = all.iter().map(AdError::code).collect();

@@ -20,6 +20,7 @@ mod activity;
 mod error;
 mod mode;
 pub mod scalar;
+pub mod tensor;
 
 pub use activity::{Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed};
 pub use error::{AdError, AdResult, Shape};

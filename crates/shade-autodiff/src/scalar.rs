@@ -32,6 +32,11 @@
 //! # Ok::<(), shade_autodiff::AdError>(())
 //! ```
 
+/// The README's example, compiled and run as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod args;
 mod autodiff;
 mod dual;

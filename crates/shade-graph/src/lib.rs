@@ -2,4 +2,72 @@
 //! batching, sampling, generators and readers.
 //!
 //! This crate knows nothing about differentiation: everything it produces is a plain
-//! array that a differentiated program reads as a constant.
+//! array that a differentiated program reads as a constant. Structure never changes in
+//! place; transforms return new graphs, and derived structures (CSR by destination and
+//! source, degrees, the GCN / random-walk normalised adjacencies, the scaled Laplacian)
+//! are built once on first use and shared by clones.
+//!
+//! - [`Graph`]: COO `src`/`dst` (`u32`), optional `f64` weights, batch layout, named
+//!   [`DataStore`]s and a sparse node-feature slot.
+//! - Normalisation: [`Graph::gcn_adjacency`], [`Graph::gcn_norm`] (PyG's `gcn_norm`),
+//!   [`Graph::random_walk_adjacency`], [`Graph::scaled_laplacian`], [`Graph::lambda_max`].
+//!   Matrices are sprs CSR with rows = destination, in `f32` or `f64`.
+//! - Transforms on [`Graph`]: self-loops, edges, nodes, `coalesce`, `to_undirected`,
+//!   subgraphs; batching with [`Graph::batch`] / [`Graph::unbatch`].
+//! - Generators ([`csbm`], [`erdos_renyi`], ...), sampling ([`NeighborSampler`],
+//!   [`random_edge_split`]), splits ([`split_per_class`]), readers ([`read_npz`],
+//!   [`read_edge_list`]).
+//!
+//! Errors are [`GraphError`]s with stable codes `SHADE-E03xx`.
+//!
+//! ```
+//! use shade_graph::{csbm, NeighborSampler};
+//! let ds = csbm(200, 2, 8, 6.0, 1.0, 1)?;        // a learnable synthetic dataset
+//! let a = ds.graph.gcn_adjacency::<f32>();      // Â = D^-1/2 (A + I) D^-1/2
+//! let h = a * &ds.features;                     // one propagation step, [200, 8]
+//! assert_eq!(h.shape(), &[200, 8]);
+//! let split = shade_graph::split_per_class(&ds.labels, 2, 20, 50, 100, 0)?;
+//! assert_eq!(split.train.len(), 40);
+//! let batch = NeighborSampler::new(vec![10, 5]).sample(&ds.graph, &split.train, 0)?;
+//! assert_eq!(batch.num_seeds, 40);
+//! # Ok::<(), shade_graph::GraphError>(())
+//! ```
+
+mod batch;
+mod data;
+mod error;
+mod generate;
+mod graph;
+mod io;
+mod norm;
+mod sample;
+mod split;
+mod transform;
+
+pub use data::{Array, DataStore};
+pub use error::{GraphError, GraphResult};
+pub use generate::{
+    Csbm, SyntheticDataset, csbm, erdos_renyi, knn_graph, radius_graph, rand_graph, sprand,
+    stochastic_block_model,
+};
+pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
+pub use io::{
+    Dataset, NpzOptions, edge_list_string, npz_bytes, parse_edge_list, parse_npz, read_edge_list,
+    read_npz, write_edge_list, write_npz, write_npz_compressed,
+};
+pub use norm::{GcnNorm, NormEdges};
+pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};
+pub use split::{NodeSplit, split_per_class};
+pub use transform::KHop;
+
+/// How to merge values of edges that become one (coalesce, to_undirected).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reduce {
+    /// Sum of the values.
+    #[default]
+    Sum,
+    /// Mean of the values.
+    Mean,
+    /// Largest value.
+    Max,
+}

@@ -47,14 +47,14 @@ pub trait ConstArg<K: Kind> {
     fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> K::Arg<'b, S>;
 }
 
-impl<'a, C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<Constant<C>> for Const<&'a D> {
+impl<C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<Constant<C>> for Const<&D> {
     #[inline]
     fn arg<'b, S: Real + 'b>(&'b self, _: &'b Bump) -> &'b C {
         self.0.borrow()
     }
 }
 
-impl<'a, D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for Const<&'a D> {
+impl<D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for Const<&D> {
     #[inline]
     fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b [S] {
         bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
@@ -205,7 +205,11 @@ pub trait ReverseArgs<Ks: Kinds, T: Real> {
     /// Checks every argument.
     fn check(&self) -> AdResult<()>;
     /// The argument tuple the function sees.
-    fn inputs<'b>(&'b self, trace: &'b Trace<T>, bump: &'b Bump) -> (Ks::Args<'b, Var<'b, T>>, Self::Slots);
+    fn inputs<'b>(
+        &'b self,
+        trace: &'b Trace<T>,
+        bump: &'b Bump,
+    ) -> (Ks::Args<'b, Var<'b, T>>, Self::Slots);
     /// Accumulates every argument's adjoints after the sweep.
     fn collect(&mut self, slots: Self::Slots, tape: &Tape<T>) -> Self::Grads;
 }
@@ -239,7 +243,9 @@ where
 
 macro_rules! duplicated_forward {
     ($ann:ident) => {
-        impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ForwardArg<Slice, Dual<f64>> for $ann<'a, D> {
+        impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ForwardArg<Slice, Dual<f64>>
+            for $ann<'a, D>
+        {
             #[inline]
             fn check(&self, pos: usize) -> AdResult<()> {
                 check_shadow(pos, self.0.as_ref(), (*self.1).as_ref())

@@ -57,7 +57,7 @@ macro_rules! impl_number {
             fn div(self, o: Self) -> Self {
                 let (a, b) = (self.val(), o.val());
                 let r = b.recip();
-                let v = a * r;
+                let v = a / b;
                 self.binary(o, v, r, -v * r)
             }
         }
@@ -107,7 +107,7 @@ macro_rules! impl_number {
             #[inline]
             fn div(self, c: f64) -> Self {
                 let r = <<Self as Lift>::Base as Real>::cst(c.recip());
-                self.unary(self.val() * r, r)
+                self.unary(self.val() / <<Self as Lift>::Base as Real>::cst(c), r)
             }
         }
         impl<$($g)*> core::ops::AddAssign for $ty where $($w)* {

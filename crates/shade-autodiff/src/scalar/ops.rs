@@ -35,8 +35,8 @@ fn check_len(op: &'static str, expected: usize, found: usize) -> AdResult<()> {
 impl Tape<f64> {
     /// Writes `∇f(x)` into `g` and returns `f(x)`.
     ///
-    /// `f(x: &[S], consts...) -> S`; `g` is overwritten (use [`autodiff_with`]
-    /// (crate::scalar::autodiff_with) with `Duplicated` to accumulate).
+    /// `f(x: &[S], consts...) -> S`; `g` is overwritten (use
+    /// [`autodiff_with`](crate::scalar::autodiff_with) with `Duplicated` to accumulate).
     pub fn value_and_gradient_into<F, C>(
         &mut self,
         f: &F,
@@ -70,7 +70,13 @@ impl Tape<f64> {
     }
 
     /// Writes `∇f(x)` into `g` (overwriting it).
-    pub fn gradient_into<F, C>(&mut self, f: &F, x: &[f64], consts: C, g: &mut [f64]) -> AdResult<()>
+    pub fn gradient_into<F, C>(
+        &mut self,
+        f: &F,
+        x: &[f64],
+        consts: C,
+        g: &mut [f64],
+    ) -> AdResult<()>
     where
         F: ScalarFn,
         F::Kinds: Join<Slice>,
@@ -178,7 +184,13 @@ impl Tape<f64> {
 
     /// Records an in-place `f(y, x, consts...)` once; returns the first input's and every
     /// output's record index (`None` for outputs that do not depend on `x`).
-    fn record_inplace<F, C>(&mut self, f: &F, x: &[f64], consts: C, y: &mut [f64]) -> AdResult<usize>
+    fn record_inplace<F, C>(
+        &mut self,
+        f: &F,
+        x: &[f64],
+        consts: C,
+        y: &mut [f64],
+    ) -> AdResult<usize>
     where
         F: InPlaceFn,
         F::Kinds: Join<Slice>,
@@ -277,7 +289,14 @@ impl Tape<f64> {
 impl Tape<Dual<f64>> {
     /// Writes the Hessian-vector product `∇²f(x) v` into `hv` (and returns `f(x)`), by
     /// forward-over-reverse mode: one recording and one sweep over `Dual<f64>`.
-    pub fn hvp_into<F, C>(&mut self, f: &F, x: &[f64], v: &[f64], consts: C, hv: &mut [f64]) -> AdResult<f64>
+    pub fn hvp_into<F, C>(
+        &mut self,
+        f: &F,
+        x: &[f64],
+        v: &[f64],
+        consts: C,
+        hv: &mut [f64],
+    ) -> AdResult<f64>
     where
         F: ScalarFn,
         F::Kinds: Join<Slice>,
@@ -288,7 +307,8 @@ impl Tape<Dual<f64>> {
         self.reset();
         let (value, out, start) = {
             let (t, bump) = (&self.trace, &self.bump);
-            let xs = bump.alloc_slice_fill_iter(x.iter().zip(v).map(|(&a, &b)| t.var(Dual::new(a, b))));
+            let xs =
+                bump.alloc_slice_fill_iter(x.iter().zip(v).map(|(&a, &b)| t.var(Dual::new(a, b))));
             let start = xs.first().and_then(Var::raw_index).unwrap_or(0) as usize;
             let y = f.call(F::Kinds::join(xs, consts.args(bump)));
             (y.val().v, y.raw_index(), start)
@@ -448,7 +468,12 @@ where
 /// assert_eq!(jacobian_reverse(f, &[2.0, 0.0], 2, ())?.1, j);
 /// # Ok::<(), shade_autodiff::AdError>(())
 /// ```
-pub fn jacobian_forward<F, C>(f: F, x: &[f64], m: usize, consts: C) -> AdResult<(Vec<f64>, Vec<f64>)>
+pub fn jacobian_forward<F, C>(
+    f: F,
+    x: &[f64],
+    m: usize,
+    consts: C,
+) -> AdResult<(Vec<f64>, Vec<f64>)>
 where
     F: InPlaceFn,
     F::Kinds: Join<Slice>,
@@ -461,7 +486,12 @@ where
 
 /// `(y, J)` with `J` row-major `m × n` for an in-place `f(y: &mut [S], x: &[S],
 /// consts...)` with `m` outputs, by reverse mode (one sweep per output).
-pub fn jacobian_reverse<F, C>(f: F, x: &[f64], m: usize, consts: C) -> AdResult<(Vec<f64>, Vec<f64>)>
+pub fn jacobian_reverse<F, C>(
+    f: F,
+    x: &[f64],
+    m: usize,
+    consts: C,
+) -> AdResult<(Vec<f64>, Vec<f64>)>
 where
     F: InPlaceFn,
     F::Kinds: Join<Slice>,
@@ -473,7 +503,13 @@ where
 }
 
 /// `(y, J dx)` for an in-place `f(y: &mut [S], x: &[S], consts...)` with `m` outputs.
-pub fn pushforward<F, C>(f: F, x: &[f64], dx: &[f64], m: usize, consts: C) -> AdResult<(Vec<f64>, Vec<f64>)>
+pub fn pushforward<F, C>(
+    f: F,
+    x: &[f64],
+    dx: &[f64],
+    m: usize,
+    consts: C,
+) -> AdResult<(Vec<f64>, Vec<f64>)>
 where
     F: InPlaceFn,
     F::Kinds: Join<Slice>,

@@ -14,9 +14,9 @@ use super::real::{Real, ScalarRule};
 use crate::error::{AdError, AdResult};
 use bumpalo::Bump;
 use core::cell::RefCell;
-use smallvec::SmallVec;
 #[allow(unused_imports)]
 use num_traits::{Float, One, ToPrimitive, Zero};
+use smallvec::SmallVec;
 
 /// Largest number of records (and of operand slots) one recording may hold.
 pub(crate) const MAX_RECORDS: usize = u32::MAX as usize - 1;
@@ -131,8 +131,11 @@ impl<T: Real> Trace<T> {
         for (x, y) in a.iter().zip(b) {
             v += x.v * y.v;
         }
-        let contiguous =
-            |s: &[Var<'_, T>]| s.iter().enumerate().all(|(k, x)| x.idx as usize == s[0].idx as usize + k);
+        let contiguous = |s: &[Var<'_, T>]| {
+            s.iter()
+                .enumerate()
+                .all(|(k, x)| x.idx as usize == s[0].idx as usize + k)
+        };
         let (ca, cb) = (contiguous(a), contiguous(b));
         let mut d = self.data.borrow_mut();
         let node = match (ca, cb) {
@@ -299,7 +302,8 @@ impl<'t, T: Real> Real for Var<'t, T> {
         let start = {
             let mut d = t.data.borrow_mut();
             let start = d.ops.len();
-            d.ops.extend(a.iter().filter(|x| x.tape.is_some()).map(|x| x.idx));
+            d.ops
+                .extend(a.iter().filter(|x| x.tape.is_some()).map(|x| x.idx));
             if d.ops.len() > MAX_RECORDS {
                 d.overflow = true;
             }
@@ -548,7 +552,10 @@ mod tests {
             let b = [a[2], Var::cst(5.0), a[0]];
             let y = Var::dot(&a, &b);
             assert_eq!(y.val(), 3.0 + 10.0 + 3.0);
-            (a.iter().map(|x| x.id().unwrap()).collect::<Vec<_>>(), y.id().unwrap())
+            (
+                a.iter().map(|x| x.id().unwrap()).collect::<Vec<_>>(),
+                y.id().unwrap(),
+            )
         };
         let adj = tape.backward(y, 1.0).unwrap().to_vec();
         // y = a0 a2 + 5 a1 + a2 a0 = 2 a0 a2 + 5 a1
@@ -564,8 +571,14 @@ mod tests {
             let t = tape.trace();
             let a: Vec<_> = [1.0, 2.0, 3.0].iter().map(|&v| t.var(v)).collect();
             let y = Var::dot(&a, &a);
-            assert!(matches!(t.data.borrow().nodes.last(), Some(Node::DotRange { .. })));
-            (a.iter().map(|x| x.id().unwrap()).collect::<Vec<_>>(), y.id().unwrap())
+            assert!(matches!(
+                t.data.borrow().nodes.last(),
+                Some(Node::DotRange { .. })
+            ));
+            (
+                a.iter().map(|x| x.id().unwrap()).collect::<Vec<_>>(),
+                y.id().unwrap(),
+            )
         };
         let adj = tape.backward(y, 1.0).unwrap().to_vec();
         assert_eq!(

@@ -1,0 +1,244 @@
+//! Broadcasting arithmetic: `add sub mul div` with NumPy's rules (trailing axes
+//! aligned; an axis of size 1, or a missing leading axis, stretches).
+//!
+//! The reverse rule sums the incoming adjoint over the stretched axes of each operand,
+//! in one pass without temporaries.
+
+use super::tape::{Bwd, Op, Sink, Tan};
+use super::{Element, Tape, Var};
+use crate::error::{AdError, AdResult};
+use ndarray::{ArrayViewD, Dimension, IxDyn, Zip, aview0};
+use smallvec::SmallVec;
+
+/// Which arithmetic operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl Bin {
+    fn name(self) -> &'static str {
+        match self {
+            Bin::Add => "add",
+            Bin::Sub => "sub",
+            Bin::Mul => "mul",
+            Bin::Div => "div",
+        }
+    }
+
+    #[inline]
+    fn f<T: Element>(self, x: T, y: T) -> T {
+        match self {
+            Bin::Add => x + y,
+            Bin::Sub => x - y,
+            Bin::Mul => x * y,
+            Bin::Div => x / y,
+        }
+    }
+
+    /// `(∂f/∂x, ∂f/∂y)`.
+    #[inline]
+    fn d<T: Element>(self, x: T, y: T) -> (T, T) {
+        match self {
+            Bin::Add => (T::one(), T::one()),
+            Bin::Sub => (T::one(), -T::one()),
+            Bin::Mul => (y, x),
+            Bin::Div => (T::one() / y, -x / (y * y)),
+        }
+    }
+}
+
+/// The broadcast shape of `a` and `b`, or [`AdError::ShapeMismatch`].
+pub(crate) fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> AdResult<IxDyn> {
+    let n = a.len().max(b.len());
+    let mut out = IxDyn::zeros(n);
+    for k in 0..n {
+        let da = if k + a.len() >= n {
+            a[k + a.len() - n]
+        } else {
+            1
+        };
+        let db = if k + b.len() >= n {
+            b[k + b.len() - n]
+        } else {
+            1
+        };
+        out[k] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(AdError::ShapeMismatch {
+                op,
+                left: a.to_vec(),
+                right: b.to_vec(),
+            });
+        };
+    }
+    Ok(out)
+}
+
+/// Adds `src` (standard layout, shape `out_shape`) into the standard-layout adjoint of
+/// node `j` (shape `dst_shape`), summing over the broadcast axes.
+pub(crate) fn acc_reduced<T: Element>(
+    sink: &mut Sink<'_, '_, T>,
+    j: usize,
+    dst_shape: &[usize],
+    out_shape: &[usize],
+    src: &[T],
+    sign: T,
+) {
+    let Some(mut dst) = sink.acc(j, dst_shape) else {
+        return;
+    };
+    let d = dst.as_slice_mut().expect("adjoints are in standard layout");
+    let dn = d.len();
+    let trailing = dst_shape
+        .iter()
+        .skip_while(|&&k| k == 1)
+        .copied()
+        .collect::<SmallVec<[usize; 6]>>();
+    if dst_shape == out_shape || (dn == src.len()) {
+        d.iter_mut().zip(src).for_each(|(d, &c)| *d += sign * c);
+        return;
+    }
+    if dn > 0 && out_shape.ends_with(&trailing) {
+        // A bias-like operand: the output is rows of `d`'s shape.
+        for row in src.chunks_exact(dn) {
+            d.iter_mut().zip(row).for_each(|(d, &c)| *d += sign * c);
+        }
+        return;
+    }
+    let n = out_shape.len();
+    let pad = n - dst_shape.len();
+    // Strides of `dst` in the padded shape, 0 along stretched axes.
+    let mut st: SmallVec<[usize; 6]> = SmallVec::from_elem(0, n);
+    let mut s = 1;
+    for k in (0..n).rev() {
+        let dk = if k >= pad { dst_shape[k - pad] } else { 1 };
+        st[k] = if dk == 1 { 0 } else { s };
+        s *= dk;
+    }
+    let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, n);
+    let mut off = 0;
+    for &c in src {
+        d[off] += sign * c;
+        for k in (0..n).rev() {
+            idx[k] += 1;
+            off += st[k];
+            if idx[k] < out_shape[k] {
+                break;
+            }
+            off -= st[k] * out_shape[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+/// Backward record of a broadcasting binary operation.
+#[derive(Debug)]
+pub(crate) struct Rec {
+    a: usize,
+    b: usize,
+    kind: Bin,
+}
+
+impl Rec {
+    pub(crate) fn backward<T: Element>(
+        &self,
+        _me: usize,
+        g: ArrayViewD<'_, T>,
+        bw: &mut Bwd<'_, '_, T>,
+    ) {
+        let k = self.kind;
+        let x = bw.vals[self.a].view();
+        let y = bw.vals[self.b].view();
+        let os = g.shape();
+        let g = g.as_standard_layout();
+        let gs = g.as_slice().expect("standard layout");
+        for (first, j, shape) in [(true, self.a, x.shape()), (false, self.b, y.shape())] {
+            if !bw.gs.wants(j) {
+                continue;
+            }
+            match k {
+                Bin::Add => acc_reduced(&mut bw.gs, j, shape, os, gs, T::one()),
+                Bin::Sub => {
+                    let sign = if first { T::one() } else { -T::one() };
+                    acc_reduced(&mut bw.gs, j, shape, os, gs, sign);
+                }
+                Bin::Mul | Bin::Div => {
+                    let mut tmp = bw.gs.pool.zeros(os);
+                    Zip::from(&mut tmp)
+                        .and(&g)
+                        .and_broadcast(&x)
+                        .and_broadcast(&y)
+                        .for_each(|t, &g, &x, &y| {
+                            let (dx, dy) = k.d(x, y);
+                            *t = g * if first { dx } else { dy };
+                        });
+                    let ts = tmp.as_slice().expect("standard layout");
+                    acc_reduced(&mut bw.gs, j, shape, os, ts, T::one());
+                    bw.gs.pool.give(tmp);
+                }
+            }
+        }
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    fn binary(&mut self, a: Var, b: Var, kind: Bin) -> AdResult<Var> {
+        let (ia, ib) = (self.index(a)?, self.index(b)?);
+        let x = self.vals[ia].view();
+        let y = self.vals[ib].view();
+        let shape = broadcast_shape(kind.name(), x.shape(), y.shape())?;
+        let mut out = self.pool.zeros(shape.slice());
+        Zip::from(&mut out)
+            .and_broadcast(&x)
+            .and_broadcast(&y)
+            .for_each(|o, &x, &y| *o = kind.f(x, y));
+        let tracked = self.tracked[ia] || self.tracked[ib];
+        let mut tan = Tan::None;
+        if self.forward() && tracked {
+            let zero = T::zero();
+            let z = aview0(&zero).into_dyn();
+            let ta = self.tans[ia].view().unwrap_or_else(|| z.view());
+            let tb = self.tans[ib].view().unwrap_or_else(|| z.view());
+            let mut t = self.pool.zeros(shape.slice());
+            Zip::from(&mut t)
+                .and_broadcast(&x)
+                .and_broadcast(&y)
+                .and_broadcast(&ta)
+                .and_broadcast(&tb)
+                .for_each(|t, &x, &y, &ta, &tb| {
+                    let (dx, dy) = kind.d(x, y);
+                    *t = dx * ta + dy * tb;
+                });
+            tan = Tan::Own(t);
+        }
+        let rec = Rec { a: ia, b: ib, kind };
+        Ok(self.push(out, tracked, Op::Binary(rec), tan))
+    }
+
+    /// `a + b` with broadcasting.
+    pub fn add(&mut self, a: Var, b: Var) -> AdResult<Var> {
+        self.binary(a, b, Bin::Add)
+    }
+
+    /// `a - b` with broadcasting.
+    pub fn sub(&mut self, a: Var, b: Var) -> AdResult<Var> {
+        self.binary(a, b, Bin::Sub)
+    }
+
+    /// `a · b` elementwise with broadcasting.
+    pub fn mul(&mut self, a: Var, b: Var) -> AdResult<Var> {
+        self.binary(a, b, Bin::Mul)
+    }
+
+    /// `a / b` elementwise with broadcasting.
+    pub fn div(&mut self, a: Var, b: Var) -> AdResult<Var> {
+        self.binary(a, b, Bin::Div)
+    }
+}

@@ -1,0 +1,273 @@
+//! Elementwise maps: `neg scale exp ln sqrt powi abs tanh sigmoid relu leaky_relu elu
+//! gelu softplus clamp`.
+//!
+//! Every map is a [`Unary`] with its value `f(x)` and its derivative `f'(x)` written
+//! in terms of the input `x` and the output `y`; the reverse rule is
+//! `dx += g · f'(x)` and the forward rule `ẏ = ẋ · f'(x)`.
+
+use super::tape::{Bwd, Op, Tan};
+use super::{Element, Tape, Var};
+use crate::error::{AdError, AdResult};
+use ndarray::{ArrayViewD, Zip};
+
+/// An elementwise map with its derivative.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Unary<T> {
+    Neg,
+    Scale(T),
+    Exp,
+    Ln,
+    Sqrt,
+    Powi(i32),
+    Abs,
+    Tanh,
+    Sigmoid,
+    Relu,
+    LeakyRelu(T),
+    Elu(T),
+    Gelu,
+    Softplus,
+    Clamp(T, T),
+}
+
+#[inline]
+fn sigmoid<T: Element>(x: T) -> T {
+    if x >= T::zero() {
+        T::one() / (T::one() + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (T::one() + e)
+    }
+}
+
+const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
+const GELU_A: f64 = 0.044_715;
+
+impl<T: Element> Unary<T> {
+    #[inline]
+    pub(crate) fn f(self, x: T) -> T {
+        let z = T::zero();
+        match self {
+            Unary::Neg => -x,
+            Unary::Scale(c) => c * x,
+            Unary::Exp => x.exp(),
+            Unary::Ln => x.ln(),
+            Unary::Sqrt => x.sqrt(),
+            Unary::Powi(n) => x.powi(n),
+            Unary::Abs => x.abs(),
+            Unary::Tanh => x.tanh(),
+            Unary::Sigmoid => sigmoid(x),
+            Unary::Relu => x.max(z),
+            Unary::LeakyRelu(a) => {
+                if x > z {
+                    x
+                } else {
+                    a * x
+                }
+            }
+            Unary::Elu(a) => {
+                if x > z {
+                    x
+                } else {
+                    a * x.exp_m1()
+                }
+            }
+            Unary::Gelu => {
+                let u = T::cst(GELU_C) * (x + T::cst(GELU_A) * x * x * x);
+                T::cst(0.5) * x * (T::one() + u.tanh())
+            }
+            Unary::Softplus => x.max(z) + (-x.abs()).exp().ln_1p(),
+            Unary::Clamp(lo, hi) => x.max(lo).min(hi),
+        }
+    }
+
+    /// `f'(x)`, given `y = f(x)`.
+    #[inline]
+    pub(crate) fn df(self, x: T, y: T) -> T {
+        let (z, one) = (T::zero(), T::one());
+        match self {
+            Unary::Neg => -one,
+            Unary::Scale(c) => c,
+            Unary::Exp => y,
+            Unary::Ln => one / x,
+            Unary::Sqrt => T::cst(0.5) / y,
+            Unary::Powi(0) => z,
+            Unary::Powi(n) => T::cst(f64::from(n)) * x.powi(n - 1),
+            Unary::Abs => {
+                if x > z {
+                    one
+                } else if x < z {
+                    -one
+                } else {
+                    z
+                }
+            }
+            Unary::Tanh => one - y * y,
+            Unary::Sigmoid => y * (one - y),
+            Unary::Relu => {
+                if x > z {
+                    one
+                } else {
+                    z
+                }
+            }
+            Unary::LeakyRelu(a) => {
+                if x > z {
+                    one
+                } else {
+                    a
+                }
+            }
+            Unary::Elu(a) => {
+                if x > z {
+                    one
+                } else {
+                    y + a
+                }
+            }
+            Unary::Gelu => {
+                let c = T::cst(GELU_C);
+                let a = T::cst(GELU_A);
+                let t = (c * (x + a * x * x * x)).tanh();
+                let h = T::cst(0.5);
+                h * (one + t) + h * x * (one - t * t) * c * (one + T::cst(3.0) * a * x * x)
+            }
+            Unary::Softplus => sigmoid(x),
+            Unary::Clamp(lo, hi) => {
+                if x >= lo && x <= hi {
+                    one
+                } else {
+                    z
+                }
+            }
+        }
+    }
+}
+
+/// Backward record of an elementwise map.
+#[derive(Debug)]
+pub(crate) struct Rec<T> {
+    a: usize,
+    kind: Unary<T>,
+}
+
+impl<T: Element> Rec<T> {
+    pub(crate) fn backward(&self, me: usize, g: ArrayViewD<'_, T>, b: &mut Bwd<'_, '_, T>) {
+        let x = b.vals[self.a].view();
+        let y = b.vals[me].view();
+        if let Some(mut ga) = b.gs.acc(self.a, x.shape()) {
+            let k = self.kind;
+            Zip::from(&mut ga)
+                .and(&g)
+                .and(&x)
+                .and(&y)
+                .for_each(|ga, &g, &x, &y| *ga += g * k.df(x, y));
+        }
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    pub(crate) fn unary(&mut self, a: Var, kind: Unary<T>) -> AdResult<Var> {
+        let ia = self.index(a)?;
+        let x = self.vals[ia].view();
+        let y = self.pool.map(&x, |x| kind.f(x));
+        let tracked = self.tracked[ia];
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(ta) = self.tans[ia].view()
+        {
+            let mut t = self.pool.zeros(x.shape());
+            Zip::from(&mut t)
+                .and(&ta)
+                .and(&x)
+                .and(&y)
+                .for_each(|t, &ta, &x, &y| *t = ta * kind.df(x, y));
+            tan = Tan::Own(t);
+        }
+        Ok(self.push(y, tracked, Op::Unary(Rec { a: ia, kind }), tan))
+    }
+
+    /// `-a`.
+    pub fn neg(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Neg)
+    }
+
+    /// `c · a` for a constant `c`.
+    pub fn scale(&mut self, a: Var, c: T) -> AdResult<Var> {
+        self.unary(a, Unary::Scale(c))
+    }
+
+    /// `exp(a)`.
+    pub fn exp(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Exp)
+    }
+
+    /// Natural logarithm (NaN below 0, `-inf` at 0, as IEEE says).
+    pub fn ln(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Ln)
+    }
+
+    /// Square root (its derivative is infinite at 0).
+    pub fn sqrt(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Sqrt)
+    }
+
+    /// `a^n` for an integer `n`.
+    pub fn powi(&mut self, a: Var, n: i32) -> AdResult<Var> {
+        self.unary(a, Unary::Powi(n))
+    }
+
+    /// `|a|` (derivative 0 at 0).
+    pub fn abs(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Abs)
+    }
+
+    /// `tanh(a)`.
+    pub fn tanh(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Tanh)
+    }
+
+    /// The logistic function `1 / (1 + e^-a)`, computed without overflow.
+    pub fn sigmoid(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Sigmoid)
+    }
+
+    /// `max(a, 0)` (derivative 0 at 0).
+    pub fn relu(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Relu)
+    }
+
+    /// `a` where positive, `alpha · a` elsewhere.
+    pub fn leaky_relu(&mut self, a: Var, alpha: T) -> AdResult<Var> {
+        self.unary(a, Unary::LeakyRelu(alpha))
+    }
+
+    /// `a` where positive, `alpha · (e^a - 1)` elsewhere.
+    pub fn elu(&mut self, a: Var, alpha: T) -> AdResult<Var> {
+        self.unary(a, Unary::Elu(alpha))
+    }
+
+    /// GELU in its tanh form (PyTorch's `approximate="tanh"`):
+    /// `a/2 · (1 + tanh(√(2/π)(a + 0.044715 a³)))`.
+    pub fn gelu(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Gelu)
+    }
+
+    /// `ln(1 + e^a)`, computed without overflow.
+    pub fn softplus(&mut self, a: Var) -> AdResult<Var> {
+        self.unary(a, Unary::Softplus)
+    }
+
+    /// `min(max(a, lo), hi)`; derivative 1 on `[lo, hi]`, 0 outside.
+    ///
+    /// Errors with [`AdError::InvalidArgument`] when `lo > hi` or either is NaN.
+    pub fn clamp(&mut self, a: Var, lo: T, hi: T) -> AdResult<Var> {
+        if lo.is_nan() || hi.is_nan() || lo > hi {
+            return Err(AdError::InvalidArgument {
+                op: "clamp",
+                what: format!("bounds must satisfy lo <= hi, got lo = {lo:?}, hi = {hi:?}"),
+            });
+        }
+        self.unary(a, Unary::Clamp(lo, hi))
+    }
+}

@@ -1,0 +1,392 @@
+//! Indexing for graphs: `index_select` (gather rows), `scatter_add`, `scatter_mean`,
+//! `scatter_max` (segment reductions into rows), `segment_softmax` (softmax over the
+//! entries that share a segment, e.g. the edges into one node).
+//!
+//! A value is seen as rows: axis 0 is indexed, the trailing axes form one row.
+//! Empty segments (isolated nodes) produce 0 and pass no gradient; the adjoint of
+//! `scatter_max` goes to the arg-max of each segment and column (the first one on
+//! ties). Indices are checked once at the entry.
+
+use super::tape::{Bwd, Op, Pool, Tan};
+use super::{Element, Tape, Var};
+use crate::error::{AdError, AdResult};
+use ndarray::{ArrayViewD, Dimension, IxDyn};
+
+/// A selection of rows for the losses: all of them, a mask, or a list of indices
+/// (a row listed twice counts twice).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows<'a> {
+    /// Every row.
+    All,
+    /// Rows whose entry is `true`; the mask has one entry per row.
+    Mask(&'a [bool]),
+    /// The listed rows.
+    Index(&'a [usize]),
+}
+
+impl Rows<'_> {
+    /// Checks the selection against `n` rows; returns how many rows it selects.
+    pub(crate) fn validate(&self, op: &'static str, n: usize) -> AdResult<usize> {
+        match self {
+            Rows::All => Ok(n),
+            Rows::Mask(m) => {
+                if m.len() != n {
+                    return Err(AdError::ShapeMismatch {
+                        op,
+                        left: vec![n],
+                        right: vec![m.len()],
+                    });
+                }
+                Ok(m.iter().filter(|&&b| b).count())
+            }
+            Rows::Index(ix) => {
+                check_indices(op, ix, n)?;
+                Ok(ix.len())
+            }
+        }
+    }
+
+    /// Calls `f` for every selected row of a value with `n` rows (validated).
+    pub(crate) fn for_each(&self, n: usize, mut f: impl FnMut(usize)) {
+        match self {
+            Rows::All => (0..n).for_each(f),
+            Rows::Mask(m) => m
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b)
+                .for_each(|(i, _)| f(i)),
+            Rows::Index(ix) => ix.iter().for_each(|&i| f(i)),
+        }
+    }
+}
+
+fn check_indices(op: &'static str, idx: &[usize], bound: usize) -> AdResult<()> {
+    match idx.iter().position(|&i| i >= bound) {
+        Some(p) => Err(AdError::IndexOutOfRange {
+            op,
+            position: p,
+            index: idx[p],
+            bound,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Which indexing operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Select,
+    ScatterAdd,
+    ScatterMean,
+    ScatterMax,
+    SegmentSoftmax,
+}
+
+/// Backward record of an indexing operation.
+#[derive(Debug)]
+pub(crate) struct Rec<'a, T> {
+    kind: Kind,
+    a: usize,
+    idx: &'a [usize],
+    /// `1 / count` per segment (`scatter_mean`).
+    inv: Vec<T>,
+    /// Arg-max entry per segment and column, `usize::MAX` when empty (`scatter_max`).
+    arg: Vec<usize>,
+}
+
+/// Elements per row of a value whose axis 0 holds the rows.
+fn row_len(shape: &[usize]) -> usize {
+    shape.iter().skip(1).product()
+}
+
+fn flat<'s, T: Element>(v: &'s ndarray::CowArray<'_, T, IxDyn>) -> &'s [T] {
+    v.as_slice().expect("standard layout")
+}
+
+/// `out[idx[e]] += src[e]` (rows of length `f`), with `w[idx[e]]` as weight if given.
+fn scatter_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w: Option<&[T]>) {
+    for (e, &k) in idx.iter().enumerate() {
+        let c = w.map_or(T::one(), |w| w[k]);
+        let o = &mut out[k * f..(k + 1) * f];
+        for (o, &s) in o.iter_mut().zip(&src[e * f..(e + 1) * f]) {
+            *o += c * s;
+        }
+    }
+}
+
+/// `out[e] += src[idx[e]]` (rows of length `f`), with `w[idx[e]]` as weight if given.
+fn gather_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w: Option<&[T]>) {
+    for (e, &k) in idx.iter().enumerate() {
+        let c = w.map_or(T::one(), |w| w[k]);
+        let o = &mut out[e * f..(e + 1) * f];
+        for (o, &s) in o.iter_mut().zip(&src[k * f..(k + 1) * f]) {
+            *o += c * s;
+        }
+    }
+}
+
+/// Per-segment softmax of `x` (rows of length `f`): `y = exp(x - max) / Σ exp(x - max)`.
+fn seg_softmax<T: Element>(
+    x: &[T],
+    idx: &[usize],
+    f: usize,
+    y: &mut [T],
+    m: &mut [T],
+    s: &mut [T],
+) {
+    m.fill(T::neg_infinity());
+    s.fill(T::zero());
+    for (e, &k) in idx.iter().enumerate() {
+        for j in 0..f {
+            m[k * f + j] = m[k * f + j].max(x[e * f + j]);
+        }
+    }
+    for (e, &k) in idx.iter().enumerate() {
+        for j in 0..f {
+            let v = (x[e * f + j] - m[k * f + j]).exp();
+            y[e * f + j] = v;
+            s[k * f + j] += v;
+        }
+    }
+    for (e, &k) in idx.iter().enumerate() {
+        for j in 0..f {
+            y[e * f + j] = y[e * f + j] / s[k * f + j];
+        }
+    }
+}
+
+/// `out[e] += y[e] (v[e] - Σ_{e' in seg} y[e'] v[e'])`: the softmax Jacobian (symmetric).
+fn seg_softmax_apply<T: Element>(
+    y: &[T],
+    v: &[T],
+    idx: &[usize],
+    f: usize,
+    out: &mut [T],
+    s: &mut [T],
+) {
+    s.fill(T::zero());
+    for (e, &k) in idx.iter().enumerate() {
+        for j in 0..f {
+            s[k * f + j] += y[e * f + j] * v[e * f + j];
+        }
+    }
+    for (e, &k) in idx.iter().enumerate() {
+        for j in 0..f {
+            let p = e * f + j;
+            out[p] += y[p] * (v[p] - s[k * f + j]);
+        }
+    }
+}
+
+impl<T: Element> Rec<'_, T> {
+    pub(crate) fn release(self, pool: &mut Pool<T>) {
+        pool.give_vec(self.inv);
+        pool.give_idx(self.arg);
+    }
+
+    pub(crate) fn backward(&self, me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
+        let x = bw.vals[self.a].view();
+        let f = row_len(x.shape());
+        let g = g.as_standard_layout();
+        let gs = flat(&g);
+        if !bw.gs.wants(self.a) {
+            return;
+        }
+        let mut scratch = if self.kind == Kind::SegmentSoftmax {
+            let n = self.idx.iter().copied().max().map_or(0, |m| m + 1);
+            Some(bw.gs.pool.zeros(&[n * f]))
+        } else {
+            None
+        };
+        let Some(mut ga) = bw.gs.acc(self.a, x.shape()) else {
+            return;
+        };
+        let d = ga.as_slice_mut().expect("adjoints are in standard layout");
+        match self.kind {
+            Kind::Select => scatter_rows(gs, self.idx, f, d, None),
+            Kind::ScatterAdd => gather_rows(gs, self.idx, f, d, None),
+            Kind::ScatterMean => gather_rows(gs, self.idx, f, d, Some(&self.inv)),
+            Kind::ScatterMax => {
+                for (p, &e) in self.arg.iter().enumerate() {
+                    if e != usize::MAX {
+                        let j = p % f;
+                        d[e * f + j] += gs[p];
+                    }
+                }
+            }
+            Kind::SegmentSoftmax => {
+                let y = bw.vals[me].view();
+                let y = y.as_standard_layout();
+                if let Some(s) = scratch.as_mut() {
+                    let sv = s.as_slice_mut().expect("standard layout");
+                    seg_softmax_apply(flat(&y), gs, self.idx, f, d, sv);
+                }
+            }
+        }
+        if let Some(s) = scratch {
+            bw.gs.pool.give(s);
+        }
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    fn indexed(
+        &mut self,
+        kind: Kind,
+        op: &'static str,
+        a: Var,
+        idx: &'a [usize],
+        n: usize,
+    ) -> AdResult<Var> {
+        let ia = self.index(a)?;
+        let x = self.vals[ia].view();
+        if x.ndim() == 0 {
+            return Err(AdError::RankMismatch {
+                op,
+                expected: 1,
+                shape: vec![],
+            });
+        }
+        let rows = x.shape()[0];
+        let f = row_len(x.shape());
+        let mut shape = IxDyn(x.shape());
+        match kind {
+            Kind::Select => {
+                check_indices(op, idx, rows)?;
+                shape[0] = idx.len();
+            }
+            _ => {
+                if idx.len() != rows {
+                    return Err(AdError::ShapeMismatch {
+                        op,
+                        left: x.shape().to_vec(),
+                        right: vec![idx.len()],
+                    });
+                }
+                check_indices(op, idx, n)?;
+                if kind != Kind::SegmentSoftmax {
+                    shape[0] = n;
+                }
+            }
+        }
+        let xs = x.as_standard_layout();
+        let xf = flat(&xs);
+        let mut out = self.pool.zeros(shape.slice());
+        let o = out.as_slice_mut().expect("standard layout");
+        let mut inv = Vec::new();
+        let mut arg = Vec::new();
+        match kind {
+            Kind::Select => gather_rows(xf, idx, f, o, None),
+            Kind::ScatterAdd => scatter_rows(xf, idx, f, o, None),
+            Kind::ScatterMean => {
+                inv = self.pool.vec(n);
+                inv.resize(n, T::zero());
+                idx.iter().for_each(|&k| inv[k] += T::one());
+                inv.iter_mut().for_each(|c| {
+                    *c = if *c > T::zero() {
+                        T::one() / *c
+                    } else {
+                        T::zero()
+                    }
+                });
+                scatter_rows(xf, idx, f, o, Some(&inv));
+            }
+            Kind::ScatterMax => {
+                arg = self.pool.idx(n * f);
+                arg.resize(n * f, usize::MAX);
+                for (e, &k) in idx.iter().enumerate() {
+                    for j in 0..f {
+                        let p = k * f + j;
+                        let v = xf[e * f + j];
+                        if arg[p] == usize::MAX || v > o[p] {
+                            arg[p] = e;
+                            o[p] = v;
+                        }
+                    }
+                }
+            }
+            Kind::SegmentSoftmax => {
+                let mut m = self.pool.zeros(&[n * f]);
+                let mut s = self.pool.zeros(&[n * f]);
+                seg_softmax(
+                    xf,
+                    idx,
+                    f,
+                    o,
+                    m.as_slice_mut().expect("standard layout"),
+                    s.as_slice_mut().expect("standard layout"),
+                );
+                self.pool.give(m);
+                self.pool.give(s);
+            }
+        }
+        let tracked = self.tracked[ia];
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(ta) = self.tans[ia].view()
+        {
+            let ta = ta.as_standard_layout();
+            let tf = flat(&ta);
+            let mut t = self.pool.zeros(shape.slice());
+            let tv = t.as_slice_mut().expect("standard layout");
+            match kind {
+                Kind::Select => gather_rows(tf, idx, f, tv, None),
+                Kind::ScatterAdd => scatter_rows(tf, idx, f, tv, None),
+                Kind::ScatterMean => scatter_rows(tf, idx, f, tv, Some(&inv)),
+                Kind::ScatterMax => {
+                    for (p, &e) in arg.iter().enumerate() {
+                        if e != usize::MAX {
+                            tv[p] = tf[e * f + p % f];
+                        }
+                    }
+                }
+                Kind::SegmentSoftmax => {
+                    let mut s = self.pool.zeros(&[n * f]);
+                    let sv = s.as_slice_mut().expect("standard layout");
+                    let yv = out.as_slice().expect("standard layout");
+                    seg_softmax_apply(yv, tf, idx, f, tv, sv);
+                    self.pool.give(s);
+                }
+            }
+            tan = Tan::Own(t);
+        }
+        let rec = Rec {
+            kind,
+            a: ia,
+            idx,
+            inv,
+            arg,
+        };
+        Ok(self.push(out, tracked, Op::Index(rec), tan))
+    }
+
+    /// Gathers rows: `out[i] = x[idx[i]]` (axis 0). Repeated indices are allowed; the
+    /// adjoint of a row is the sum over its copies.
+    pub fn index_select(&mut self, x: Var, idx: &'a [usize]) -> AdResult<Var> {
+        self.indexed(Kind::Select, "index_select", x, idx, 0)
+    }
+
+    /// Sums rows into `n` segments: `out[k] = Σ_{e: idx[e] = k} src[e]`.
+    /// `idx` has one entry per row of `src`, each `< n`; empty segments are 0.
+    pub fn scatter_add(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
+        self.indexed(Kind::ScatterAdd, "scatter_add", src, idx, n)
+    }
+
+    /// Averages rows into `n` segments; empty segments are 0.
+    pub fn scatter_mean(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
+        self.indexed(Kind::ScatterMean, "scatter_mean", src, idx, n)
+    }
+
+    /// Column-wise maximum of the rows in each of `n` segments; empty segments are 0.
+    /// The adjoint goes to the arg-max (the first on ties).
+    pub fn scatter_max(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
+        self.indexed(Kind::ScatterMax, "scatter_max", src, idx, n)
+    }
+
+    /// Softmax over the rows that share a segment, column by column (one column per
+    /// attention head): `out[e] = exp(x[e]) / Σ_{e': idx[e'] = idx[e]} exp(x[e'])`.
+    /// `idx` (e.g. each edge's destination) has one entry per row, each `< n`.
+    pub fn segment_softmax(&mut self, scores: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
+        self.indexed(Kind::SegmentSoftmax, "segment_softmax", scores, idx, n)
+    }
+}

@@ -1,0 +1,271 @@
+//! Shape operations: `transpose reshape concat narrow stack`.
+//!
+//! Each copies the selected elements into a fresh buffer; the reverse rule adds the
+//! adjoint back through the same view (a transposed, reshaped or sliced window of the
+//! input's adjoint), and the forward rule applies the operation to the tangent.
+
+use super::tape::{Bwd, Op, Tan};
+use super::{Element, Tape, Var};
+use crate::error::{AdError, AdResult};
+use ndarray::{ArrayViewD, Axis, Dimension, IxDyn, Slice};
+use smallvec::SmallVec;
+
+/// What the shape operation did.
+#[derive(Debug)]
+pub(crate) enum Kind {
+    Transpose,
+    Reshape,
+    /// Inputs placed one after another along `axis`.
+    Concat {
+        axis: usize,
+    },
+    /// Inputs placed at successive indices of a new `axis`.
+    Stack {
+        axis: usize,
+    },
+    /// Elements `start..start + len` along `axis`.
+    Narrow {
+        axis: usize,
+        start: usize,
+    },
+}
+
+/// Backward record of a shape operation.
+#[derive(Debug)]
+pub(crate) struct Rec {
+    inputs: SmallVec<[usize; 4]>,
+    kind: Kind,
+}
+
+impl Rec {
+    pub(crate) fn backward<T: Element>(
+        &self,
+        _me: usize,
+        g: ArrayViewD<'_, T>,
+        bw: &mut Bwd<'_, '_, T>,
+    ) {
+        let mut off = 0;
+        for (pos, &j) in self.inputs.iter().enumerate() {
+            let x = bw.vals[j].view();
+            let len = match self.kind {
+                Kind::Concat { axis } => x.shape()[axis],
+                _ => 0,
+            };
+            if let Some(mut gj) = bw.gs.acc(j, x.shape()) {
+                match self.kind {
+                    Kind::Transpose => gj += &g.t(),
+                    Kind::Reshape => gj.iter_mut().zip(g.iter()).for_each(|(d, &s)| *d += s),
+                    Kind::Concat { axis } => {
+                        gj += &g.slice_axis(Axis(axis), Slice::from(off..off + len));
+                    }
+                    Kind::Stack { axis } => gj += &g.index_axis(Axis(axis), pos),
+                    Kind::Narrow { axis, start } => {
+                        let n = g.shape()[axis];
+                        gj.slice_axis_mut(Axis(axis), Slice::from(start..start + n))
+                            .zip_mut_with(&g, |d, &s| *d += s);
+                    }
+                }
+            }
+            off += len;
+        }
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    fn finish_shape(
+        &mut self,
+        out: ndarray::ArrayD<T>,
+        inputs: SmallVec<[usize; 4]>,
+        kind: Kind,
+        tan: Tan<'a, T>,
+    ) -> Var {
+        let tracked = inputs.iter().any(|&j| self.tracked[j]);
+        self.push(out, tracked, Op::Shape(Rec { inputs, kind }), tan)
+    }
+
+    /// Reverses the order of the axes (the matrix transpose for 2-D values).
+    pub fn transpose(&mut self, a: Var) -> AdResult<Var> {
+        let ia = self.index(a)?;
+        let x = self.vals[ia].view();
+        let xt = x.t();
+        let out = self.pool.collect(xt.shape(), xt.iter().copied());
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(ta) = self.tans[ia].view()
+        {
+            let tt = ta.t();
+            tan = Tan::Own(self.pool.collect(tt.shape(), tt.iter().copied()));
+        }
+        Ok(self.finish_shape(out, SmallVec::from_slice(&[ia]), Kind::Transpose, tan))
+    }
+
+    /// The same elements (in row-major order) with a new shape of equal size.
+    pub fn reshape(&mut self, a: Var, shape: &[usize]) -> AdResult<Var> {
+        let ia = self.index(a)?;
+        let x = self.vals[ia].view();
+        if x.len() != shape.iter().product::<usize>() {
+            return Err(AdError::ShapeMismatch {
+                op: "reshape",
+                left: x.shape().to_vec(),
+                right: shape.to_vec(),
+            });
+        }
+        let out = self.pool.collect(shape, x.iter().copied());
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(ta) = self.tans[ia].view()
+        {
+            tan = Tan::Own(self.pool.collect(shape, ta.iter().copied()));
+        }
+        Ok(self.finish_shape(out, SmallVec::from_slice(&[ia]), Kind::Reshape, tan))
+    }
+
+    /// Elements `start..start + len` along `axis`.
+    pub fn narrow(&mut self, a: Var, axis: usize, start: usize, len: usize) -> AdResult<Var> {
+        let ia = self.index(a)?;
+        let x = self.vals[ia].view();
+        if axis >= x.ndim() {
+            return Err(AdError::AxisOutOfRange {
+                op: "narrow",
+                axis,
+                ndim: x.ndim(),
+            });
+        }
+        let n = x.shape()[axis];
+        if start.checked_add(len).is_none_or(|e| e > n) {
+            return Err(AdError::IndexOutOfRange {
+                op: "narrow",
+                position: axis,
+                index: start.saturating_add(len),
+                bound: n + 1,
+            });
+        }
+        let s = Slice::from(start..start + len);
+        let xs = x.slice_axis(Axis(axis), s);
+        let out = self.pool.collect(xs.shape(), xs.iter().copied());
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(ta) = self.tans[ia].view()
+        {
+            let ts = ta.slice_axis(Axis(axis), s);
+            tan = Tan::Own(self.pool.collect(ts.shape(), ts.iter().copied()));
+        }
+        Ok(self.finish_shape(
+            out,
+            SmallVec::from_slice(&[ia]),
+            Kind::Narrow { axis, start },
+            tan,
+        ))
+    }
+
+    fn gather_inputs(&self, op: &'static str, xs: &[Var]) -> AdResult<SmallVec<[usize; 4]>> {
+        if xs.is_empty() {
+            return Err(AdError::InvalidArgument {
+                op,
+                what: "needs at least one input".into(),
+            });
+        }
+        xs.iter().map(|&v| self.index(v)).collect()
+    }
+
+    /// Joins values along an existing `axis`; all other axes must agree.
+    pub fn concat(&mut self, xs: &[Var], axis: usize) -> AdResult<Var> {
+        let ins = self.gather_inputs("concat", xs)?;
+        let first = self.vals[ins[0]].view();
+        if axis >= first.ndim() {
+            return Err(AdError::AxisOutOfRange {
+                op: "concat",
+                axis,
+                ndim: first.ndim(),
+            });
+        }
+        let mut shape = IxDyn(first.shape());
+        shape[axis] = 0;
+        for &j in &ins {
+            let s = self.vals[j].view();
+            let ok = s.ndim() == first.ndim()
+                && (0..s.ndim()).all(|k| k == axis || s.shape()[k] == first.shape()[k]);
+            if !ok {
+                return Err(AdError::ShapeMismatch {
+                    op: "concat",
+                    left: first.shape().to_vec(),
+                    right: s.shape().to_vec(),
+                });
+            }
+            shape[axis] += s.shape()[axis];
+        }
+        let mut out = self.pool.zeros(shape.slice());
+        let mut off = 0;
+        for &j in &ins {
+            let s = self.vals[j].view();
+            let n = s.shape()[axis];
+            out.slice_axis_mut(Axis(axis), Slice::from(off..off + n))
+                .assign(&s);
+            off += n;
+        }
+        let tracked = ins.iter().any(|&j| self.tracked[j]);
+        let mut tan = Tan::None;
+        if self.forward() && tracked {
+            let mut t = self.pool.zeros(shape.slice());
+            let mut off = 0;
+            for &j in &ins {
+                let n = self.vals[j].view().shape()[axis];
+                if let Some(tj) = self.tans[j].view() {
+                    t.slice_axis_mut(Axis(axis), Slice::from(off..off + n))
+                        .assign(&tj);
+                }
+                off += n;
+            }
+            tan = Tan::Own(t);
+        }
+        Ok(self.finish_shape(out, ins, Kind::Concat { axis }, tan))
+    }
+
+    /// Stacks values of one shape along a new `axis` (`0..=ndim`).
+    pub fn stack(&mut self, xs: &[Var], axis: usize) -> AdResult<Var> {
+        let ins = self.gather_inputs("stack", xs)?;
+        let first = self.vals[ins[0]].view();
+        if axis > first.ndim() {
+            return Err(AdError::AxisOutOfRange {
+                op: "stack",
+                axis,
+                ndim: first.ndim() + 1,
+            });
+        }
+        for &j in &ins {
+            let s = self.vals[j].view();
+            if s.shape() != first.shape() {
+                return Err(AdError::ShapeMismatch {
+                    op: "stack",
+                    left: first.shape().to_vec(),
+                    right: s.shape().to_vec(),
+                });
+            }
+        }
+        let mut shape = IxDyn::zeros(first.ndim() + 1);
+        for k in 0..=first.ndim() {
+            shape[k] = match k.cmp(&axis) {
+                std::cmp::Ordering::Less => first.shape()[k],
+                std::cmp::Ordering::Equal => ins.len(),
+                std::cmp::Ordering::Greater => first.shape()[k - 1],
+            };
+        }
+        let mut out = self.pool.zeros(shape.slice());
+        for (i, &j) in ins.iter().enumerate() {
+            out.index_axis_mut(Axis(axis), i)
+                .assign(&self.vals[j].view());
+        }
+        let tracked = ins.iter().any(|&j| self.tracked[j]);
+        let mut tan = Tan::None;
+        if self.forward() && tracked {
+            let mut t = self.pool.zeros(shape.slice());
+            for (i, &j) in ins.iter().enumerate() {
+                if let Some(tj) = self.tans[j].view() {
+                    t.index_axis_mut(Axis(axis), i).assign(&tj);
+                }
+            }
+            tan = Tan::Own(t);
+        }
+        Ok(self.finish_shape(out, ins, Kind::Stack { axis }, tan))
+    }
+}

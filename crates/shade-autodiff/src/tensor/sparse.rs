@@ -1,0 +1,586 @@
+//! Sparse × dense products with constant structure: `spmm` (`A · X`), `dense_spmm`
+//! (`X · A`) and `spmm_values` (`A(v) · X` with tracked nonzero values `v`, i.e.
+//! differentiable edge weights).
+//!
+//! [`SparseMatrix`] wraps a CSR `sprs::CsMat` and caches, on first need, the CSR of its
+//! transpose (with the permutation from transposed to original nonzeros), so the
+//! reverse rule of `A · X`, `dX += Aᵀ · G`, runs the same row-parallel kernel without
+//! rebuilding anything. The kernel splits rows into blocks over rayon's threads and
+//! runs a tight loop over contiguous dense rows; inputs are validated once at the
+//! entry.
+//!
+//! Rules: `spmm`: `dX += Aᵀ G`, `Ẏ = A Ẋ`; `dense_spmm`: `dX += G Aᵀ`, `Ẏ = Ẋ A`;
+//! `spmm_values`: `dv[p] += ⟨G[row p], X[col p]⟩`, `dX += A(v)ᵀ G`,
+//! `Ẏ = A(v̇) X + A(v) Ẋ`.
+
+use super::tape::{Bwd, Op, Tan};
+use super::{Element, Tape, Var};
+use crate::error::{AdError, AdResult};
+use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, CowArray, Dimension, IxDyn};
+use rayon::prelude::*;
+use sprs::CsMat;
+use std::sync::OnceLock;
+
+/// Work (multiply-adds) below which kernels stay on the calling thread.
+const PAR_MIN: usize = 1 << 15;
+
+/// A constant sparse matrix (CSR) for the sparse × dense products.
+///
+/// The structure and values are constants of the program; the transpose needed by the
+/// reverse rules is built once, lazily, and kept.
+#[derive(Debug)]
+pub struct SparseMatrix<T> {
+    mat: CsMat<T>,
+    t: OnceLock<Transposed<T>>,
+}
+
+/// CSR of the transpose plus the map back to the original nonzeros.
+#[derive(Debug)]
+struct Transposed<T> {
+    indptr: Vec<usize>,
+    indices: Vec<usize>,
+    /// Original position of each transposed nonzero.
+    perm: Vec<usize>,
+    data: Vec<T>,
+    /// Row of each original nonzero.
+    row_of: Vec<usize>,
+}
+
+impl<T: Element> SparseMatrix<T> {
+    /// Wraps a sprs matrix; a CSC matrix is converted to CSR once.
+    pub fn new(mat: CsMat<T>) -> Self {
+        let mat = if mat.is_csr() { mat } else { mat.to_csr() };
+        let base = mat.indptr().raw_storage().first().copied().unwrap_or(0);
+        let mat = if base != 0 {
+            // An offset index pointer (from slicing): rebase it once so kernels index
+            // `indices` and `data` directly.
+            let ip = mat
+                .indptr()
+                .raw_storage()
+                .iter()
+                .map(|&p| p - base)
+                .collect();
+            let end = base + mat.nnz();
+            let (ind, data) = (&mat.indices()[base..end], &mat.data()[base..end]);
+            CsMat::new((mat.rows(), mat.cols()), ip, ind.to_vec(), data.to_vec())
+        } else {
+            mat
+        };
+        SparseMatrix {
+            mat,
+            t: OnceLock::new(),
+        }
+    }
+
+    /// Builds a CSR matrix from its arrays, checking the structure.
+    ///
+    /// Errors with [`AdError::InvalidArgument`] naming the structural problem (indptr
+    /// length or monotonicity, column index out of range, unsorted columns, ...).
+    pub fn try_from_csr(
+        shape: (usize, usize),
+        indptr: Vec<usize>,
+        indices: Vec<usize>,
+        data: Vec<T>,
+    ) -> AdResult<Self> {
+        CsMat::try_new(shape, indptr, indices, data)
+            .map(Self::new)
+            .map_err(|(_, _, _, e)| AdError::InvalidArgument {
+                op: "SparseMatrix::try_from_csr",
+                what: format!("invalid CSR structure for shape {shape:?}: {e}"),
+            })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.mat.rows()
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.mat.cols()
+    }
+
+    /// Number of stored nonzeros.
+    pub fn nnz(&self) -> usize {
+        self.mat.nnz()
+    }
+
+    /// The wrapped CSR matrix.
+    pub fn csr(&self) -> &CsMat<T> {
+        &self.mat
+    }
+
+    /// `out += A · x`, the kernel behind [`Tape::spmm`], outside any tape.
+    ///
+    /// `x` is `[cols, f]`, `out` is `[rows, f]`, both in standard layout; otherwise the
+    /// error is [`AdError::ShapeMismatch`].
+    pub fn mul_dense_into(
+        &self,
+        x: ArrayView2<'_, T>,
+        mut out: ArrayViewMut2<'_, T>,
+    ) -> AdResult<()> {
+        let f = x.ncols();
+        self.check_into(
+            "SparseMatrix::mul_dense_into",
+            self.cols(),
+            self.rows(),
+            &x,
+            &out,
+        )?;
+        let (xs, o) = (
+            x.as_slice().unwrap_or_default(),
+            out.as_slice_mut().unwrap_or_default(),
+        );
+        let data = self.mat.data();
+        csr_mm(self.indptr(), self.mat.indices(), |p| data[p], xs, f, o);
+        Ok(())
+    }
+
+    /// `out += Aᵀ · x` through the cached transpose: the kernel of `spmm`'s reverse rule.
+    ///
+    /// `x` is `[rows, f]`, `out` is `[cols, f]`, both in standard layout.
+    pub fn transpose_mul_dense_into(
+        &self,
+        x: ArrayView2<'_, T>,
+        mut out: ArrayViewMut2<'_, T>,
+    ) -> AdResult<()> {
+        let f = x.ncols();
+        self.check_into(
+            "SparseMatrix::transpose_mul_dense_into",
+            self.rows(),
+            self.cols(),
+            &x,
+            &out,
+        )?;
+        let (xs, o) = (
+            x.as_slice().unwrap_or_default(),
+            out.as_slice_mut().unwrap_or_default(),
+        );
+        let t = self.transposed();
+        csr_mm(&t.indptr, &t.indices, |q| t.data[q], xs, f, o);
+        Ok(())
+    }
+
+    fn check_into(
+        &self,
+        op: &'static str,
+        x_rows: usize,
+        out_rows: usize,
+        x: &ArrayView2<'_, T>,
+        out: &ArrayViewMut2<'_, T>,
+    ) -> AdResult<()> {
+        let ok = x.nrows() == x_rows
+            && out.nrows() == out_rows
+            && out.ncols() == x.ncols()
+            && x.is_standard_layout()
+            && out.is_standard_layout();
+        if ok {
+            Ok(())
+        } else {
+            Err(AdError::ShapeMismatch {
+                op,
+                left: x.shape().to_vec(),
+                right: out.shape().to_vec(),
+            })
+        }
+    }
+
+    fn indptr(&self) -> &[usize] {
+        match self.mat.proper_indptr() {
+            std::borrow::Cow::Borrowed(ip) => ip,
+            std::borrow::Cow::Owned(_) => unreachable!("the index pointer is rebased in `new`"),
+        }
+    }
+
+    /// Builds the transpose now instead of at the first reverse sweep.
+    pub fn prepare_transpose(&self) {
+        let _ = self.transposed();
+    }
+
+    fn transposed(&self) -> &Transposed<T> {
+        self.t.get_or_init(|| {
+            let (rows, cols) = (self.rows(), self.cols());
+            let ip = self.indptr();
+            let ind = self.mat.indices();
+            let data = self.mat.data();
+            let nnz = ind.len();
+            let mut indptr = vec![0usize; cols + 1];
+            ind.iter().for_each(|&c| indptr[c + 1] += 1);
+            for c in 0..cols {
+                indptr[c + 1] += indptr[c];
+            }
+            let mut next = indptr.clone();
+            let mut indices = vec![0; nnz];
+            let mut perm = vec![0; nnz];
+            let mut row_of = vec![0; nnz];
+            for r in 0..rows {
+                for p in ip[r]..ip[r + 1] {
+                    let c = ind[p];
+                    let q = next[c];
+                    next[c] += 1;
+                    indices[q] = r;
+                    perm[q] = p;
+                    row_of[p] = r;
+                }
+            }
+            let data = perm.iter().map(|&p| data[p]).collect();
+            Transposed {
+                indptr,
+                indices,
+                perm,
+                data,
+                row_of,
+            }
+        })
+    }
+}
+
+/// How many nonzeros ahead the kernel asks for the dense row it will need.
+const PREFETCH_AHEAD: usize = 32;
+
+/// Hints the processor to bring `s` into cache (a no-op off x86-64).
+///
+/// The dense rows read by a sparse product are scattered at random over a matrix
+/// larger than the cache; without the hint each nonzero waits for memory in turn.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch<T>(s: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bytes = std::mem::size_of_val(s);
+        let base = s.as_ptr().cast::<i8>();
+        let mut off = 0;
+        while off < bytes {
+            // SAFETY: `off < size_of_val(s)`, so `base + off` stays inside `s`; a
+            // prefetch is only a hint: it never faults and never changes memory.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    base.add(off),
+                );
+            }
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = s;
+}
+
+/// `out += A · x` for a CSR `A` given by (`ip`, `ind`, `val`) and a dense row-major `x`
+/// with rows of length `f`; rows of `out` are split over threads.
+pub(crate) fn csr_mm<T, V>(ip: &[usize], ind: &[usize], val: V, x: &[T], f: usize, out: &mut [T])
+where
+    T: Element,
+    V: Fn(usize) -> T + Sync,
+{
+    let rows = ip.len().saturating_sub(1);
+    if f == 0 || rows == 0 {
+        return;
+    }
+    let body = |r0: usize, chunk: &mut [T]| {
+        for (ri, orow) in chunk.chunks_exact_mut(f).enumerate() {
+            let r = r0 + ri;
+            for p in ip[r]..ip[r + 1] {
+                if let Some(&c) = ind.get(p + PREFETCH_AHEAD) {
+                    prefetch(&x[c * f..(c + 1) * f]);
+                }
+                let v = val(p);
+                let xr = &x[ind[p] * f..(ind[p] + 1) * f];
+                for (o, &xv) in orow.iter_mut().zip(xr) {
+                    *o += v * xv;
+                }
+            }
+        }
+    };
+    let work = (ip[rows] - ip[0]) * f;
+    if work < PAR_MIN {
+        body(0, out);
+    } else {
+        let blocks = rayon::current_num_threads() * 16;
+        let per = rows.div_ceil(blocks).max(1);
+        out.par_chunks_mut(per * f)
+            .enumerate()
+            .for_each(|(c, chunk)| body(c * per, chunk));
+    }
+}
+
+/// `out += x · A` for a dense row-major `x` (`m × k`) and CSR `A` (`k × n`).
+fn dense_csr<T: Element>(x: &[T], k: usize, a: &SparseMatrix<T>, out: &mut [T]) {
+    let n = a.cols();
+    let (ip, ind, data) = (a.indptr(), a.mat.indices(), a.mat.data());
+    if n == 0 || k == 0 {
+        return;
+    }
+    let body = |(xr, orow): (&[T], &mut [T])| {
+        for (kk, &xv) in xr.iter().enumerate() {
+            if xv != T::zero() {
+                for p in ip[kk]..ip[kk + 1] {
+                    orow[ind[p]] += xv * data[p];
+                }
+            }
+        }
+    };
+    let m = x.len() / k;
+    if m * a.nnz() < PAR_MIN {
+        x.chunks_exact(k)
+            .zip(out.chunks_exact_mut(n))
+            .for_each(body);
+    } else {
+        x.par_chunks_exact(k)
+            .zip(out.par_chunks_exact_mut(n))
+            .for_each(body);
+    }
+}
+
+/// `out += g · Aᵀ` for a dense row-major `g` (`m × n`) and CSR `A` (`k × n`).
+fn dense_csr_t<T: Element>(g: &[T], a: &SparseMatrix<T>, out: &mut [T]) {
+    let (k, n) = (a.rows(), a.cols());
+    let (ip, ind, data) = (a.indptr(), a.mat.indices(), a.mat.data());
+    if n == 0 || k == 0 {
+        return;
+    }
+    let body = |(gr, orow): (&[T], &mut [T])| {
+        for (kk, o) in orow.iter_mut().enumerate() {
+            let mut s = T::zero();
+            for p in ip[kk]..ip[kk + 1] {
+                s += gr[ind[p]] * data[p];
+            }
+            *o += s;
+        }
+    };
+    let m = g.len() / n;
+    if m * a.nnz() < PAR_MIN {
+        g.chunks_exact(n)
+            .zip(out.chunks_exact_mut(k))
+            .for_each(body);
+    } else {
+        g.par_chunks_exact(n)
+            .zip(out.par_chunks_exact_mut(k))
+            .for_each(body);
+    }
+}
+
+/// Which product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `A · X`.
+    Left,
+    /// `X · A`.
+    Right,
+    /// `A(v) · X`.
+    Values,
+}
+
+/// Backward record of a sparse product.
+#[derive(Debug)]
+pub(crate) struct Rec<'a, T> {
+    kind: Kind,
+    a: &'a SparseMatrix<T>,
+    x: usize,
+    v: usize,
+}
+
+fn std_slice<'s, T: Element>(c: &'s CowArray<'_, T, IxDyn>) -> &'s [T] {
+    c.as_slice().expect("standard layout")
+}
+
+impl<T: Element> Rec<'_, T> {
+    pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
+        let g = g.as_standard_layout();
+        let gs = std_slice(&g);
+        let a = self.a;
+        let x = bw.vals[self.x].view();
+        let f: usize = x.shape().iter().skip(1).product();
+        if self.kind == Kind::Values && bw.gs.wants(self.v) {
+            let t = a.transposed();
+            let xs = x.as_standard_layout();
+            let xf = std_slice(&xs);
+            let vshape = bw.vals[self.v].view().raw_dim();
+            if let Some(mut gv) = bw.gs.acc(self.v, vshape.slice()) {
+                let d = gv.as_slice_mut().expect("adjoints are in standard layout");
+                let ind = a.mat.indices();
+                let dot = |(p, d): (usize, &mut T)| {
+                    let r = t.row_of[p];
+                    let c = ind[p];
+                    let s: T = gs[r * f..(r + 1) * f]
+                        .iter()
+                        .zip(&xf[c * f..(c + 1) * f])
+                        .map(|(&a, &b)| a * b)
+                        .sum();
+                    *d += s;
+                };
+                if a.nnz() * f < PAR_MIN {
+                    d.iter_mut().enumerate().for_each(dot);
+                } else {
+                    d.par_iter_mut()
+                        .enumerate()
+                        .with_min_len(1024)
+                        .for_each(dot);
+                }
+            }
+        }
+        let Some(mut gx) = bw.gs.acc(self.x, x.shape()) else {
+            return;
+        };
+        let d = gx.as_slice_mut().expect("adjoints are in standard layout");
+        match self.kind {
+            Kind::Left => {
+                let t = a.transposed();
+                csr_mm(&t.indptr, &t.indices, |q| t.data[q], gs, f, d);
+            }
+            Kind::Right => dense_csr_t(gs, a, d),
+            Kind::Values => {
+                let t = a.transposed();
+                let v = bw.vals[self.v].view();
+                let v = v.as_standard_layout();
+                let vs = std_slice(&v);
+                csr_mm(&t.indptr, &t.indices, |q| vs[t.perm[q]], gs, f, d);
+            }
+        }
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    /// Sparse × dense `A · X`: `A` (`[m, k]`) is a constant, `X` is `[k]` or `[k, f]`.
+    ///
+    /// Errors with [`AdError::ShapeMismatch`] naming both shapes.
+    pub fn spmm(&mut self, a: &'a SparseMatrix<T>, x: Var) -> AdResult<Var> {
+        self.sparse_left(Kind::Left, "spmm", a, None, x)
+    }
+
+    /// `A(values) · X` where the nonzero values of `A`'s structure are the tracked 1-D
+    /// value `values` (one per stored nonzero, in CSR order); `A`'s own values are
+    /// ignored.
+    pub fn spmm_values(&mut self, a: &'a SparseMatrix<T>, values: Var, x: Var) -> AdResult<Var> {
+        self.sparse_left(Kind::Values, "spmm_values", a, Some(values), x)
+    }
+
+    fn sparse_left(
+        &mut self,
+        kind: Kind,
+        op: &'static str,
+        a: &'a SparseMatrix<T>,
+        values: Option<Var>,
+        x: Var,
+    ) -> AdResult<Var> {
+        let ix = self.index(x)?;
+        let iv = match values {
+            Some(v) => self.index(v)?,
+            None => ix,
+        };
+        let xv = self.vals[ix].view();
+        if xv.ndim() == 0 || xv.ndim() > 2 || xv.shape()[0] != a.cols() {
+            return Err(AdError::ShapeMismatch {
+                op,
+                left: vec![a.rows(), a.cols()],
+                right: xv.shape().to_vec(),
+            });
+        }
+        if kind == Kind::Values {
+            let vv = self.vals[iv].view();
+            if vv.shape() != [a.nnz()] {
+                return Err(AdError::ShapeMismatch {
+                    op,
+                    left: vec![a.nnz()],
+                    right: vv.shape().to_vec(),
+                });
+            }
+        }
+        let f: usize = xv.shape().iter().skip(1).product();
+        let mut shape = IxDyn(xv.shape());
+        shape[0] = a.rows();
+        let xs = xv.as_standard_layout();
+        let mut out = self.pool.zeros(shape.slice());
+        let (ip, ind) = (a.indptr(), a.mat.indices());
+        {
+            let o = out.as_slice_mut().expect("standard layout");
+            if kind == Kind::Values {
+                let vv = self.vals[iv].view();
+                let vv = vv.as_standard_layout();
+                let vs = std_slice(&vv);
+                csr_mm(ip, ind, |p| vs[p], std_slice(&xs), f, o);
+            } else {
+                let data = a.mat.data();
+                csr_mm(ip, ind, |p| data[p], std_slice(&xs), f, o);
+            }
+        }
+        let tracked = self.tracked[ix] || (kind == Kind::Values && self.tracked[iv]);
+        let mut tan = Tan::None;
+        if self.forward() && tracked {
+            let mut t = self.pool.zeros(shape.slice());
+            let o = t.as_slice_mut().expect("standard layout");
+            if let Some(tx) = self.tans[ix].view() {
+                let tx = tx.as_standard_layout();
+                if kind == Kind::Values {
+                    let vv = self.vals[iv].view();
+                    let vv = vv.as_standard_layout();
+                    let vs = std_slice(&vv);
+                    csr_mm(ip, ind, |p| vs[p], std_slice(&tx), f, o);
+                } else {
+                    let data = a.mat.data();
+                    csr_mm(ip, ind, |p| data[p], std_slice(&tx), f, o);
+                }
+            }
+            if kind == Kind::Values
+                && let Some(tv) = self.tans[iv].view()
+            {
+                let tv = tv.as_standard_layout();
+                let ts = std_slice(&tv);
+                csr_mm(ip, ind, |p| ts[p], std_slice(&xs), f, o);
+            }
+            tan = Tan::Own(t);
+        }
+        let rec = Rec {
+            kind,
+            a,
+            x: ix,
+            v: iv,
+        };
+        Ok(self.push(out, tracked, Op::Sparse(rec), tan))
+    }
+
+    /// Dense × sparse `X · A`: `X` is `[m, k]`, the constant `A` is `[k, n]`.
+    ///
+    /// Errors with [`AdError::ShapeMismatch`] naming both shapes.
+    pub fn dense_spmm(&mut self, x: Var, a: &'a SparseMatrix<T>) -> AdResult<Var> {
+        let ix = self.index(x)?;
+        let xv = self.vals[ix].view();
+        if xv.ndim() != 2 || xv.shape()[1] != a.rows() {
+            return Err(AdError::ShapeMismatch {
+                op: "dense_spmm",
+                left: xv.shape().to_vec(),
+                right: vec![a.rows(), a.cols()],
+            });
+        }
+        let shape = [xv.shape()[0], a.cols()];
+        let xs = xv.as_standard_layout();
+        let mut out = self.pool.zeros(&shape);
+        dense_csr(
+            std_slice(&xs),
+            a.rows(),
+            a,
+            out.as_slice_mut().expect("standard layout"),
+        );
+        let tracked = self.tracked[ix];
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(tx) = self.tans[ix].view()
+        {
+            let tx = tx.as_standard_layout();
+            let mut t = self.pool.zeros(&shape);
+            dense_csr(
+                std_slice(&tx),
+                a.rows(),
+                a,
+                t.as_slice_mut().expect("standard layout"),
+            );
+            tan = Tan::Own(t);
+        }
+        let rec = Rec {
+            kind: Kind::Right,
+            a,
+            x: ix,
+            v: ix,
+        };
+        Ok(self.push(out, tracked, Op::Sparse(rec), tan))
+    }
+}

@@ -1,0 +1,586 @@
+//! The tape: node storage, the buffer pool, the reverse sweep.
+//!
+//! Nodes are stored column-wise (`vals`, `tracked`, `tans`, `grads`, `ops`) so a rule
+//! can read its inputs' values while it accumulates into their adjoints. Every owned
+//! array comes from a [`Pool`] of released buffers and goes back to it, so the second
+//! call of the same program allocates nothing.
+
+use super::{Element, broadcast, custom, dropout, elementwise, index, loss, matmul, reduce};
+use super::{shape, softmax, sparse};
+use crate::error::{AdError, AdResult};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A handle to a value on a [`Tape`]: cheap to copy, valid only on the tape that made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Var {
+    tape: u32,
+    index: u32,
+}
+
+impl Var {
+    /// Position of the value on its tape.
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+/// Released buffers, handed out again by best fit.
+#[derive(Debug, Default)]
+pub(crate) struct Pool<T> {
+    free: Vec<Vec<T>>,
+    free_idx: Vec<Vec<usize>>,
+}
+
+fn best_fit<X>(free: &mut Vec<Vec<X>>, len: usize) -> Vec<X> {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, v) in free.iter().enumerate() {
+        let c = v.capacity();
+        if c >= len && best.is_none_or(|(_, bc)| c < bc) {
+            best = Some((i, c));
+        }
+    }
+    match best {
+        Some((i, _)) => {
+            let mut v = free.swap_remove(i);
+            v.clear();
+            v
+        }
+        None => Vec::with_capacity(len),
+    }
+}
+
+impl<T: Element> Pool<T> {
+    /// An empty vector with room for `len` elements.
+    pub(crate) fn vec(&mut self, len: usize) -> Vec<T> {
+        best_fit(&mut self.free, len)
+    }
+
+    /// An empty index vector with room for `len` entries.
+    pub(crate) fn idx(&mut self, len: usize) -> Vec<usize> {
+        best_fit(&mut self.free_idx, len)
+    }
+
+    /// A zero-filled array of the given shape.
+    pub(crate) fn zeros(&mut self, shape: &[usize]) -> ArrayD<T> {
+        let n = shape.iter().product();
+        let mut v = self.vec(n);
+        v.resize(n, T::zero());
+        wrap(shape, v)
+    }
+
+    /// An array of the given shape filled from an iterator of exactly its length.
+    pub(crate) fn collect(&mut self, shape: &[usize], it: impl Iterator<Item = T>) -> ArrayD<T> {
+        let n = shape.iter().product();
+        let mut v = self.vec(n);
+        v.extend(it);
+        debug_assert_eq!(v.len(), n);
+        v.resize(n, T::zero());
+        wrap(shape, v)
+    }
+
+    /// `f` applied to every element of `x`, as a new standard-layout array.
+    pub(crate) fn map(&mut self, x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> {
+        match x.as_slice() {
+            Some(s) => self.collect(x.shape(), s.iter().map(|&v| f(v))),
+            None => self.collect(x.shape(), x.iter().map(|&v| f(v))),
+        }
+    }
+
+    /// `f(x, m)` for every element of `x` (in logical order) and of the slice `m`.
+    pub(crate) fn map_with(
+        &mut self,
+        x: &ArrayViewD<'_, T>,
+        m: &[T],
+        f: impl Fn(T, T) -> T,
+    ) -> ArrayD<T> {
+        match x.as_slice() {
+            Some(s) => self.collect(x.shape(), s.iter().zip(m).map(|(&v, &m)| f(v, m))),
+            None => self.collect(x.shape(), x.iter().zip(m).map(|(&v, &m)| f(v, m))),
+        }
+    }
+
+    /// Returns an array's buffer to the pool.
+    pub(crate) fn give(&mut self, a: ArrayD<T>) {
+        let (v, _) = a.into_raw_vec_and_offset();
+        self.give_vec(v);
+    }
+
+    /// Returns a vector to the pool.
+    pub(crate) fn give_vec(&mut self, v: Vec<T>) {
+        if v.capacity() > 0 {
+            self.free.push(v);
+        }
+    }
+
+    /// Returns an index vector to the pool.
+    pub(crate) fn give_idx(&mut self, v: Vec<usize>) {
+        if v.capacity() > 0 {
+            self.free_idx.push(v);
+        }
+    }
+}
+
+#[track_caller]
+fn wrap<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
+    // The length is the shape's product by construction.
+    ArrayD::from_shape_vec(IxDyn(shape), v).expect("pool buffer has the shape's length")
+}
+
+/// A node's primal value.
+#[derive(Debug)]
+pub(crate) enum Val<'a, T> {
+    Borrowed(ArrayViewD<'a, T>),
+    Own(ArrayD<T>),
+    Freed,
+}
+
+impl<T> Val<'_, T> {
+    pub(crate) fn view(&self) -> ArrayViewD<'_, T> {
+        match self {
+            Val::Borrowed(v) => v.view(),
+            Val::Own(a) => a.view(),
+            Val::Freed => ArrayViewD::from_shape(IxDyn(&[0]), &[]).expect("empty view"),
+        }
+    }
+}
+
+/// A node's tangent (forward mode).
+#[derive(Debug, Default)]
+pub(crate) enum Tan<'a, T> {
+    #[default]
+    None,
+    Borrowed(ArrayViewD<'a, T>),
+    Own(ArrayD<T>),
+}
+
+impl<T> Tan<'_, T> {
+    pub(crate) fn view(&self) -> Option<ArrayViewD<'_, T>> {
+        match self {
+            Tan::None => None,
+            Tan::Borrowed(v) => Some(v.view()),
+            Tan::Own(a) => Some(a.view()),
+        }
+    }
+}
+
+/// A node's adjoint (reverse mode).
+#[derive(Debug, Default)]
+pub(crate) enum Grad<'a, T> {
+    #[default]
+    None,
+    Own(ArrayD<T>),
+    /// The caller's shadow of a `Duplicated` input; when it is not in standard layout
+    /// the adjoint accumulates in `deferred` and is added to it after the sweep.
+    Shadow {
+        view: ArrayViewMutD<'a, T>,
+        deferred: Option<ArrayD<T>>,
+    },
+}
+
+/// The backward record of one node.
+#[derive(Debug)]
+pub(crate) enum Op<'a, T: Element> {
+    Leaf,
+    Unary(elementwise::Rec<T>),
+    Binary(broadcast::Rec),
+    Matmul(matmul::Rec),
+    Shape(shape::Rec),
+    Reduce(reduce::Rec),
+    Softmax(softmax::Rec),
+    Loss(loss::Rec<'a, T>),
+    Index(index::Rec<'a, T>),
+    Sparse(sparse::Rec<'a, T>),
+    Dropout(dropout::Rec<T>),
+    Custom(custom::Rec<'a, T>),
+}
+
+impl<T: Element> Op<'_, T> {
+    fn backward(&self, me: usize, g: ArrayViewD<'_, T>, b: &mut Bwd<'_, '_, T>) {
+        match self {
+            Op::Leaf => {}
+            Op::Unary(r) => r.backward(me, g, b),
+            Op::Binary(r) => r.backward(me, g, b),
+            Op::Matmul(r) => r.backward(me, g, b),
+            Op::Shape(r) => r.backward(me, g, b),
+            Op::Reduce(r) => r.backward(me, g, b),
+            Op::Softmax(r) => r.backward(me, g, b),
+            Op::Loss(r) => r.backward(me, g, b),
+            Op::Index(r) => r.backward(me, g, b),
+            Op::Sparse(r) => r.backward(me, g, b),
+            Op::Dropout(r) => r.backward(me, g, b),
+            Op::Custom(r) => r.backward(me, g, b),
+        }
+    }
+
+    fn release(self, pool: &mut Pool<T>) {
+        match self {
+            Op::Reduce(r) => r.release(pool),
+            Op::Loss(r) => r.release(pool),
+            Op::Index(r) => r.release(pool),
+            Op::Dropout(r) => r.release(pool),
+            _ => {}
+        }
+    }
+}
+
+/// What a backward rule sees: its inputs' values and a sink for their adjoints.
+pub(crate) struct Bwd<'s, 'a, T: Element> {
+    pub(crate) vals: &'s [Val<'a, T>],
+    pub(crate) gs: Sink<'s, 'a, T>,
+}
+
+/// Adjoint storage, handed out lazily per input.
+pub(crate) struct Sink<'s, 'a, T: Element> {
+    grads: &'s mut [Grad<'a, T>],
+    tracked: &'s [bool],
+    pub(crate) pool: &'s mut Pool<T>,
+}
+
+impl<T: Element> Sink<'_, '_, T> {
+    /// The adjoint of node `j` (standard layout, created as zeros on first use), or
+    /// `None` when `j` is a constant.
+    pub(crate) fn acc(&mut self, j: usize, shape: &[usize]) -> Option<ArrayViewMutD<'_, T>> {
+        if !self.tracked[j] {
+            return None;
+        }
+        let slot = &mut self.grads[j];
+        if matches!(slot, Grad::None) {
+            *slot = Grad::Own(self.pool.zeros(shape));
+        }
+        match slot {
+            Grad::Own(a) => Some(a.view_mut()),
+            Grad::Shadow { view, deferred } => {
+                if view.is_standard_layout() {
+                    Some(view.view_mut())
+                } else {
+                    let d = deferred.get_or_insert_with(|| self.pool.zeros(shape));
+                    Some(d.view_mut())
+                }
+            }
+            Grad::None => None,
+        }
+    }
+
+    /// Whether node `j` wants an adjoint.
+    pub(crate) fn wants(&self, j: usize) -> bool {
+        self.tracked[j]
+    }
+}
+
+/// How the tape is being run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TapeMode {
+    /// Values only; nothing is tracked.
+    Primal,
+    /// Records backward rules for tracked values.
+    Reverse,
+    /// Computes tangents eagerly for tracked values.
+    Forward,
+}
+
+/// Reusable storage for tensor programs: keep one per program and pass it to every
+/// call, so that warm calls allocate nothing.
+#[derive(Debug)]
+pub struct TapeBuffers<T: Element> {
+    pool: Pool<T>,
+    vals: Vec<Val<'static, T>>,
+    tracked: Vec<bool>,
+    tans: Vec<Tan<'static, T>>,
+    grads: Vec<Grad<'static, T>>,
+    ops: Vec<Op<'static, T>>,
+}
+
+impl<T: Element> Default for TapeBuffers<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Element> TapeBuffers<T> {
+    /// Empty storage; the first call sizes it.
+    pub fn new() -> Self {
+        TapeBuffers {
+            pool: Pool {
+                free: Vec::new(),
+                free_idx: Vec::new(),
+            },
+            vals: Vec::new(),
+            tracked: Vec::new(),
+            tans: Vec::new(),
+            grads: Vec::new(),
+            ops: Vec::new(),
+        }
+    }
+
+    /// Number of element buffers held for reuse.
+    pub fn pooled_buffers(&self) -> usize {
+        self.pool.free.len() + self.pool.free_idx.len()
+    }
+}
+
+/// Reuses a vector's allocation for an element type of the same layout (the
+/// standard library collects a mapped `IntoIter` in place).
+fn recycle<X, Y>(mut v: Vec<X>) -> Vec<Y> {
+    v.clear();
+    v.into_iter()
+        .map(|_| unreachable!("the vector is empty"))
+        .collect()
+}
+
+static NEXT_TAPE: AtomicU32 = AtomicU32::new(1);
+
+/// One call's record of array operations.
+///
+/// Made by the entry points ([`gradient`](super::gradient),
+/// [`pushforward`](super::pushforward), ...) and handed to the program; every
+/// operation is a method returning a new [`Var`].
+pub struct Tape<'a, T: Element> {
+    id: u32,
+    pub(crate) mode: TapeMode,
+    pub(crate) vals: Vec<Val<'a, T>>,
+    pub(crate) tracked: Vec<bool>,
+    pub(crate) tans: Vec<Tan<'a, T>>,
+    pub(crate) grads: Vec<Grad<'a, T>>,
+    pub(crate) ops: Vec<Op<'a, T>>,
+    pub(crate) pool: Pool<T>,
+    bufs: &'a mut TapeBuffers<T>,
+}
+
+impl<T: Element> core::fmt::Debug for Tape<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tape")
+            .field("mode", &self.mode)
+            .field("len", &self.vals.len())
+            .finish()
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    pub(crate) fn new(bufs: &'a mut TapeBuffers<T>, mode: TapeMode) -> Self {
+        Tape {
+            id: NEXT_TAPE.fetch_add(1, Ordering::Relaxed),
+            mode,
+            vals: recycle(std::mem::take(&mut bufs.vals)),
+            tracked: std::mem::take(&mut bufs.tracked),
+            tans: recycle(std::mem::take(&mut bufs.tans)),
+            grads: recycle(std::mem::take(&mut bufs.grads)),
+            ops: recycle(std::mem::take(&mut bufs.ops)),
+            pool: std::mem::take(&mut bufs.pool),
+            bufs,
+        }
+    }
+
+    /// Number of values on the tape.
+    pub fn len(&self) -> usize {
+        self.vals.len()
+    }
+
+    /// Whether the tape holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.vals.is_empty()
+    }
+
+    /// The position of `v`, or [`AdError::ForeignValue`].
+    pub(crate) fn index(&self, v: Var) -> AdResult<usize> {
+        let i = v.index as usize;
+        if v.tape != self.id || i >= self.vals.len() {
+            return Err(AdError::ForeignValue {
+                index: i,
+                len: self.vals.len(),
+            });
+        }
+        Ok(i)
+    }
+
+    /// The shape of `v`.
+    pub fn shape(&self, v: Var) -> AdResult<&[usize]> {
+        let i = self.index(v)?;
+        Ok(match &self.vals[i] {
+            Val::Borrowed(a) => a.shape(),
+            Val::Own(a) => a.shape(),
+            Val::Freed => &[],
+        })
+    }
+
+    /// The current value of `v`.
+    pub fn value(&self, v: Var) -> AdResult<ArrayViewD<'_, T>> {
+        let i = self.index(v)?;
+        Ok(self.vals[i].view())
+    }
+
+    /// Whether `v` depends on a differentiated argument.
+    pub fn is_tracked(&self, v: Var) -> AdResult<bool> {
+        let i = self.index(v)?;
+        Ok(self.tracked[i])
+    }
+
+    /// Adds a constant array to the tape (its values are copied into tape storage).
+    pub fn constant<S, D>(&mut self, a: &ndarray::ArrayBase<S, D>) -> Var
+    where
+        S: ndarray::Data<Elem = T>,
+        D: ndarray::Dimension,
+    {
+        let out = self.pool.collect(a.shape(), a.iter().copied());
+        self.push(out, false, Op::Leaf, Tan::None)
+    }
+
+    /// Adds a constant scalar (a 0-d array) to the tape.
+    pub fn scalar(&mut self, x: T) -> Var {
+        let out = self.pool.collect(&[], std::iter::once(x));
+        self.push(out, false, Op::Leaf, Tan::None)
+    }
+
+    /// Adds a leaf that borrows its value.
+    pub(crate) fn leaf(
+        &mut self,
+        v: ArrayViewD<'a, T>,
+        tracked: bool,
+        grad: Grad<'a, T>,
+        tan: Tan<'a, T>,
+    ) -> Var {
+        let index = self.vals.len() as u32;
+        self.vals.push(Val::Borrowed(v));
+        self.tracked.push(tracked);
+        self.tans.push(tan);
+        self.grads.push(grad);
+        self.ops.push(Op::Leaf);
+        Var {
+            tape: self.id,
+            index,
+        }
+    }
+
+    /// Whether backward records are kept.
+    pub(crate) fn recording(&self) -> bool {
+        self.mode == TapeMode::Reverse
+    }
+
+    /// Whether tangents are propagated.
+    pub(crate) fn forward(&self) -> bool {
+        self.mode == TapeMode::Forward
+    }
+
+    /// Appends an owned result. `op` is stored only when recording and tracked.
+    pub(crate) fn push(
+        &mut self,
+        val: ArrayD<T>,
+        tracked: bool,
+        op: Op<'a, T>,
+        tan: Tan<'a, T>,
+    ) -> Var {
+        let index = self.vals.len() as u32;
+        self.vals.push(Val::Own(val));
+        self.tracked.push(tracked);
+        if let Tan::Own(t) = tan {
+            if self.forward() && tracked {
+                self.tans.push(Tan::Own(t));
+            } else {
+                self.pool.give(t);
+                self.tans.push(Tan::None);
+            }
+        } else {
+            self.tans.push(tan);
+        }
+        self.grads.push(Grad::None);
+        if self.recording() && tracked {
+            self.ops.push(op);
+        } else {
+            op.release(&mut self.pool);
+            self.ops.push(Op::Leaf);
+        }
+        Var {
+            tape: self.id,
+            index,
+        }
+    }
+
+    /// Runs the reverse sweep from node `out`, seeded by `seed`.
+    pub(crate) fn backward(&mut self, out: usize, seed: impl FnOnce(ArrayViewMutD<'_, T>)) {
+        if !self.tracked[out] {
+            return;
+        }
+        {
+            let shape = self.vals[out].view().shape().to_vec();
+            let mut sink = Sink {
+                grads: &mut self.grads,
+                tracked: &self.tracked,
+                pool: &mut self.pool,
+            };
+            if let Some(g) = sink.acc(out, &shape) {
+                seed(g);
+            }
+        }
+        for i in (0..=out).rev() {
+            let op = std::mem::replace(&mut self.ops[i], Op::Leaf);
+            if matches!(op, Op::Leaf) {
+                continue;
+            }
+            let g = match std::mem::take(&mut self.grads[i]) {
+                Grad::Own(g) => Some(g),
+                _ => None,
+            };
+            if let Some(g) = &g {
+                let (before, _) = self.vals.split_at(i + 1);
+                let mut b = Bwd {
+                    vals: before,
+                    gs: Sink {
+                        grads: &mut self.grads,
+                        tracked: &self.tracked,
+                        pool: &mut self.pool,
+                    },
+                };
+                op.backward(i, g.view(), &mut b);
+            }
+            op.release(&mut self.pool);
+            if let Some(g) = g {
+                self.pool.give(g);
+            }
+            if let Val::Own(v) = std::mem::replace(&mut self.vals[i], Val::Freed) {
+                self.pool.give(v);
+            }
+        }
+        for g in self.grads.iter_mut() {
+            if let Grad::Shadow { view, deferred } = g
+                && let Some(d) = deferred.take()
+            {
+                *view += &d;
+                self.pool.give(d);
+            }
+        }
+    }
+}
+
+impl<T: Element> Drop for Tape<'_, T> {
+    fn drop(&mut self) {
+        for v in self.vals.drain(..) {
+            if let Val::Own(a) = v {
+                self.pool.give(a);
+            }
+        }
+        for t in self.tans.drain(..) {
+            if let Tan::Own(a) = t {
+                self.pool.give(a);
+            }
+        }
+        for g in self.grads.drain(..) {
+            match g {
+                Grad::Own(a) => self.pool.give(a),
+                Grad::Shadow {
+                    deferred: Some(a), ..
+                } => self.pool.give(a),
+                _ => {}
+            }
+        }
+        for op in self.ops.drain(..) {
+            op.release(&mut self.pool);
+        }
+        self.tracked.clear();
+        self.bufs.vals = recycle(std::mem::take(&mut self.vals));
+        self.bufs.tans = recycle(std::mem::take(&mut self.tans));
+        self.bufs.grads = recycle(std::mem::take(&mut self.grads));
+        self.bufs.ops = recycle(std::mem::take(&mut self.ops));
+        self.bufs.tracked = std::mem::take(&mut self.tracked);
+        self.bufs.pool = std::mem::take(&mut self.pool);
+    }
+}

@@ -1,0 +1,111 @@
+//! A warm call of a prepared tensor program allocates nothing: the tape's node
+//! storage and every value, adjoint and scratch buffer come from `TapeBuffers`.
+
+use ndarray::{Array1, Array2};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use shade_autodiff::tensor::{self, Rows, SparseMatrix, TapeBuffers};
+use shade_autodiff::{Const, Duplicated};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+struct Counting;
+
+thread_local! {
+    static COUNT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+// SAFETY: forwards to the system allocator; only counts calls made on a thread that
+// asked for counting.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn counted<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    COUNT.with(|c| c.set(Some(0)));
+    let r = f();
+    let n = COUNT.with(|c| c.replace(None)).unwrap_or(0);
+    (r, n)
+}
+
+#[test]
+fn warm_calls_allocate_nothing() {
+    let n = 6;
+    let mut tri = sprs::TriMat::new((n, n));
+    for i in 0..n {
+        tri.add_triplet(i, i, 0.5);
+        tri.add_triplet(i, (i + 1) % n, 0.25);
+    }
+    let a = SparseMatrix::new(tri.to_csr());
+    let x = Array2::from_shape_fn((n, 4), |(i, j)| (i * 4 + j) as f64 * 0.1 - 1.0);
+    let w = Array2::from_shape_fn((4, 3), |(i, j)| (i + j) as f64 * 0.2 - 0.3);
+    let b = Array1::from_vec(vec![0.1, -0.2, 0.3]);
+    let labels: Vec<usize> = (0..n).map(|i| i % 3).collect();
+    let train: Vec<usize> = vec![0, 2, 3];
+    let dst: Vec<usize> = (0..n).map(|i| (i * 2) % n).collect();
+    let mut dw = Array2::zeros((4, 3));
+    let mut db = Array1::zeros(3);
+    let mut bufs = TapeBuffers::new();
+    let mut rng = StdRng::seed_from_u64(1);
+    a.prepare_transpose();
+
+    let run = |dw: &mut Array2<f64>,
+               db: &mut Array1<f64>,
+               rng: &mut StdRng,
+               bufs: &mut TapeBuffers<f64>| {
+        tensor::gradient(
+            bufs,
+            |t, (w, b, x, a, y, tr, d)| {
+                let h = t.matmul(x, w)?;
+                let h = t.spmm(a, h)?;
+                let h = t.add(h, b)?;
+                let h = t.relu(h)?;
+                let h = t.dropout(h, 0.5, rng, true)?;
+                let s = t.segment_softmax(h, d, 6)?;
+                let m = t.scatter_max(s, d, 6)?;
+                let g = t.index_select(m, d)?;
+                let h = t.add(h, g)?;
+                let h = t.sub(h, b)?;
+                let l = t.log_softmax(h, 1)?;
+                let ce = t.nll(l, y, Rows::Index(tr))?;
+                let r = t.sum_axis(h, 0)?;
+                let r = t.norm(r)?;
+                let tot = t.add(ce, r)?;
+                t.mean(tot)
+            },
+            (
+                Duplicated(&w, dw),
+                Duplicated(&b, db),
+                Const(&x),
+                Const(&a),
+                Const(&labels[..]),
+                Const(&train[..]),
+                Const(&dst[..]),
+            ),
+        )
+        .unwrap()
+    };
+    run(&mut dw, &mut db, &mut rng, &mut bufs);
+    run(&mut dw, &mut db, &mut rng, &mut bufs);
+    let (y, allocs) = counted(|| run(&mut dw, &mut db, &mut rng, &mut bufs));
+    assert!(y.is_finite());
+    assert_eq!(allocs, 0, "a warm call allocated {allocs} times");
+    assert!(bufs.pooled_buffers() > 0);
+}

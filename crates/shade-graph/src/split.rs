@@ -1,0 +1,124 @@
+//! Seeded train/validation/test node splits.
+
+use rand::{SeedableRng, rngs::StdRng, seq::SliceRandom};
+
+use crate::error::{GraphError, GraphResult};
+
+/// Node ids of a train/validation/test split (each ascending, pairwise disjoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSplit {
+    /// Training nodes.
+    pub train: Vec<u32>,
+    /// Validation nodes.
+    pub val: Vec<u32>,
+    /// Test nodes.
+    pub test: Vec<u32>,
+}
+
+impl NodeSplit {
+    /// Boolean masks `(train, val, test)` over `num_nodes` nodes.
+    pub fn masks(&self, num_nodes: usize) -> (Vec<bool>, Vec<bool>, Vec<bool>) {
+        let mask = |ids: &[u32]| {
+            let mut m = vec![false; num_nodes];
+            ids.iter()
+                .filter(|&&v| (v as usize) < num_nodes)
+                .for_each(|&v| m[v as usize] = true);
+            m
+        };
+        (mask(&self.train), mask(&self.val), mask(&self.test))
+    }
+}
+
+/// PyG Planetoid's "random" protocol: `per_class` random training nodes of every
+/// class, then `num_val` validation and `num_test` test nodes drawn at random from the
+/// rest, all seeded. `SHADE-E0321` if a class has fewer than `per_class` nodes or the
+/// rest is smaller than `num_val + num_test`; `SHADE-E0320` for a label
+/// `>= num_classes`.
+pub fn split_per_class(
+    labels: &[usize],
+    num_classes: usize,
+    per_class: usize,
+    num_val: usize,
+    num_test: usize,
+    seed: u64,
+) -> GraphResult<NodeSplit> {
+    if let Some(p) = labels.iter().position(|&l| l >= num_classes) {
+        return Err(GraphError::param(
+            "labels",
+            format!("{} at node {p}", labels[p]),
+            &format!("class ids below num_classes = {num_classes}"),
+        ));
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut by_class: Vec<Vec<u32>> = vec![Vec::new(); num_classes];
+    for (v, &l) in labels.iter().enumerate() {
+        by_class[l].push(v as u32);
+    }
+    let mut in_train = vec![false; labels.len()];
+    let mut train = Vec::with_capacity(per_class * num_classes);
+    for (c, nodes) in by_class.iter_mut().enumerate() {
+        if nodes.len() < per_class {
+            return Err(GraphError::NotEnough {
+                what: format!("training nodes of class {c}"),
+                requested: per_class,
+                available: nodes.len(),
+            });
+        }
+        nodes.shuffle(&mut rng);
+        for &v in &nodes[..per_class] {
+            in_train[v as usize] = true;
+            train.push(v);
+        }
+    }
+    let mut rest: Vec<u32> = (0..labels.len() as u32)
+        .filter(|&v| !in_train[v as usize])
+        .collect();
+    if rest.len() < num_val + num_test {
+        return Err(GraphError::NotEnough {
+            what: "validation + test nodes".into(),
+            requested: num_val + num_test,
+            available: rest.len(),
+        });
+    }
+    rest.shuffle(&mut rng);
+    let mut val = rest[..num_val].to_vec();
+    let mut test = rest[num_val..num_val + num_test].to_vec();
+    train.sort_unstable();
+    val.sort_unstable();
+    test.sort_unstable();
+    Ok(NodeSplit { train, val, test })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_class_counts_disjoint_and_seeded() {
+        let labels: Vec<usize> = (0..100).map(|i| i % 3).collect();
+        let s = split_per_class(&labels, 3, 5, 20, 30, 7).unwrap();
+        assert_eq!((s.train.len(), s.val.len(), s.test.len()), (15, 20, 30));
+        for c in 0..3 {
+            assert_eq!(
+                s.train.iter().filter(|&&v| labels[v as usize] == c).count(),
+                5
+            );
+        }
+        let (a, b, c) = s.masks(100);
+        assert!((0..100).all(|i| u8::from(a[i]) + u8::from(b[i]) + u8::from(c[i]) <= 1));
+        assert_eq!(s, split_per_class(&labels, 3, 5, 20, 30, 7).unwrap());
+        assert_ne!(s, split_per_class(&labels, 3, 5, 20, 30, 8).unwrap());
+        let e = split_per_class(&labels, 3, 40, 0, 0, 0).unwrap_err();
+        assert_eq!(e.code(), "SHADE-E0321");
+        assert_eq!(
+            split_per_class(&labels, 3, 5, 80, 10, 0)
+                .unwrap_err()
+                .code(),
+            "SHADE-E0321"
+        );
+        assert_eq!(
+            split_per_class(&labels, 2, 5, 8, 10, 0).unwrap_err().code(),
+            "SHADE-E0320"
+        );
+    }
+}

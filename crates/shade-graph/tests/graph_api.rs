@@ -1,0 +1,315 @@
+//! The graph API on small hand-checked cases: construction errors, data validation,
+//! queries, normalisation values, λ_max, transforms and batch errors.
+
+use ndarray::{Array1, Array2, array};
+use shade_graph::{Array, GcnNorm, Graph, GraphError, Reduce};
+
+fn code(r: Result<impl std::fmt::Debug, GraphError>) -> &'static str {
+    r.unwrap_err().code()
+}
+
+#[test]
+fn construction_errors_are_coded() {
+    assert_eq!(code(Graph::try_new(3, vec![0, 1], vec![1])), "SHADE-E0301");
+    let e = Graph::try_new(3, vec![0, 5], vec![1, 2]).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0302");
+    assert_eq!(
+        e.to_string(),
+        "`src` holds node index 5 at position 1, but the graph has 3 nodes"
+    );
+    let g = Graph::try_new(3, vec![0, 1], vec![1, 2]).unwrap();
+    assert_eq!(code(g.clone().with_weights(vec![1.0])), "SHADE-E0301");
+    let e = g.clone().with_weights(vec![1.0, f64::NAN]).unwrap_err();
+    assert_eq!(
+        (e.code(), e.to_string()),
+        (
+            "SHADE-E0306",
+            "`weights` holds the non-finite value NaN at position 1".into()
+        )
+    );
+    assert_eq!(code(Graph::empty(usize::MAX)), "SHADE-E0305");
+}
+
+#[test]
+fn data_first_dimension_is_validated() {
+    let mut g = Graph::try_new(3, vec![0, 1], vec![1, 2]).unwrap();
+    g.set_node_data("x", Array2::<f32>::zeros((3, 4))).unwrap();
+    let e = g
+        .set_node_data("h", Array2::<f32>::zeros((2, 4)))
+        .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0310");
+    assert_eq!(
+        e.to_string(),
+        "node data `h` has shape [2, 4], but its first dimension must be 3"
+    );
+    assert_eq!(
+        code(g.set_edge_data("w", Array1::<f64>::zeros(3))),
+        "SHADE-E0310"
+    );
+    g.set_edge_data("w", Array1::<f64>::zeros(2)).unwrap();
+    assert_eq!(
+        code(g.set_graph_data("y", Array1::<i64>::zeros(2))),
+        "SHADE-E0310"
+    );
+    g.set_graph_data("y", Array1::<i64>::zeros(1)).unwrap();
+    assert_eq!(
+        code(g.set_sparse_node_features(sprs::CsMat::zero((2, 5)))),
+        "SHADE-E0310"
+    );
+    assert_eq!(
+        g.node_data().get("x").map(Array::shape),
+        Some(&[3usize, 4][..])
+    );
+    assert!(g.remove_node_data("x").is_some() && g.node_data().is_empty());
+}
+
+#[test]
+fn queries_on_a_small_graph() {
+    // 0 -> 1 (twice), 1 -> 0, 2 -> 2, 1 -> 2
+    let g = Graph::try_new(3, vec![0, 0, 1, 2, 1], vec![1, 1, 0, 2, 2]).unwrap();
+    assert_eq!(g.in_degree(), &[1, 2, 2]);
+    assert_eq!(g.out_degree(), &[2, 2, 1]);
+    assert!(g.has_self_loops() && g.has_multi_edges() && !g.is_bidirected());
+    assert_eq!(g.in_neighbors(2).unwrap(), &[1, 2]);
+    assert_eq!(g.out_neighbors(0).unwrap(), &[1, 1]);
+    assert_eq!(code(g.in_neighbors(3)), "SHADE-E0302");
+    let a = g.adjacency_matrix::<f64>(false).to_dense();
+    assert_eq!(a, array![[0.0, 1.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 1.0]]);
+    assert_eq!(g.adjacency::<f32>().to_dense(), a.mapv(|x| x as f32));
+    assert!(
+        Graph::from_edges(2, &[(0, 1), (1, 0)])
+            .unwrap()
+            .is_bidirected()
+    );
+}
+
+#[test]
+fn gcn_normalisation_by_hand() {
+    // Path 0 - 1 - 2 (both directions). With self-loops: degrees 2, 3, 2.
+    let g = Graph::from_edges(3, &[(0, 1), (1, 0), (1, 2), (2, 1)]).unwrap();
+    let a = g.gcn_adjacency::<f64>().to_dense();
+    let s6 = 1.0 / 6f64.sqrt();
+    let expect = array![[0.5, s6, 0.0], [s6, 1.0 / 3.0, s6], [0.0, s6, 0.5]];
+    assert!(
+        a.iter().zip(&expect).all(|(x, y)| (x - y).abs() < 1e-15),
+        "{a}"
+    );
+    // improved: A + 2I, degrees 3, 4, 3.
+    let b = g
+        .gcn_norm::<f64>(GcnNorm {
+            improved: true,
+            ..GcnNorm::default()
+        })
+        .to_dense();
+    assert!(
+        (b[[0, 0]] - 2.0 / 3.0).abs() < 1e-15 && (b[[1, 0]] - 1.0 / 12f64.sqrt()).abs() < 1e-15
+    );
+    // An existing self-loop keeps its weight (3) instead of the fill value.
+    let w = Graph::from_edges(2, &[(0, 0), (1, 0)])
+        .unwrap()
+        .with_weights(vec![3.0, 1.0])
+        .unwrap();
+    let c = w
+        .gcn_norm::<f64>(GcnNorm {
+            improved: true,
+            ..GcnNorm::default()
+        })
+        .to_dense();
+    // Node 0: loop 3 + edge 1 = 4; node 1: added loop 2.
+    assert!((c[[0, 0]] - 3.0 / 4.0).abs() < 1e-15 && (c[[0, 1]] - 1.0 / 8f64.sqrt()).abs() < 1e-15);
+    assert!((c[[1, 1]] - 1.0).abs() < 1e-15);
+    // Unweighted option ignores the weights; no self-loops leaves isolated rows empty.
+    let d = w.gcn_norm::<f64>(GcnNorm {
+        weighted: false,
+        ..GcnNorm::default()
+    });
+    assert_eq!(d, w.clone().without_weights().gcn_norm(GcnNorm::default()));
+    let no_loops = GcnNorm {
+        add_self_loops: false,
+        ..GcnNorm::default()
+    };
+    let e = Graph::from_edges(3, &[(0, 1), (1, 0)])
+        .unwrap()
+        .gcn_norm::<f64>(no_loops);
+    assert_eq!(
+        e.to_dense(),
+        array![[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    );
+    // A source without incoming edges has degree 0, so its coefficient is 0 (PyG).
+    let f = Graph::from_edges(2, &[(0, 1)])
+        .unwrap()
+        .gcn_norm::<f64>(no_loops);
+    assert_eq!(f.to_dense(), array![[0.0, 0.0], [0.0, 0.0]]);
+    // The edge-array form agrees with the matrix.
+    let ne = g.gcn_norm_edges(GcnNorm::default());
+    assert_eq!(ne.src.len(), 4 + 3);
+    for k in 0..ne.src.len() {
+        assert!((a[[ne.dst[k] as usize, ne.src[k] as usize]] - ne.weight[k]).abs() < 1e-15);
+    }
+}
+
+#[test]
+fn lambda_max_of_known_spectra() {
+    // Triangle: normalised Laplacian eigenvalues 0, 3/2, 3/2.
+    let k3 = Graph::from_edges(3, &[(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0)]).unwrap();
+    assert!((k3.lambda_max() - 1.5).abs() < 1e-9, "{}", k3.lambda_max());
+    // A 4-cycle is bipartite: λ_max = 2.
+    let c4 = Graph::from_edges(
+        4,
+        &[
+            (0, 1),
+            (1, 0),
+            (1, 2),
+            (2, 1),
+            (2, 3),
+            (3, 2),
+            (3, 0),
+            (0, 3),
+        ],
+    )
+    .unwrap();
+    assert!((c4.lambda_max() - 2.0).abs() < 1e-9, "{}", c4.lambda_max());
+    // Scaled with the estimate: spectrum of 2L/λ - I within [-1, 1]; diagonal 2/λ - 1.
+    let s = k3.scaled_laplacian::<f64>(k3.lambda_max()).to_dense();
+    assert!((s[[0, 0]] - (2.0 / 1.5 - 1.0)).abs() < 1e-9);
+    assert_eq!(k3.cheb_laplacian::<f32>().get(0, 0), Some(&0.0));
+    assert_eq!(Graph::empty(0).unwrap().lambda_max(), 2.0);
+}
+
+#[test]
+fn transforms_by_hand() {
+    let g = Graph::from_edges(3, &[(0, 1), (1, 1), (2, 1)])
+        .unwrap()
+        .with_edge_data("e", array![1.0f32, 2.0, 3.0].into_dyn())
+        .unwrap();
+    let l = g.add_self_loops(1.0).unwrap();
+    assert_eq!(
+        l.edge_index(),
+        (&[0u32, 1, 2, 0, 1, 2][..], &[1u32, 1, 1, 0, 1, 2][..])
+    );
+    assert_eq!(
+        l.edge_data()
+            .get("e")
+            .unwrap()
+            .as_f32()
+            .unwrap()
+            .as_slice()
+            .unwrap(),
+        &[1.0, 2.0, 3.0, 0.0, 0.0, 0.0]
+    );
+    let r = g.add_remaining_self_loops(2.0).unwrap();
+    assert_eq!(
+        r.edge_index(),
+        (&[0u32, 2, 0, 1, 2][..], &[1u32, 1, 0, 1, 2][..])
+    );
+    assert_eq!(r.weights(), Some(&[1.0, 1.0, 2.0, 1.0, 2.0][..]));
+    assert_eq!(
+        r.edge_data()
+            .get("e")
+            .unwrap()
+            .as_f32()
+            .unwrap()
+            .as_slice()
+            .unwrap(),
+        &[1.0, 3.0, 0.0, 2.0, 0.0]
+    );
+    assert_eq!(g.remove_self_loops().num_edges(), 2);
+    assert_eq!(code(g.add_self_loops(f64::INFINITY)), "SHADE-E0306");
+    // add / remove edges
+    let a = g.add_edges(&[2], &[0], Some(&[0.5])).unwrap();
+    assert_eq!(a.weights(), Some(&[1.0, 1.0, 1.0, 0.5][..]));
+    assert_eq!(code(g.add_edges(&[0], &[7], None)), "SHADE-E0302");
+    assert_eq!(
+        a.remove_edges(&[3, 0]).unwrap().edge_index(),
+        (&[1u32, 2][..], &[1u32, 1][..])
+    );
+    assert_eq!(code(g.remove_edges(&[3])), "SHADE-E0303");
+    // to_unidirected merges both directions, averaging weights and data.
+    let b = Graph::from_edges(2, &[(1, 0), (0, 1)])
+        .unwrap()
+        .with_weights(vec![1.0, 3.0])
+        .unwrap();
+    let u = b.to_unidirected();
+    assert_eq!(
+        (u.edge_index(), u.weights()),
+        ((&[0u32][..], &[1u32][..]), Some(&[2.0][..]))
+    );
+    // coalesce with max
+    let m = Graph::from_edges(2, &[(0, 1), (0, 1)])
+        .unwrap()
+        .with_weights(vec![1.0, 3.0])
+        .unwrap();
+    assert_eq!(m.coalesce(Reduce::Max).weights(), Some(&[3.0][..]));
+    assert_eq!(m.coalesce(Reduce::Mean).weights(), Some(&[2.0][..]));
+    // add / remove nodes keep data rows in step
+    let x = g
+        .clone()
+        .with_node_data("x", array![[1.0f64], [2.0], [3.0]].into_dyn())
+        .unwrap();
+    let more = x.add_nodes(2).unwrap();
+    assert_eq!(more.node_data().get("x").unwrap().shape(), &[5, 1]);
+    let less = x.remove_nodes(&[1]).unwrap();
+    assert_eq!((less.num_nodes(), less.num_edges()), (2, 0));
+    assert_eq!(
+        less.node_data()
+            .get("x")
+            .unwrap()
+            .as_f64()
+            .unwrap()
+            .as_slice()
+            .unwrap(),
+        &[1.0, 3.0]
+    );
+    assert_eq!(code(x.induced_subgraph(&[0, 0])), "SHADE-E0320");
+    assert_eq!(x.edge_subgraph(&[2, 2]).unwrap().num_edges(), 2);
+}
+
+#[test]
+fn batches_validate_and_keep_layout() {
+    let a = Graph::from_edges(2, &[(0, 1)])
+        .unwrap()
+        .with_node_data("x", Array1::from(vec![1.0f32, 2.0]))
+        .unwrap();
+    let b = Graph::from_edges(1, &[(0, 0)])
+        .unwrap()
+        .with_node_data("x", Array1::from(vec![3.0f32]))
+        .unwrap();
+    let batch = Graph::batch(&[a.clone(), b.clone(), a.clone()]).unwrap();
+    assert_eq!(batch.graph_indicator(), &[0, 0, 1, 2, 2]);
+    assert_eq!(batch.graph_node_ptr(), &[0, 2, 3, 5]);
+    assert_eq!(batch.edge_index(), (&[0u32, 2, 3][..], &[1u32, 2, 4][..]));
+    assert_eq!(batch.get_graph(1).unwrap(), b);
+    assert_eq!(code(batch.get_graph(3)), "SHADE-E0304");
+    // A batch of batches stays flat.
+    let twice = Graph::batch(&[batch.clone(), a.clone()]).unwrap();
+    assert_eq!(twice.num_graphs(), 4);
+    assert_eq!(twice.unbatch().unwrap()[3], a);
+    // Mismatched data.
+    let c = Graph::from_edges(1, &[])
+        .unwrap()
+        .with_node_data("x", Array1::from(vec![1.0f64]))
+        .unwrap();
+    assert_eq!(code(Graph::batch(&[a.clone(), c])), "SHADE-E0311");
+    assert_eq!(
+        code(Graph::batch(&[a.clone(), Graph::empty(1).unwrap()])),
+        "SHADE-E0311"
+    );
+    // Edges cannot cross graphs.
+    assert_eq!(code(batch.add_edges(&[0], &[2], None)), "SHADE-E0312");
+    let g = Graph::from_edges(3, &[(0, 2)]).unwrap();
+    assert_eq!(
+        code(g.clone().with_graph_indicator(&[0, 0, 1], 2)),
+        "SHADE-E0312"
+    );
+    assert_eq!(
+        code(g.clone().with_graph_indicator(&[1, 0, 0], 2)),
+        "SHADE-E0312"
+    );
+    assert_eq!(
+        code(g.clone().with_graph_indicator(&[0, 0, 2], 2)),
+        "SHADE-E0304"
+    );
+    // Removing a node of graph 1 shrinks graph 1 only.
+    let r = batch.remove_nodes(&[2]).unwrap();
+    assert_eq!(r.graph_node_ptr(), &[0, 2, 2, 4]);
+}
