@@ -208,14 +208,14 @@ impl ContextShape {
 // The core's `ConstArg`: contexts as constants for every number type (the generic path,
 // and the core's prepared operators, which take constants only).
 
-impl<'a, C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<ConstantKind<C>> for Constant<&'a D> {
+impl<C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<ConstantKind<C>> for Constant<&D> {
     #[inline]
     fn arg<'b, S: Real + 'b>(&'b self, _: &'b Bump) -> &'b C {
         self.0.borrow()
     }
 }
 
-impl<'a, D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for Constant<&'a D> {
+impl<D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for Constant<&D> {
     #[inline]
     fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b [S] {
         bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))

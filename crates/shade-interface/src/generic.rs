@@ -16,6 +16,11 @@ use crate::ops::{
 use crate::prep::Meta;
 
 /// A backend that evaluates function instantiations: everything else is derived.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` does not support this operator",
+    label = "this backend cannot run the operator",
+    note = "every operator: AutoShade, AutoFiniteDiff, AutoNumDual (feature `num-dual`); `SecondOrder` backends compute `hessian` and `hvp` only"
+)]
 pub trait GenericBackend: Backend {
     /// Buffers of the backend kept between calls.
     type Work: Default + core::fmt::Debug;

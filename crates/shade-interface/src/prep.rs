@@ -58,7 +58,7 @@ impl Meta {
         if len == 0 {
             return Ok(0);
         }
-        if found % len != 0 {
+        if !found.is_multiple_of(len) {
             return Err(InterfaceError::BatchShape {
                 operator: self.operator.name(),
                 len,

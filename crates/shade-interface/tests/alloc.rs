@@ -71,8 +71,8 @@ fn check(n: usize, m: usize) {
     let g2 = shade_fn!(field(&mut [S], &[S], &[f64]));
     let x: Vec<f64> = (0..n).map(|i| 0.1 * i as f64 - 2.0).collect();
     let x2: Vec<f64> = x.iter().map(|v| v * 0.5).collect();
-    let w = vec![0.5, 1.5, -0.25];
-    let cache = vec![1.0; 4];
+    let w = [0.5, 1.5, -0.25];
+    let cache = [1.0; 4];
     let dx: Vec<f64> = (0..n).map(|i| (i as f64).cos()).collect();
     let dy: Vec<f64> = (0..m).map(|i| (i as f64).sin()).collect();
     let (mut g, mut j, mut j1, mut y, mut t, mut t1, mut b) = (

@@ -25,9 +25,10 @@ macro_rules! run_all {
 }
 
 /// The second-order backends run `hessian` and `hvp` only.
-fn second_order<B: Backend>(b: &B, x: &[f64], cfg: &Config) -> Result<Summary, HarnessError>
+fn second_order<B>(b: &B, x: &[f64], cfg: &Config) -> Result<Summary, HarnessError>
 where
-    B: shade_interface::HessianBackend<standard::VectorScalarCtx, (standard::K, standard::CacheK)>
+    B: Backend
+        + shade_interface::HessianBackend<standard::VectorScalarCtx, (standard::K, standard::CacheK)>
         + shade_interface::HvpBackend<standard::VectorScalarCtx, (standard::K, standard::CacheK)>
         + shade_interface::HessianBackend<standard::VectorScalar, ()>
         + shade_interface::HvpBackend<standard::VectorScalar, ()>,
