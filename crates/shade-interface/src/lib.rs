@@ -65,6 +65,7 @@ mod prep;
 mod second_order;
 mod shade;
 mod support;
+pub mod tensor;
 #[cfg(feature = "testing")]
 pub mod testing;
 
