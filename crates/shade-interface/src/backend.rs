@@ -108,6 +108,10 @@ pub trait Backend: Copy + core::fmt::Debug {
     fn mode(&self) -> ModeSupport;
     /// How it supports `op` on scalar-generic functions.
     fn supports(&self, op: Operator) -> Support;
+    /// How it supports tensor programs (gradient, jacobian, pushforward, pullback).
+    fn supports_tensor(&self) -> Support {
+        Support::No
+    }
     /// Checks the backend's settings (called at preparation).
     fn validate(&self) -> InterfaceResult<()> {
         Ok(())
@@ -154,6 +158,9 @@ impl Backend for AutoShade {
         }
     }
     fn supports(&self, _: Operator) -> Support {
+        Support::Native
+    }
+    fn supports_tensor(&self) -> Support {
         Support::Native
     }
 }
@@ -222,6 +229,9 @@ impl Backend for AutoFiniteDiff {
         ModeSupport::Finite
     }
     fn supports(&self, _: Operator) -> Support {
+        Support::Generic
+    }
+    fn supports_tensor(&self) -> Support {
         Support::Generic
     }
     fn validate(&self) -> InterfaceResult<()> {

@@ -6,13 +6,13 @@
 
 use crate::backend::{AutoFiniteDiff, AutoShade, Backend, Operator, SecondOrder, Support};
 
-/// One row per backend: its name and how it supports each of [`Operator::ALL`].
+/// One row per backend: its name and how it supports each of [`Operator::ALL`] on
+/// scalar-generic functions, then tensor programs (the last entry).
 pub fn support_table() -> Vec<(String, Vec<Support>)> {
     fn row<B: Backend>(b: B) -> (String, Vec<Support>) {
-        (
-            b.name(),
-            Operator::ALL.iter().map(|&op| b.supports(op)).collect(),
-        )
+        let mut r: Vec<Support> = Operator::ALL.iter().map(|&op| b.supports(op)).collect();
+        r.push(b.supports_tensor());
+        (b.name(), r)
     }
     let mut rows = vec![
         row(AutoShade::REVERSE),
@@ -45,14 +45,16 @@ pub fn render_support_table() -> String {
          contexts as activities. `generic`: a generic path evaluates the function's\n\
          instantiations (finite differences, third-party number types). `no`: refused\n\
          (at compile time where Rust can, else at preparation with `SHADE-E0202`).\n\
-         Scalar-generic functions (`shade_fn!`); `AutoNumDual` needs feature `num-dual`.\n\n",
+         The eight operator columns are for scalar-generic functions (`shade_fn!`); the last\n\
+         column is for tensor programs (`shade_interface::tensor`: gradient, jacobian,\n\
+         pushforward, pullback). `AutoNumDual` needs feature `num-dual`.\n\n",
     );
     s.push_str("| backend |");
     for op in Operator::ALL {
         s.push_str(&format!(" {} |", op.name()));
     }
-    s.push_str("\n|---|");
-    for _ in Operator::ALL {
+    s.push_str(" tensor programs |\n|---|");
+    for _ in 0..=Operator::ALL.len() {
         s.push_str("---|");
     }
     s.push('\n');

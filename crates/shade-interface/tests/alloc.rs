@@ -130,3 +130,43 @@ fn check(n: usize, m: usize) {
         );
     }
 }
+
+/// `sum(tanh(X · W))`.
+fn tensor_loss<'t>(
+    t: &mut shade_autodiff::tensor::Tape<'t, f64>,
+    (w, &(x,)): (
+        shade_autodiff::tensor::Var,
+        &'t (shade_autodiff::tensor::Var,),
+    ),
+) -> shade_autodiff::AdResult<shade_autodiff::tensor::Var> {
+    let h = t.matmul(x, w)?;
+    let h = t.tanh(h)?;
+    t.sum(h)
+}
+
+#[test]
+fn prepared_tensor_calls_do_not_allocate() {
+    use ndarray::{Array2, ArrayD, IxDyn};
+    let x = Array2::from_shape_fn((30, 8), |(i, j)| ((i * 8 + j) as f64).sin());
+    let w = Array2::from_shape_fn((8, 5), |(i, j)| 0.1 * (i as f64 - j as f64));
+    let ctx = (Constant(&x),);
+    let mut pg = tensor::prepare_gradient(tensor_loss, &AutoShade::REVERSE, &w, ctx).unwrap();
+    let mut pb = tensor::prepare_pullback(tensor_loss, &AutoShade::REVERSE, &w, ctx).unwrap();
+    let mut pf = tensor::prepare_pushforward(tensor_loss, &AutoShade::FORWARD, &w, ctx).unwrap();
+    let (mut g, mut dx) = (Array2::zeros((8, 5)), Array2::zeros((8, 5)));
+    let dy = ArrayD::from_elem(IxDyn(&[]), 2.0);
+    let (mut y, mut t) = (ArrayD::zeros(IxDyn(&[])), ArrayD::zeros(IxDyn(&[])));
+    let count = allocations(|| {
+        for _ in 0..3 {
+            pg.value_and_gradient_into(&w, ctx, &mut g).unwrap();
+            pb.pullback_into(&w, &dy, ctx, &mut dx).unwrap();
+            pf.value_and_pushforward_into(&w, &w, ctx, &mut y, &mut t)
+                .unwrap();
+        }
+    });
+    assert_eq!(count, 0, "prepared tensor calls allocated {count} times");
+    // pullback with seed 2 is twice the gradient; the pushforward along w is <∇f, w>.
+    assert!(dx.iter().zip(&g).all(|(a, b)| (a - 2.0 * b).abs() < 1e-12));
+    let dot: f64 = g.iter().zip(&w).map(|(a, b)| a * b).sum();
+    assert!((t.iter().next().unwrap() - dot).abs() < 1e-12);
+}

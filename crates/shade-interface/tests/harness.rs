@@ -112,7 +112,7 @@ fn support_table_matches_what_the_harness_runs() {
         .flat_map(|(name, row)| {
             Operator::ALL
                 .into_iter()
-                .zip(row)
+                .zip(row.into_iter().take(Operator::ALL.len()))
                 .filter(|(_, s)| *s != Support::No)
                 .map(move |(op, _)| (name.clone(), op))
         })

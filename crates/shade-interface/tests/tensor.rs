@@ -6,7 +6,9 @@ use ndarray::{Array1, Array2, ArrayD, IxDyn};
 use proptest::prelude::*;
 use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{SparseMatrix, Tape, Var};
-use shade_interface::{AutoFiniteDiff, AutoShade, Constant, PathKind, tensor};
+use shade_interface::{
+    AutoFiniteDiff, AutoShade, Backend, Constant, PathKind, Support, support_table, tensor,
+};
 use sprs::TriMat;
 
 /// A 4-node path graph with self loops, row-normalised.
@@ -156,4 +158,32 @@ fn reports_name_the_core_entry_point() {
     assert_eq!(p.explain().contexts.len(), 3);
     let p = tensor::prepare_gradient(gcn, &AutoFiniteDiff::CENTRAL, &w, ctx).unwrap();
     assert_eq!(p.explain().path, PathKind::Generic);
+}
+
+#[test]
+fn tensor_column_of_the_support_table_matches_what_runs() {
+    let x = features();
+    let w = Array2::from_elem((3, 2), 0.2);
+    let ctx = (Constant(&x),);
+    let mut ran = std::collections::BTreeSet::new();
+    fn sum_layer<'t>(t: &mut Tape<'t, f64>, h: (Var, &'t (Var,))) -> AdResult<Var> {
+        let y = layer(t, h)?;
+        t.sum(y)
+    }
+    for b in [AutoShade::REVERSE, AutoShade::FORWARD] {
+        tensor::gradient(sum_layer, &b, &w, ctx).unwrap();
+        tensor::jacobian(layer, &b, &w, ctx).unwrap();
+        ran.insert(b.name());
+    }
+    for b in [AutoFiniteDiff::CENTRAL, AutoFiniteDiff::FORWARD] {
+        tensor::gradient(sum_layer, &b, &w, ctx).unwrap();
+        tensor::jacobian(layer, &b, &w, ctx).unwrap();
+        ran.insert(b.name());
+    }
+    let claimed: std::collections::BTreeSet<String> = support_table()
+        .into_iter()
+        .filter(|(_, row)| *row.last().unwrap() != Support::No)
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(claimed, ran);
 }

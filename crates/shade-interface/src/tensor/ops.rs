@@ -265,12 +265,17 @@ where
     C: TensorContexts,
     D: Dimension,
 {
-    let p = prepare(Operator::Gradient, program, backend, x, ctx)?;
+    let mut p = prepare(Operator::Gradient, program, backend, x, ctx)?;
     if p.out_shape.iter().product::<usize>() != 1 {
         return Err(AdError::NonScalarReturn {
             len: p.out_shape.iter().product(),
         }
         .into());
+    }
+    // Warm the buffers (twice: the pool settles after one full reverse sweep).
+    let mut g = Array::zeros(x.raw_dim());
+    for _ in 0..2 {
+        p.value_and_gradient_into(x, ctx, &mut g)?;
     }
     Ok(p)
 }
@@ -355,7 +360,15 @@ where
     C: TensorContexts,
     D: Dimension,
 {
-    prepare(Operator::Pullback, program, backend, x, ctx)
+    let mut p = prepare(Operator::Pullback, program, backend, x, ctx)?;
+    let (dy, mut dx) = (
+        ArrayD::zeros(IxDyn(&p.out_shape)),
+        Array::zeros(x.raw_dim()),
+    );
+    for _ in 0..2 {
+        p.pullback_into(x, &dy, ctx, &mut dx)?;
+    }
+    Ok(p)
 }
 
 /// `J(x)ᵀ dy` for a tensor program (`dy` of the result's shape).
@@ -445,7 +458,16 @@ where
     C: TensorContexts,
     D: Dimension,
 {
-    prepare(Operator::Pushforward, program, backend, x, ctx)
+    let mut p = prepare(Operator::Pushforward, program, backend, x, ctx)?;
+    let dx = Array::zeros(x.raw_dim());
+    let (mut y, mut dy) = (
+        ArrayD::zeros(IxDyn(&p.out_shape)),
+        ArrayD::zeros(IxDyn(&p.out_shape)),
+    );
+    for _ in 0..2 {
+        p.value_and_pushforward_into(x, &dx, ctx, &mut y, &mut dy)?;
+    }
+    Ok(p)
 }
 
 /// `(f(x), J(x) dx)` for a tensor program.
