@@ -64,6 +64,7 @@ pub mod ops;
 mod prep;
 mod second_order;
 mod shade;
+pub mod sparse;
 mod support;
 pub mod tensor;
 #[cfg(feature = "testing")]
@@ -83,4 +84,5 @@ pub use numdual::AutoNumDual;
 pub use ops::*;
 pub use prep::{Meta, Prepared};
 pub use shade::{ShadeCall, ShadeState};
+pub use sparse::AutoSparse;
 pub use support::{render_support_table, support_table};

@@ -30,6 +30,12 @@ pub fn support_table() -> Vec<(String, Vec<Support>)> {
         outer: AutoFiniteDiff::CENTRAL,
         inner: AutoShade::REVERSE,
     }));
+    rows.push(row(crate::AutoSparse {
+        inner: AutoShade::FORWARD,
+    }));
+    rows.push(row(crate::AutoSparse {
+        inner: AutoFiniteDiff::CENTRAL,
+    }));
     rows
 }
 

@@ -3,11 +3,12 @@
 
 use proptest::prelude::*;
 use shade_interface::testing::{
-    Config, HarnessError, Scenario, Summary, check_hessian, check_hvp, standard,
+    Config, HarnessError, Scenario, Summary, check_hessian, check_hvp, check_jacobian, standard,
     test_differentiation,
 };
 use shade_interface::{
-    AutoFiniteDiff, AutoNumDual, AutoShade, Backend, Operator, SecondOrder, Support, support_table,
+    AutoFiniteDiff, AutoNumDual, AutoShade, AutoSparse, Backend, Operator, SecondOrder, Support,
+    TwoArg, support_table,
 };
 use std::collections::BTreeSet;
 
@@ -47,6 +48,21 @@ where
     })
 }
 
+/// The sparse backends run two-argument `jacobian` only.
+fn sparse<B>(b: &B, x: &[f64], cfg: &Config) -> Result<Summary, HarnessError>
+where
+    B: Backend
+        + shade_interface::JacobianBackend<TwoArg<standard::VectorVector>, (standard::K,)>
+        + shade_interface::JacobianBackend<TwoArg<standard::MatrixMatrix>, ()>,
+{
+    let checks = check_jacobian(b, &standard::vector_vector(x).form(), cfg)?
+        + check_jacobian(b, &standard::matrix_matrix(x).form(), cfg)?;
+    Ok(Summary {
+        checks,
+        covered: [(b.name(), Operator::Jacobian)].into_iter().collect(),
+    })
+}
+
 fn everything(x: &[f64], s: f64) -> Result<Summary, HarnessError> {
     let mut all = Summary::default();
     let mut add = |r: Summary| {
@@ -82,6 +98,20 @@ fn everything(x: &[f64], s: f64) -> Result<Summary, HarnessError> {
         inner: AutoShade::REVERSE,
     };
     add(second_order(&fd_rev, x, &Config::finite_differences())?);
+    add(sparse(
+        &AutoSparse {
+            inner: AutoShade::FORWARD,
+        },
+        x,
+        &Config::exact(),
+    )?);
+    add(sparse(
+        &AutoSparse {
+            inner: AutoFiniteDiff::CENTRAL,
+        },
+        x,
+        &Config::finite_differences(),
+    )?);
     Ok(all)
 }
 
