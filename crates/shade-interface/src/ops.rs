@@ -17,8 +17,8 @@ mod second;
 pub use first::{
     DerivativeBackend, GradientBackend, JacobianBackend, derivative, gradient, jacobian,
     prepare_derivative, prepare_derivative_inplace, prepare_gradient, prepare_jacobian,
-    prepare_jacobian_inplace, value_and_derivative_inplace, value_and_gradient,
-    value_and_jacobian_inplace,
+    prepare_jacobian_inplace, value_and_derivative, value_and_derivative_inplace,
+    value_and_gradient, value_and_jacobian_inplace,
 };
 pub use push::{
     PullbackBackend, PushforwardBackend, prepare_pullback, prepare_pullback_inplace,

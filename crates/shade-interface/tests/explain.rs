@@ -254,4 +254,12 @@ fn custom_steps_change_the_finite_differences() {
     // (f(1.1) - f(1)) / 0.1 = 3.31
     assert!((derivative(f, &coarse, 1.0, ()).unwrap() - 3.31).abs() < 1e-9);
     assert!((derivative(f, &AutoFiniteDiff::CENTRAL, 1.0, ()).unwrap() - 3.0).abs() < 1e-9);
+    assert_eq!(
+        value_and_derivative(f, &AutoShade::REVERSE, 2.0, ()).unwrap(),
+        (8.0, 12.0)
+    );
+    assert_eq!(
+        value_and_derivative(f, &AutoNumDual, 2.0, ()).unwrap(),
+        (8.0, 12.0)
+    );
 }

@@ -166,6 +166,21 @@ where
     p.derivative(x, ctx)
 }
 
+/// `(f(x), f'(x))` for a one-argument `f(x: S, contexts...) -> S`.
+pub fn value_and_derivative<F, B, C>(
+    f: F,
+    backend: &B,
+    x: f64,
+    ctx: C,
+) -> InterfaceResult<(f64, f64)>
+where
+    B: DerivativeBackend<OneArg<F>, C>,
+    C: Contexts,
+{
+    let mut p = prep_derivative(OneArg(f), 1, backend, x, &ctx)?;
+    p.value_and_derivative(x, ctx)
+}
+
 /// `(y, dy/dx)` for a two-argument `f(y: &mut [S], x: S, contexts...)` with `m` outputs.
 pub fn value_and_derivative_inplace<F, B, C>(
     f: F,
