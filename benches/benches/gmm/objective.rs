@@ -58,12 +58,6 @@ fn ln_gamma(x: f64) -> f64 {
     0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
 }
 
-fn log_sum_exp<S: Real>(v: &[S]) -> S {
-    let mx = v.iter().copied().fold(v[0], S::max);
-    let s: S = v.iter().map(|&a| (a - mx).exp()).sum();
-    s.ln() + mx
-}
-
 /// The negative log-likelihood-style objective of ADBench (`gmm_objective`), for
 /// `params = [alphas (k), means (k·d), icf (k·d(d+1)/2)]`.
 pub fn gmm_objective<S: Real>(params: &[S], data: &GmmData) -> S {
@@ -90,12 +84,13 @@ pub fn gmm_objective<S: Real>(params: &[S], data: &GmmData) -> S {
             frob += e * e;
             rows.push(e);
         }
-        diag_sq.push(frob + S::dot(&q[d..], &q[d..]));
+        diag_sq.push(frob + S::sum_sq(&q[d..]));
     }
 
     let mut xc: Vec<S> = vec![S::zero(); d];
     let mut qxc: Vec<S> = vec![S::zero(); d];
     let mut main: Vec<S> = vec![S::zero(); k];
+    let base: Vec<S> = (0..k).map(|c| alphas[c] + sum_qs[c]).collect();
     let mut slse = S::zero();
     for i in 0..n {
         let xi = &data.x[i * d..(i + 1) * d];
@@ -104,19 +99,14 @@ pub fn gmm_objective<S: Real>(params: &[S], data: &GmmData) -> S {
             for j in 0..d {
                 xc[j] = means[c * d + j] - xi[j];
             }
-            let crow = &rows[c * icf_sz..(c + 1) * icf_sz];
-            let mut off = 0;
-            for r in 0..d {
-                qxc[r] = S::dot(&crow[off..off + r + 1], &xc[..r + 1]);
-                off += r + 1;
-            }
-            main[c] = alphas[c] + sum_qs[c] - S::dot(&qxc, &qxc) * 0.5;
+            S::lower_tri_matvec(&rows[c * icf_sz..(c + 1) * icf_sz], &xc, &mut qxc);
+            main[c] = base[c] - S::sum_sq(&qxc) * 0.5;
         }
-        slse += log_sum_exp(&main);
+        slse += S::logsumexp(&main);
     }
 
     let constant = -(n as f64) * (d as f64) * 0.5 * (2.0 * std::f64::consts::PI).ln();
-    let lse_alphas = log_sum_exp(alphas);
+    let lse_alphas = S::logsumexp(alphas);
 
     // Wishart prior.
     let nn = d as f64 + f64::from(data.m) + 1.0;

@@ -21,6 +21,36 @@ pub(crate) trait Lift: Copy {
     /// The result `v` of a binary operation with partials `da` (for `self`) and `db`
     /// (for `o`).
     fn binary(self, o: Self, v: Self::Base, da: Self::Base, db: Self::Base) -> Self;
+
+    // The common cases below have fixed partials; the tape records them without any.
+
+    /// `self + c` (or `self - c`) with value `v`: partial one.
+    #[inline(always)]
+    fn shift(self, v: Self::Base) -> Self {
+        self.unary(v, <Self::Base as num_traits::One>::one())
+    }
+    /// `-self` with value `v`.
+    #[inline(always)]
+    fn negate(self, v: Self::Base) -> Self {
+        self.unary(v, -<Self::Base as num_traits::One>::one())
+    }
+    /// `self + o` with value `v`.
+    #[inline(always)]
+    fn plus(self, o: Self, v: Self::Base) -> Self {
+        let one = <Self::Base as num_traits::One>::one();
+        self.binary(o, v, one, one)
+    }
+    /// `self - o` with value `v`.
+    #[inline(always)]
+    fn minus(self, o: Self, v: Self::Base) -> Self {
+        let one = <Self::Base as num_traits::One>::one();
+        self.binary(o, v, one, -one)
+    }
+    /// `self * o` with value `v`: partials are the other operand's value.
+    #[inline(always)]
+    fn times(self, o: Self, v: Self::Base) -> Self {
+        self.binary(o, v, o.val(), self.val())
+    }
 }
 
 /// Writes arithmetic, comparisons, num-traits' `Zero/One/Num/NumCast/ToPrimitive`,
@@ -31,24 +61,21 @@ macro_rules! impl_number {
             type Output = Self;
             #[inline]
             fn add(self, o: Self) -> Self {
-                let one = <<Self as Lift>::Base as num_traits::One>::one();
-                self.binary(o, self.val() + o.val(), one, one)
+                self.plus(o, self.val() + o.val())
             }
         }
         impl<$($g)*> core::ops::Sub for $ty where $($w)* {
             type Output = Self;
             #[inline]
             fn sub(self, o: Self) -> Self {
-                let one = <<Self as Lift>::Base as num_traits::One>::one();
-                self.binary(o, self.val() - o.val(), one, -one)
+                self.minus(o, self.val() - o.val())
             }
         }
         impl<$($g)*> core::ops::Mul for $ty where $($w)* {
             type Output = Self;
             #[inline]
             fn mul(self, o: Self) -> Self {
-                let (a, b) = (self.val(), o.val());
-                self.binary(o, a * b, b, a)
+                self.times(o, self.val() * o.val())
             }
         }
         impl<$($g)*> core::ops::Div for $ty where $($w)* {
@@ -74,24 +101,21 @@ macro_rules! impl_number {
             type Output = Self;
             #[inline]
             fn neg(self) -> Self {
-                let one = <<Self as Lift>::Base as num_traits::One>::one();
-                self.unary(-self.val(), -one)
+                self.negate(-self.val())
             }
         }
         impl<$($g)*> core::ops::Add<f64> for $ty where $($w)* {
             type Output = Self;
             #[inline]
             fn add(self, c: f64) -> Self {
-                let one = <<Self as Lift>::Base as num_traits::One>::one();
-                self.unary(self.val() + c, one)
+                self.shift(self.val() + c)
             }
         }
         impl<$($g)*> core::ops::Sub<f64> for $ty where $($w)* {
             type Output = Self;
             #[inline]
             fn sub(self, c: f64) -> Self {
-                let one = <<Self as Lift>::Base as num_traits::One>::one();
-                self.unary(self.val() - c, one)
+                self.shift(self.val() - c)
             }
         }
         impl<$($g)*> core::ops::Mul<f64> for $ty where $($w)* {

@@ -78,6 +78,65 @@ pub trait Real:
         acc
     }
 
+    /// `Σ a[i]²`; reverse mode records one tape entry (no partials stored).
+    #[inline]
+    fn sum_sq(a: &[Self]) -> Self {
+        Self::dot(a, a)
+    }
+
+    /// `ln Σ exp(a[i])`, computed stably (shifted by the largest entry); `-∞` for an
+    /// empty slice. Reverse mode records one tape entry whose partials are the softmax.
+    ///
+    /// ```
+    /// use shade_autodiff::scalar::Real;
+    ///
+    /// let y = f64::logsumexp(&[1000.0, 1000.0]);
+    /// assert!((y - (1000.0 + 2f64.ln())).abs() < 1e-12);
+    /// ```
+    #[inline]
+    fn logsumexp(a: &[Self]) -> Self {
+        let mx = a
+            .iter()
+            .copied()
+            .fold(Self::neg_infinity(), |m, x| if x > m { x } else { m });
+        if !mx.is_finite() {
+            return mx;
+        }
+        let mut s = Self::zero();
+        for &x in a {
+            s += (x - mx).exp();
+        }
+        s.ln() + mx
+    }
+
+    /// `y = L x` for a lower-triangular `L` packed by rows (row `r` holds its `r + 1`
+    /// entries `L[r][0..=r]`), `n = y.len()`: `y[r] = Σ_{j ≤ r} L[r][j] x[j]`.
+    ///
+    /// Reverse mode records one block entry for the whole product.
+    ///
+    /// # Panics
+    /// If `l.len() < n(n+1)/2` or `x.len() < n` (a programming error: shapes are fixed
+    /// by the caller's code, not by data).
+    ///
+    /// ```
+    /// use shade_autodiff::scalar::Real;
+    ///
+    /// let l = [1.0, 2.0, 3.0]; // [[1, 0], [2, 3]]
+    /// let mut y = [0.0; 2];
+    /// f64::lower_tri_matvec(&l, &[1.0, 1.0], &mut y);
+    /// assert_eq!(y, [1.0, 5.0]);
+    /// ```
+    #[inline]
+    #[track_caller]
+    fn lower_tri_matvec(l: &[Self], x: &[Self], y: &mut [Self]) {
+        check_tri(l.len(), x.len(), y.len());
+        let mut off = 0;
+        for (r, yr) in y.iter_mut().enumerate() {
+            *yr = Self::dot(&l[off..off + r + 1], &x[..r + 1]);
+            off += r + 1;
+        }
+    }
+
     /// Applies a function with user-supplied derivative rules to `x`.
     ///
     /// Forward modes call [`ScalarRule::forward`], reverse mode calls
@@ -123,6 +182,17 @@ pub trait ScalarRule<const N: usize> {
     /// The cotangents of the inputs for a result cotangent `dy` (a vector-Jacobian
     /// product); `y` is the primal result. Must be linear in `dy`.
     fn reverse<S: Real>(&self, x: [S; N], y: S, dy: S) -> [S; N];
+}
+
+/// Checks the shapes of [`Real::lower_tri_matvec`].
+#[inline]
+#[track_caller]
+pub(crate) fn check_tri(l: usize, x: usize, n: usize) {
+    assert!(
+        l >= n * (n + 1) / 2 && x >= n,
+        "lower_tri_matvec: {n} outputs need {} packed entries and {n} inputs, got {l} and {x}",
+        n * (n + 1) / 2
+    );
 }
 
 /// `erfc(|x|)` by the Chebyshev fit of Numerical Recipes (relative error < 1.2e-7).

@@ -16,160 +16,181 @@ use bumpalo::Bump;
 use core::cell::RefCell;
 #[allow(unused_imports)]
 use num_traits::{Float, One, ToPrimitive, Zero};
-use smallvec::SmallVec;
 
-/// Largest number of records (and of operand slots) one recording may hold.
+mod sweep;
+
+/// Largest number of records one recording may hold (indices are `u32`).
 pub(crate) const MAX_RECORDS: usize = u32::MAX as usize - 1;
 
-/// One record: how the value at this index depends on earlier ones.
-#[derive(Clone, Copy, Debug)]
-enum Node<T> {
-    /// An input or a materialised constant: no parents.
-    Leaf,
-    /// One parent.
-    Unary { a: u32, da: T },
-    /// Two parents.
-    Binary { a: u32, b: u32, da: T, db: T },
-    /// `len` parents with partials, stored in `edges[start..start + len]`.
-    Linear { start: u32, len: u32 },
-    /// `Σ v[a_i]` over indices `ops[start..start + len]`.
-    Sum { start: u32, len: u32 },
-    /// `Σ v[a_i] v[b_i]` with `a = ops[start..start+len]`, `b = ops[start+len..start+2len]`.
-    Dot { start: u32, len: u32 },
-    /// `Σ v[a_i] v[b + i]` with `a = ops[start..start + len]`: second operand contiguous.
-    DotGather { start: u32, b: u32, len: u32 },
-    /// `Σ v[a + i] v[b + i]` over `i < len`: both operands contiguous on the tape.
-    DotRange { a: u32, b: u32, len: u32 },
+/// The records, structure of arrays: one kind byte and one value per record; operand
+/// indices and the partials that are not implied by the kind go to two streams that the
+/// reverse sweep reads backwards (see [`sweep`] for each kind's layout).
+#[derive(Debug, Default)]
+pub(super) struct TraceData<T> {
+    pub(super) kinds: Vec<u8>,
+    pub(super) vals: Vec<T>,
+    pub(super) args: Vec<u32>,
+    pub(super) parts: Vec<T>,
+    pub(super) overflow: bool,
 }
 
-#[derive(Debug, Default)]
-struct TraceData<T> {
-    nodes: Vec<Node<T>>,
-    vals: Vec<T>,
-    ops: Vec<u32>,
-    edges: Vec<(u32, T)>,
-    overflow: bool,
+impl<T: Real> TraceData<T> {
+    /// Appends a record of `kind` with value `v` (its operands are pushed before).
+    #[inline(always)]
+    fn record(&mut self, kind: u8, v: T) -> Option<u32> {
+        let idx = self.kinds.len();
+        if idx >= MAX_RECORDS {
+            self.overflow = true;
+            return None;
+        }
+        self.kinds.push(kind);
+        self.vals.push(v);
+        Some(idx as u32)
+    }
+
+    /// Pushes the operand list of `xs`: a range if all are recorded and contiguous
+    /// (`[first]`, returns `true`), else their indices, constants materialised as leaves
+    /// so the sweep finds their values (returns `false`).
+    #[inline]
+    fn operands(&mut self, xs: &[Var<'_, T>]) -> bool {
+        let Some(first) = xs.first() else {
+            return false;
+        };
+        if xs.iter().all(|x| x.tape.is_some()) {
+            let i0 = first.idx as usize;
+            if xs.iter().enumerate().all(|(k, x)| x.idx as usize == i0 + k) {
+                self.args.push(first.idx);
+                return true;
+            }
+            self.args.extend(xs.iter().map(|x| x.idx));
+            return false;
+        }
+        for x in xs {
+            let i = match x.tape {
+                Some(_) => x.idx,
+                // On overflow the recording is discarded: any index will do.
+                None => self.record(sweep::LEAF, x.v).unwrap_or(0),
+            };
+            self.args.push(i);
+        }
+        false
+    }
 }
 
 /// The recording side of a [`Tape`], shared by the [`Var`]s of one evaluation.
 #[derive(Debug)]
 pub struct Trace<T> {
-    data: RefCell<TraceData<T>>,
+    pub(super) data: RefCell<TraceData<T>>,
 }
 
 impl<T: Real> Trace<T> {
     fn new() -> Self {
         Trace {
             data: RefCell::new(TraceData {
-                nodes: Vec::new(),
+                kinds: Vec::new(),
                 vals: Vec::new(),
-                ops: Vec::new(),
-                edges: Vec::new(),
+                args: Vec::new(),
+                parts: Vec::new(),
                 overflow: false,
             }),
         }
     }
 
-    #[inline]
-    fn push(&self, node: Node<T>, v: T) -> Var<'_, T> {
-        let mut d = self.data.borrow_mut();
-        let idx = d.nodes.len();
-        if idx >= MAX_RECORDS {
-            d.overflow = true;
-            return Var {
+    /// Wraps the index of a new record (a constant if the recording overflowed).
+    #[inline(always)]
+    fn wrap(&self, idx: Option<u32>, v: T) -> Var<'_, T> {
+        match idx {
+            Some(idx) => Var {
+                v,
+                idx,
+                tape: Some(self),
+            },
+            None => Var {
                 v,
                 idx: 0,
                 tape: None,
-            };
+            },
         }
-        d.nodes.push(node);
-        d.vals.push(v);
-        Var {
-            v,
-            idx: idx as u32,
-            tape: Some(self),
-        }
+    }
+
+    #[inline(always)]
+    fn push1(&self, kind: u8, a: u32, v: T) -> Var<'_, T> {
+        let mut d = self.data.borrow_mut();
+        d.args.push(a);
+        let i = d.record(kind, v);
+        drop(d);
+        self.wrap(i, v)
+    }
+
+    #[inline(always)]
+    fn push2(&self, kind: u8, a: u32, b: u32, v: T) -> Var<'_, T> {
+        let mut d = self.data.borrow_mut();
+        d.args.extend_from_slice(&[a, b]);
+        let i = d.record(kind, v);
+        drop(d);
+        self.wrap(i, v)
     }
 
     /// A new input variable with value `v`.
     #[inline]
     pub fn var(&self, v: T) -> Var<'_, T> {
-        self.push(Node::Leaf, v)
+        let i = self.data.borrow_mut().record(sweep::LEAF, v);
+        self.wrap(i, v)
     }
 
-    /// The index of `x` on this trace, materialising a constant as a leaf.
-    #[inline]
-    fn index_of(&self, x: &Var<'_, T>) -> u32 {
-        match x.tape {
-            Some(_) => x.idx,
-            None => self.var(x.v).idx,
-        }
-    }
-
+    /// Records `Σ a_i b_i` over the common length (`n > 0`).
     fn dot(&self, a: &[Var<'_, T>], b: &[Var<'_, T>]) -> Var<'_, T> {
         let n = a.len().min(b.len());
         let (a, b) = (&a[..n], &b[..n]);
-        if a.iter().chain(b).any(|x| x.tape.is_none()) {
-            // Materialise constant operands as leaves so the sweep finds their values.
-            let fix = |x: &Var<'_, T>| Var {
-                v: x.v,
-                idx: self.index_of(x),
-                tape: None::<&Trace<T>>,
-            };
-            let a2: SmallVec<[Var<'_, T>; 16]> = a.iter().map(fix).collect();
-            let b2: SmallVec<[Var<'_, T>; 16]> = b.iter().map(fix).collect();
-            return self.dot_indices(&a2, &b2);
-        }
-        self.dot_indices(a, b)
-    }
-
-    /// Records `Σ a_i b_i`, reading only `v` and `idx` of the operands.
-    #[inline]
-    fn dot_indices(&self, a: &[Var<'_, T>], b: &[Var<'_, T>]) -> Var<'_, T> {
-        let n = a.len();
         let mut v = T::zero();
         for (x, y) in a.iter().zip(b) {
             v += x.v * y.v;
         }
-        let contiguous = |s: &[Var<'_, T>]| {
-            s.iter()
-                .enumerate()
-                .all(|(k, x)| x.idx as usize == s[0].idx as usize + k)
-        };
-        let (ca, cb) = (contiguous(a), contiguous(b));
         let mut d = self.data.borrow_mut();
-        let node = match (ca, cb) {
-            (true, true) => Node::DotRange {
-                a: a[0].idx,
-                b: b[0].idx,
-                len: n as u32,
-            },
-            // The product is symmetric: keep the gathered operand first.
-            (false, true) | (true, false) => {
-                let (g, c) = if cb { (a, b) } else { (b, a) };
-                let start = d.ops.len();
-                d.ops.extend(g.iter().map(|x| x.idx));
-                Node::DotGather {
-                    start: start as u32,
-                    b: c[0].idx,
-                    len: n as u32,
-                }
-            }
-            (false, false) => {
-                let start = d.ops.len();
-                d.ops.extend(a.iter().map(|x| x.idx));
-                d.ops.extend(b.iter().map(|x| x.idx));
-                Node::Dot {
-                    start: start as u32,
-                    len: n as u32,
-                }
-            }
-        };
-        if d.ops.len() > MAX_RECORDS {
-            d.overflow = true;
-        }
+        let fa = d.operands(a);
+        let fb = d.operands(b);
+        d.args
+            .extend_from_slice(&[u32::from(fa) | u32::from(fb) << 1, n as u32]);
+        let i = d.record(sweep::DOT, v);
         drop(d);
-        self.push(node, v)
+        self.wrap(i, v)
+    }
+
+    /// Records `Σ a_i²` (`a` non-empty, every entry live or a constant).
+    fn sum_sq(&self, a: &[Var<'_, T>]) -> Var<'_, T> {
+        let mut v = T::zero();
+        for x in a {
+            v += x.v * x.v;
+        }
+        let mut d = self.data.borrow_mut();
+        let fa = d.operands(a);
+        d.args.extend_from_slice(&[u32::from(fa), a.len() as u32]);
+        let i = d.record(sweep::SUM_SQ, v);
+        drop(d);
+        self.wrap(i, v)
+    }
+
+    /// Records `y = L x` for `L` lower-triangular, packed by rows (`d = y.len()`).
+    fn lower_tri_matvec<'s>(&'s self, l: &[Var<'_, T>], x: &[Var<'_, T>], y: &mut [Var<'s, T>]) {
+        let n = y.len();
+        let mut d = self.data.borrow_mut();
+        let fl = d.operands(l);
+        let fx = d.operands(x);
+        d.args
+            .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
+        // The block record sits at the first output; the others are placeholders the
+        // sweep passes over (their adjoints are read by the block record).
+        let mut off = 0;
+        for r in 0..n {
+            let mut v = T::zero();
+            for (lv, xv) in l[off..off + r + 1].iter().zip(&x[..r + 1]) {
+                v += lv.v * xv.v;
+            }
+            off += r + 1;
+            let kind = if r == 0 { sweep::TRI } else { sweep::LEAF };
+            let i = d.record(kind, v);
+            y[r] = self.wrap(i, v);
+        }
     }
 }
 
@@ -240,30 +261,85 @@ impl<'t, T: Real> Lift for Var<'t, T> {
     #[inline(always)]
     fn unary(self, v: T, d: T) -> Self {
         match self.tape {
-            Some(t) => t.push(Node::Unary { a: self.idx, da: d }, v),
+            Some(t) => {
+                let mut data = t.data.borrow_mut();
+                data.args.push(self.idx);
+                data.parts.push(d);
+                let i = data.record(sweep::UNARY, v);
+                drop(data);
+                t.wrap(i, v)
+            }
             None => Self::constant(v),
         }
     }
     #[inline(always)]
     fn binary(self, o: Self, v: T, da: T, db: T) -> Self {
         match (self.tape, o.tape) {
-            (Some(t), Some(_)) => t.push(
-                Node::Binary {
-                    a: self.idx,
-                    b: o.idx,
-                    da,
-                    db,
-                },
-                v,
-            ),
-            (Some(t), None) => t.push(Node::Unary { a: self.idx, da }, v),
-            (None, Some(t)) => t.push(Node::Unary { a: o.idx, da: db }, v),
+            (Some(t), Some(_)) => {
+                let mut data = t.data.borrow_mut();
+                data.args.extend_from_slice(&[self.idx, o.idx]);
+                data.parts.extend_from_slice(&[da, db]);
+                let i = data.record(sweep::BINARY, v);
+                drop(data);
+                t.wrap(i, v)
+            }
+            (Some(_), None) => self.unary(v, da),
+            (None, Some(_)) => o.unary(v, db),
+            (None, None) => Self::constant(v),
+        }
+    }
+    #[inline(always)]
+    fn shift(self, v: T) -> Self {
+        match self.tape {
+            Some(t) => t.push1(sweep::COPY, self.idx, v),
+            None => Self::constant(v),
+        }
+    }
+    #[inline(always)]
+    fn negate(self, v: T) -> Self {
+        match self.tape {
+            Some(t) => t.push1(sweep::NEG, self.idx, v),
+            None => Self::constant(v),
+        }
+    }
+    #[inline(always)]
+    fn plus(self, o: Self, v: T) -> Self {
+        match (self.tape, o.tape) {
+            (Some(t), Some(_)) => t.push2(sweep::ADD, self.idx, o.idx, v),
+            (Some(_), None) => self.shift(v),
+            (None, Some(_)) => o.shift(v),
+            (None, None) => Self::constant(v),
+        }
+    }
+    #[inline(always)]
+    fn minus(self, o: Self, v: T) -> Self {
+        match (self.tape, o.tape) {
+            (Some(t), Some(_)) => t.push2(sweep::SUB, self.idx, o.idx, v),
+            (Some(_), None) => self.shift(v),
+            (None, Some(_)) => o.negate(v),
+            (None, None) => Self::constant(v),
+        }
+    }
+    #[inline(always)]
+    fn times(self, o: Self, v: T) -> Self {
+        match (self.tape, o.tape) {
+            (Some(t), Some(_)) => t.push2(sweep::MUL, self.idx, o.idx, v),
+            (Some(_), None) => self.unary(v, o.v),
+            (None, Some(_)) => o.unary(v, self.v),
             (None, None) => Self::constant(v),
         }
     }
 }
 
 impl_number!(impl['t, T: Real] Var<'t, T> where []);
+
+impl<'t, T: Real> Var<'t, T> {
+    /// The trace of the first recorded entry of `xs`, if any.
+    #[inline]
+    fn trace_of(xs: &[Self]) -> Option<&'t Trace<T>> {
+        xs.iter().find_map(|x| x.tape)
+    }
+}
 
 impl<'t, T: Real> Real for Var<'t, T> {
     #[inline]
@@ -280,9 +356,32 @@ impl<'t, T: Real> Real for Var<'t, T> {
     }
     fn dot(a: &[Self], b: &[Self]) -> Self {
         let n = a.len().min(b.len());
-        match a[..n].iter().chain(&b[..n]).find_map(|x| x.tape) {
-            Some(t) if n > 0 => t.dot(a, b),
-            _ => {
+        let (a, b) = (&a[..n], &b[..n]);
+        let (la, lb) = (Self::trace_of(a), Self::trace_of(b));
+        match la.or(lb) {
+            Some(t) if la.is_some() && lb.is_some() => t.dot(a, b),
+            // One side constant: a linear combination with the constants as partials.
+            Some(t) => {
+                let (x, c) = if la.is_some() { (a, b) } else { (b, a) };
+                let mut v = T::zero();
+                for (xi, ci) in x.iter().zip(c) {
+                    v += xi.v * ci.v;
+                }
+                let mut d = t.data.borrow_mut();
+                let mut len = 0u32;
+                for (xi, ci) in x.iter().zip(c) {
+                    if xi.tape.is_some() {
+                        d.args.push(xi.idx);
+                        d.parts.push(ci.v);
+                        len += 1;
+                    }
+                }
+                d.args.push(len);
+                let i = d.record(sweep::LINEAR, v);
+                drop(d);
+                t.wrap(i, v)
+            }
+            None => {
                 let mut v = T::zero();
                 for (x, y) in a.iter().zip(b) {
                     v += x.v * y.v;
@@ -296,27 +395,79 @@ impl<'t, T: Real> Real for Var<'t, T> {
         for x in a {
             v += x.v;
         }
-        let Some(t) = a.iter().find_map(|x| x.tape) else {
+        let Some(t) = Self::trace_of(a) else {
             return Self::constant(v);
         };
-        let start = {
-            let mut d = t.data.borrow_mut();
-            let start = d.ops.len();
-            d.ops
-                .extend(a.iter().filter(|x| x.tape.is_some()).map(|x| x.idx));
-            if d.ops.len() > MAX_RECORDS {
-                d.overflow = true;
+        let mut d = t.data.borrow_mut();
+        let n0 = d.args.len();
+        d.args
+            .extend(a.iter().filter(|x| x.tape.is_some()).map(|x| x.idx));
+        let len = (d.args.len() - n0) as u32;
+        d.args.push(len);
+        let i = d.record(sweep::SUM, v);
+        drop(d);
+        t.wrap(i, v)
+    }
+    fn sum_sq(a: &[Self]) -> Self {
+        match Self::trace_of(a) {
+            Some(t) => t.sum_sq(a),
+            None => {
+                let mut v = T::zero();
+                for x in a {
+                    v += x.v * x.v;
+                }
+                Self::constant(v)
             }
-            start
+        }
+    }
+    fn logsumexp(a: &[Self]) -> Self {
+        let mx = a
+            .iter()
+            .map(|x| x.v)
+            .fold(T::neg_infinity(), |m, x| if x > m { x } else { m });
+        let Some(t) = Self::trace_of(a).filter(|_| mx.is_finite()) else {
+            // Empty, all `-∞`, or `+∞`/NaN present: no finite derivative to record.
+            let s: T = a.iter().map(|x| (x.v - mx).exp()).sum();
+            return Self::constant(if mx.is_finite() { s.ln() + mx } else { mx });
         };
-        let len = t.data.borrow().ops.len() - start;
-        t.push(
-            Node::Sum {
-                start: start as u32,
-                len: len as u32,
-            },
-            v,
-        )
+        let mut s = T::zero();
+        for x in a {
+            s += (x.v - mx).exp();
+        }
+        let y = s.ln() + mx;
+        let mut d = t.data.borrow_mut();
+        let mut len = 0u32;
+        for x in a {
+            if x.tape.is_some() {
+                d.args.push(x.idx);
+                d.parts.push((x.v - y).exp());
+                len += 1;
+            }
+        }
+        d.args.push(len);
+        let i = d.record(sweep::LINEAR, y);
+        drop(d);
+        t.wrap(i, y)
+    }
+    #[track_caller]
+    fn lower_tri_matvec(l: &[Self], x: &[Self], y: &mut [Self]) {
+        let n = y.len();
+        super::real::check_tri(l.len(), x.len(), n);
+        let (l, x) = (&l[..n * (n + 1) / 2], &x[..n]);
+        match Self::trace_of(l).or(Self::trace_of(x)) {
+            Some(t) if n > 0 => t.lower_tri_matvec(l, x, y),
+            _ => {
+                let mut off = 0;
+                for (r, yr) in y.iter_mut().enumerate() {
+                    let mut v = T::zero();
+                    for (lv, xv) in l[off..off + r + 1].iter().zip(x) {
+                        v += lv.v * xv.v;
+                    }
+                    off += r + 1;
+                    *yr = Self::constant(v);
+                }
+            }
+        }
     }
     fn custom<R: ScalarRule<N>, const N: usize>(rule: &R, x: [Self; N]) -> Self {
         let xv = x.map(|xi| xi.v);
@@ -325,27 +476,19 @@ impl<'t, T: Real> Real for Var<'t, T> {
             return Self::constant(y);
         };
         let partials = rule.reverse(xv, y, T::one());
-        let start = {
-            let mut d = t.data.borrow_mut();
-            let start = d.edges.len();
-            for (xi, p) in x.iter().zip(partials) {
-                if xi.tape.is_some() {
-                    d.edges.push((xi.idx, p));
-                }
+        let mut d = t.data.borrow_mut();
+        let mut len = 0u32;
+        for (xi, p) in x.iter().zip(partials) {
+            if xi.tape.is_some() {
+                d.args.push(xi.idx);
+                d.parts.push(p);
+                len += 1;
             }
-            if d.edges.len() > MAX_RECORDS {
-                d.overflow = true;
-            }
-            start
-        };
-        let len = t.data.borrow().edges.len() - start;
-        t.push(
-            Node::Linear {
-                start: start as u32,
-                len: len as u32,
-            },
-            y,
-        )
+        }
+        d.args.push(len);
+        let i = d.record(sweep::LINEAR, y);
+        drop(d);
+        t.wrap(i, y)
     }
 }
 
@@ -405,10 +548,10 @@ impl<T: Real> Tape<T> {
     /// Forgets the last recording, keeping every buffer's capacity.
     pub fn reset(&mut self) {
         let d = self.trace.data.get_mut();
-        d.nodes.clear();
+        d.kinds.clear();
         d.vals.clear();
-        d.ops.clear();
-        d.edges.clear();
+        d.args.clear();
+        d.parts.clear();
         d.overflow = false;
         self.bump.reset();
     }
@@ -420,7 +563,7 @@ impl<T: Real> Tape<T> {
 
     /// Number of records of the current recording.
     pub fn len(&self) -> usize {
-        self.trace.data.borrow().nodes.len()
+        self.trace.data.borrow().kinds.len()
     }
 
     /// Whether nothing has been recorded since the last reset.
@@ -431,10 +574,9 @@ impl<T: Real> Tape<T> {
     /// Bytes held by the record buffers (capacity, not length).
     pub fn footprint_bytes(&self) -> usize {
         let d = self.trace.data.borrow();
-        d.nodes.capacity() * core::mem::size_of::<Node<T>>()
-            + d.vals.capacity() * core::mem::size_of::<T>()
-            + d.ops.capacity() * 4
-            + d.edges.capacity() * core::mem::size_of::<(u32, T)>()
+        d.kinds.capacity()
+            + (d.vals.capacity() + d.parts.capacity()) * core::mem::size_of::<T>()
+            + d.args.capacity() * 4
             + self.adj.capacity() * core::mem::size_of::<T>()
             + self.bump.allocated_bytes()
     }
@@ -444,7 +586,7 @@ impl<T: Real> Tape<T> {
         let d = self.trace.data.get_mut();
         if d.overflow {
             return Err(AdError::TapeOverflow {
-                records: d.nodes.len().max(d.ops.len()).max(d.edges.len()),
+                records: d.kinds.len(),
                 limit: MAX_RECORDS,
             });
         }
@@ -462,73 +604,15 @@ impl<T: Real> Tape<T> {
     /// The reverse sweep with several seeded records (adjoints are zeroed first).
     pub(crate) fn sweep(&mut self, seeds: &[(u32, T)]) {
         let d = self.trace.data.get_mut();
-        let n = d.nodes.len();
         self.adj.clear();
-        self.adj.resize(n, T::zero());
+        self.adj.resize(d.kinds.len(), T::zero());
         let Some(top) = seeds.iter().map(|s| s.0 as usize).max() else {
             return;
         };
         for &(i, s) in seeds {
             self.adj[i as usize] += s;
         }
-        let adj = &mut self.adj[..];
-        let (nodes, vals, ops, edges) = (&d.nodes[..], &d.vals[..], &d.ops[..], &d.edges[..]);
-        for i in (0..=top).rev() {
-            let g = adj[i];
-            match nodes[i] {
-                Node::Leaf => {}
-                Node::Unary { a, da } => adj[a as usize] += da * g,
-                Node::Binary { a, b, da, db } => {
-                    adj[a as usize] += da * g;
-                    adj[b as usize] += db * g;
-                }
-                Node::Linear { start, len } => {
-                    let s = start as usize;
-                    for &(a, p) in &edges[s..s + len as usize] {
-                        adj[a as usize] += p * g;
-                    }
-                }
-                Node::Sum { start, len } => {
-                    let s = start as usize;
-                    for &a in &ops[s..s + len as usize] {
-                        adj[a as usize] += g;
-                    }
-                }
-                Node::Dot { start, len } => {
-                    let (s, l) = (start as usize, len as usize);
-                    let (ia, ib) = ops[s..s + 2 * l].split_at(l);
-                    for (&a, &b) in ia.iter().zip(ib) {
-                        let (a, b) = (a as usize, b as usize);
-                        let (va, vb) = (vals[a], vals[b]);
-                        adj[a] += vb * g;
-                        adj[b] += va * g;
-                    }
-                }
-                Node::DotGather { start, b, len } => {
-                    let (s, b, l) = (start as usize, b as usize, len as usize);
-                    for (k, &a) in ops[s..s + l].iter().enumerate() {
-                        let a = a as usize;
-                        let (va, vb) = (vals[a], vals[b + k]);
-                        adj[a] += vb * g;
-                        adj[b + k] += va * g;
-                    }
-                }
-                Node::DotRange { a, b, len } => {
-                    let (a, b, l) = (a as usize, b as usize, len as usize);
-                    if a == b {
-                        let two_g = g + g;
-                        for (x, v) in adj[a..a + l].iter_mut().zip(&vals[a..a + l]) {
-                            *x += *v * two_g;
-                        }
-                    } else {
-                        for k in 0..l {
-                            adj[a + k] += vals[b + k] * g;
-                            adj[b + k] += vals[a + k] * g;
-                        }
-                    }
-                }
-            }
-        }
+        sweep::sweep(d, &mut self.adj, top);
     }
 
     /// Adjoint of record `i` after a sweep.
@@ -565,16 +649,17 @@ mod tests {
     }
 
     #[test]
-    fn contiguous_dot_uses_range_record() {
+    fn contiguous_dot_records_ranges() {
         let mut tape = Tape::<f64>::new();
         let (ids, y) = {
             let t = tape.trace();
             let a: Vec<_> = [1.0, 2.0, 3.0].iter().map(|&v| t.var(v)).collect();
             let y = Var::dot(&a, &a);
-            assert!(matches!(
-                t.data.borrow().nodes.last(),
-                Some(Node::DotRange { .. })
-            ));
+            // One record; both operand lists stored as ranges: `[a, b, flags, n]`.
+            let d = t.data.borrow();
+            assert_eq!(d.kinds.last(), Some(&sweep::DOT));
+            assert_eq!(d.args[..], [0, 0, 3, 3]);
+            drop(d);
             (
                 a.iter().map(|x| x.id().unwrap()).collect::<Vec<_>>(),
                 y.id().unwrap(),
