@@ -1,0 +1,235 @@
+//! [`AutoSparse`]: sparse Jacobians of two-argument functions by sparsity detection,
+//! greedy column colouring and compressed forward evaluation.
+//!
+//! At preparation the function is evaluated once with a sparsity tracer (a number that
+//! carries the set of inputs it depends on; the pattern is the *local* one at the
+//! preparation point, control flow following the values). Columns that share no row
+//! get one colour; each call then runs one pushforward of the inner backend per colour
+//! (seed = the sum of the colour's unit vectors) and scatters the compressed columns
+//! into the Jacobian: `k` pushforwards instead of `n`.
+
+mod tracer;
+
+use crate::backend::{Backend, ModeSupport, Operator, Support};
+use crate::context::Contexts;
+use crate::error::InterfaceResult;
+use crate::explain::Report;
+use crate::form::{TwoArg, VecForm};
+use crate::ops::{JacobianBackend, PushforwardBackend};
+use crate::prep::Meta;
+use bumpalo::Bump;
+use tracer::Tracer;
+
+/// Sparse Jacobians through the inner backend's pushforwards.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AutoSparse<B> {
+    /// The backend of the compressed pushforwards.
+    pub inner: B,
+}
+
+impl<B: Backend> Backend for AutoSparse<B> {
+    fn name(&self) -> String {
+        format!("AutoSparse({})", self.inner.name())
+    }
+    fn mode(&self) -> ModeSupport {
+        self.inner.mode()
+    }
+    fn supports(&self, op: Operator) -> Support {
+        match op {
+            Operator::Jacobian => match self.inner.supports(Operator::Pushforward) {
+                Support::No => Support::No,
+                _ => Support::Generic,
+            },
+            _ => Support::No,
+        }
+    }
+    fn validate(&self) -> InterfaceResult<()> {
+        self.inner.validate()
+    }
+}
+
+/// The detected pattern and its colouring.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pattern {
+    /// Number of outputs.
+    pub m: usize,
+    /// Number of inputs.
+    pub n: usize,
+    /// Nonzeros `(row, column)`, grouped by the column's colour.
+    pub entries: Vec<(u32, u32)>,
+    /// `entries[starts[c]..starts[c + 1]]` are the nonzeros of colour `c`.
+    pub starts: Vec<usize>,
+    /// Colour of each column.
+    pub colour: Vec<u32>,
+}
+
+impl Pattern {
+    /// Number of colours (pushforwards per Jacobian).
+    pub fn colours(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    /// Greedy distance-1 colouring of the columns of the pattern `nz`.
+    fn colour(m: usize, n: usize, nz: &[(u32, u32)]) -> Pattern {
+        let mut cols_of_row = vec![Vec::new(); m];
+        let mut rows_of_col = vec![Vec::new(); n];
+        for &(i, j) in nz {
+            cols_of_row[i as usize].push(j);
+            rows_of_col[j as usize].push(i);
+        }
+        let mut colour = vec![u32::MAX; n];
+        let mut forbidden: Vec<usize> = Vec::new();
+        for j in 0..n {
+            for &r in &rows_of_col[j] {
+                for &k in &cols_of_row[r as usize] {
+                    let c = colour[k as usize];
+                    if c != u32::MAX {
+                        if forbidden.len() <= c as usize {
+                            forbidden.resize(c as usize + 1, usize::MAX);
+                        }
+                        forbidden[c as usize] = j;
+                    }
+                }
+            }
+            colour[j] = (0..)
+                .find(|&c| forbidden.get(c as usize) != Some(&j))
+                .unwrap_or(0);
+        }
+        let k = colour.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+        let mut entries = nz.to_vec();
+        entries.sort_by_key(|&(i, j)| (colour[j as usize], j, i));
+        let mut starts = vec![0; k + 1];
+        for &(_, j) in &entries {
+            starts[colour[j as usize] as usize + 1] += 1;
+        }
+        for c in 0..k {
+            starts[c + 1] += starts[c];
+        }
+        Pattern {
+            m,
+            n,
+            entries,
+            starts,
+            colour,
+        }
+    }
+}
+
+/// Prepared state of [`AutoSparse`].
+#[derive(Debug)]
+pub struct SparseState<S> {
+    inner: S,
+    pattern: Pattern,
+    seed: Vec<f64>,
+    dy: Vec<f64>,
+}
+
+impl<S> SparseState<S> {
+    /// The detected pattern.
+    pub fn pattern(&self) -> &Pattern {
+        &self.pattern
+    }
+}
+
+impl<F, C, B> JacobianBackend<TwoArg<F>, C> for AutoSparse<B>
+where
+    TwoArg<F>: VecForm<C>,
+    B: PushforwardBackend<TwoArg<F>, C>,
+    C: Contexts,
+{
+    type State = SparseState<B::State>;
+
+    fn prepare_jacobian(
+        &self,
+        f: &TwoArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
+        let (m, n) = (f.m, x.len());
+        tracer::reset();
+        let xs: Vec<Tracer> = x
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| Tracer::input(v, i as u32))
+            .collect();
+        let mut ys = vec![Tracer::default(); m];
+        let bump = Bump::new();
+        f.eval::<Tracer>(&xs, ctx, &bump, &mut ys);
+        let nz: Vec<(u32, u32)> = ys
+            .iter()
+            .enumerate()
+            .flat_map(|(i, y)| tracer::inputs(y).into_iter().map(move |j| (i as u32, j)))
+            .collect();
+        tracer::reset();
+        Ok(SparseState {
+            inner: self.inner.prepare_pushforward(f, x, ctx, meta)?,
+            pattern: Pattern::colour(m, n, &nz),
+            seed: vec![0.0; n],
+            dy: vec![0.0; m],
+        })
+    }
+
+    fn value_and_jacobian_into(
+        &self,
+        st: &mut Self::State,
+        f: &TwoArg<F>,
+        x: &[f64],
+        ctx: &C,
+        y: &mut [f64],
+        jac: &mut [f64],
+    ) -> InterfaceResult<()> {
+        let n = x.len();
+        jac.fill(0.0);
+        let p = &st.pattern;
+        for c in 0..p.colours() {
+            for (s, &col) in st.seed.iter_mut().zip(&p.colour) {
+                *s = if col as usize == c { 1.0 } else { 0.0 };
+            }
+            self.inner.value_and_pushforward_into(
+                &mut st.inner,
+                f,
+                x,
+                &st.seed,
+                ctx,
+                y,
+                &mut st.dy,
+            )?;
+            for &(i, j) in &p.entries[p.starts[c]..p.starts[c + 1]] {
+                jac[i as usize * n + j as usize] = st.dy[i as usize];
+            }
+        }
+        if p.colours() == 0 {
+            // No dependence on x: the value still has to be computed.
+            st.seed.fill(0.0);
+            self.inner.value_and_pushforward_into(
+                &mut st.inner,
+                f,
+                x,
+                &st.seed,
+                ctx,
+                y,
+                &mut st.dy,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn explain_jacobian(&self, st: &Self::State, meta: &Meta) -> Report {
+        let mut r = self.inner.explain_pushforward(&st.inner, meta);
+        let k = st.pattern.colours();
+        r.backend = self.name();
+        r.operator = meta.operator.name();
+        r.path = crate::explain::PathKind::Generic;
+        r.detail = format!(
+            "sparse: {} nonzeros (local pattern at the preparation point), {k} colours: {k} pushforwards instead of {}; each: {}",
+            st.pattern.entries.len(),
+            meta.n,
+            r.detail
+        );
+        r.calls = k.max(1);
+        r.reserved_bytes +=
+            8 * (st.pattern.entries.len() + st.seed.len() + st.dy.len() + st.pattern.colour.len());
+        r
+    }
+}
