@@ -67,6 +67,11 @@ pub enum InterfaceError {
 pub type InterfaceResult<T> = Result<T, InterfaceError>;
 
 impl InterfaceError {
+    /// Every code this crate's own variants return, in order (core errors keep their
+    /// `SHADE-E01xx` codes), so that catalogues can be checked for completeness.
+    pub const CODES: &'static [&'static str] =
+        &["SHADE-E0201", "SHADE-E0202", "SHADE-E0203", "SHADE-E0204"];
+
     /// The stable code, e.g. `"SHADE-E0201"`; a core error keeps its `SHADE-E01xx` code.
     pub fn code(&self) -> &'static str {
         match self {
@@ -161,6 +166,7 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), all.len());
+        assert_eq!(codes, InterfaceError::CODES);
         assert_eq!(
             all[0].to_string(),
             "`gradient`: x has shape [4], but the operator was prepared for [3]"
