@@ -69,6 +69,7 @@ pub static ENTRIES: &[Entry] = entries! {
         "SHADE-E0110", "SHADE-E0111", "SHADE-E0112", "SHADE-E0113", "SHADE-E0114",
         "SHADE-E0120", "SHADE-E0121", "SHADE-E0140", "SHADE-E0170", "SHADE-E0171",
     ],
+    "shade-interface": ["SHADE-E0201", "SHADE-E0202", "SHADE-E0203", "SHADE-E0204"],
     "shade-graph": [
         "SHADE-E0301", "SHADE-E0302", "SHADE-E0303", "SHADE-E0304", "SHADE-E0305",
         "SHADE-E0306", "SHADE-E0310", "SHADE-E0311", "SHADE-E0312", "SHADE-E0320",
@@ -98,6 +99,7 @@ pub fn declared_codes() -> Vec<(&'static str, &'static str)> {
         v.extend(codes.iter().map(|&c| (krate, c)));
     };
     add("shade-autodiff", shade_autodiff::AdError::CODES);
+    add("shade-interface", shade_interface::InterfaceError::CODES);
     add("shade-graph", shade_graph::GraphError::CODES);
     add("shade-diagnostics", CODES);
     v

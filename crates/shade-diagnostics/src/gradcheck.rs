@@ -139,12 +139,14 @@ pub struct GradcheckReport {
     pub worst: Vec<Mismatch>,
     /// The operation to suspect, or another hint, when one is known.
     pub suspect: Option<String>,
+    /// What the derivatives were compared with (`finite differences`, or a backend).
+    pub reference: String,
     /// The options used.
     pub options: GradcheckOptions,
 }
 
 impl GradcheckReport {
-    fn new(order: Order, total: usize, options: &GradcheckOptions) -> Self {
+    pub(crate) fn new(order: Order, total: usize, options: &GradcheckOptions) -> Self {
         GradcheckReport {
             order,
             checked: 0,
@@ -152,11 +154,12 @@ impl GradcheckReport {
             failures: 0,
             worst: Vec::new(),
             suspect: None,
+            reference: "finite differences".into(),
             options: options.clone(),
         }
     }
 
-    fn add(&mut self, param: usize, index: Vec<usize>, analytic: f64, numeric: f64) {
+    pub(crate) fn add(&mut self, param: usize, index: Vec<usize>, analytic: f64, numeric: f64) {
         self.checked += 1;
         let o = &self.options;
         let ok = o.close(analytic, numeric) && analytic.is_finite() == numeric.is_finite();
@@ -209,8 +212,8 @@ impl GradcheckReport {
         let mut d = Diagnostic::error(
             code,
             format!(
-                "{what}: {} of {} checked entries differ from finite differences",
-                self.failures, self.checked
+                "{what}: {} of {} checked entries differ from {}",
+                self.failures, self.checked, self.reference
             ),
         )
         .here()

@@ -12,7 +12,9 @@
 //! - [`detect_anomaly`]: runs a tensor program with the tensor layer's anomaly mode on,
 //!   so the first operation producing NaN/Inf is named with its source line.
 //! - [`gradcheck`](mod@gradcheck): derivatives against a reference (central finite differences),
-//!   with PyTorch-like tolerances, naming the worst entries.
+//!   with PyTorch-like tolerances, naming the worst entries; [`backends`] does the same
+//!   through shade-interface's backends (any backend against any reference).
+//! - [`compat`]: the compatibility matrix (`docs/compatibility.md`), every cell a real run.
 //!
 //! ```
 //! use ndarray::array;
@@ -35,6 +37,7 @@
 //! ```
 
 pub mod anomaly;
+pub mod backends;
 pub mod catalogue;
 pub mod check;
 pub mod compat;

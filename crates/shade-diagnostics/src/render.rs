@@ -22,6 +22,7 @@
 
 use shade_autodiff::AdError;
 use shade_graph::GraphError;
+use shade_interface::InterfaceError;
 use std::fmt::{self, Write as _};
 use std::panic::Location;
 
@@ -129,6 +130,30 @@ impl Coded for GraphError {
     }
     fn help(&self) -> String {
         GraphError::help(self)
+    }
+}
+
+impl Coded for InterfaceError {
+    fn code(&self) -> &'static str {
+        InterfaceError::code(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
+    }
+    fn help(&self) -> String {
+        InterfaceError::help(self)
+    }
+    fn notes(&self) -> Vec<String> {
+        match self {
+            InterfaceError::Core(e) => Coded::notes(e),
+            _ => Vec::new(),
+        }
+    }
+    fn location(&self) -> Option<&'static Location<'static>> {
+        match self {
+            InterfaceError::Core(e) => Coded::location(e),
+            _ => None,
+        }
     }
 }
 
@@ -297,6 +322,13 @@ impl From<AdError> for Diagnostic {
 impl From<GraphError> for Diagnostic {
     #[track_caller]
     fn from(e: GraphError) -> Self {
+        Diagnostic::from_error(&e)
+    }
+}
+
+impl From<InterfaceError> for Diagnostic {
+    #[track_caller]
+    fn from(e: InterfaceError) -> Self {
         Diagnostic::from_error(&e)
     }
 }

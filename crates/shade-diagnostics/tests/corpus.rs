@@ -13,6 +13,8 @@ mod checks;
 mod graph;
 #[path = "corpus/harness.rs"]
 mod harness;
+#[path = "corpus/interface.rs"]
+mod interface;
 
 use std::collections::BTreeSet;
 
@@ -34,8 +36,13 @@ const EXEMPT: &[(&str, &str)] = &[
 
 #[test]
 fn corpus() {
-    let programs: Vec<(&str, harness::Program)> =
-        [autodiff::PROGRAMS, graph::PROGRAMS, checks::PROGRAMS].concat();
+    let programs: Vec<(&str, harness::Program)> = [
+        autodiff::PROGRAMS,
+        interface::PROGRAMS,
+        graph::PROGRAMS,
+        checks::PROGRAMS,
+    ]
+    .concat();
     assert!(
         programs.len() >= 25,
         "the corpus needs at least 25 programs"

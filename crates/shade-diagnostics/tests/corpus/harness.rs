@@ -30,6 +30,13 @@ impl From<AdError> for Seen {
     }
 }
 
+impl From<shade_interface::InterfaceError> for Seen {
+    #[track_caller]
+    fn from(e: shade_interface::InterfaceError) -> Self {
+        Seen(vec![Diagnostic::from_error(&e)])
+    }
+}
+
 impl From<GraphError> for Seen {
     #[track_caller]
     fn from(e: GraphError) -> Self {
