@@ -1,6 +1,6 @@
 //! The compatibility matrix, computed by really running every cell: each cell
 //! differentiates a small random case and compares the result with central finite
-//! differences ([`gradcheck`](crate::gradcheck)). `docs/compatibility.md` is generated
+//! differences ([`gradcheck`](mod@crate::gradcheck)). `docs/compatibility.md` is generated
 //! from [`render_compatibility_md`] (`cargo xtask compat`), and a test fails when the
 //! committed page differs, so the docs never promise what the code does not do.
 //!
