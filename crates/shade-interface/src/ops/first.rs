@@ -1,0 +1,533 @@
+//! First-order operators with a full Jacobian result: `derivative`, `gradient`,
+//! `jacobian`.
+
+use super::{DerivativeOp, GradientOp, JacobianOp};
+use crate::backend::{Backend, Operator};
+use crate::context::Contexts;
+use crate::error::InterfaceResult;
+use crate::explain::Report;
+use crate::form::{OneArg, TwoArg};
+use crate::prep::{Meta, Prepared};
+
+/// A backend that computes derivatives of functions of one scalar, in form `V`.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `derivative` of `{V}` with contexts `{C}`",
+    label = "no derivative for this backend, function form and contexts",
+    note = "`derivative` takes a function of one scalar, `shade_fn!(f(S, ...))` (one-argument) or `shade_fn!(f(&mut [S], S, ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+)]
+pub trait DerivativeBackend<V, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x` (may run the function once to warm buffers).
+    fn prepare_derivative(
+        &self,
+        f: &V,
+        x: f64,
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// Writes `y = f(x)` and `dy/dx` (length `m` each).
+    fn value_and_derivative_into(
+        &self,
+        st: &mut Self::State,
+        f: &V,
+        x: f64,
+        ctx: &C,
+        y: &mut [f64],
+        der: &mut [f64],
+    ) -> InterfaceResult<()>;
+    /// The report for a prepared state.
+    fn explain_derivative(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+/// A backend that computes gradients of one-argument functions.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `gradient` of `{F}` with contexts `{C}`",
+    label = "no gradient for this backend, function and contexts",
+    note = "`gradient` takes a one-argument function `shade_fn!(f(&[S], ...))` returning `S`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+)]
+pub trait GradientBackend<F, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x` (may run the function once to warm buffers).
+    fn prepare_gradient(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// Writes `∇f(x)` into `g` (overwriting it) and returns `f(x)`.
+    fn value_and_gradient_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+    ) -> InterfaceResult<f64>;
+    /// The report for a prepared state.
+    fn explain_gradient(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+/// A backend that computes Jacobians of functions in form `V`.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `jacobian` of `{V}` with contexts `{C}`",
+    label = "no jacobian for this backend, function form and contexts",
+    note = "`jacobian` takes `shade_fn!(f(&[S], ...))` (one output) or `shade_fn!(f(&mut [S], &[S], ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+)]
+pub trait JacobianBackend<V, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x`.
+    fn prepare_jacobian(
+        &self,
+        f: &V,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// Writes `y = f(x)` and the Jacobian (`m × n`, row-major).
+    fn value_and_jacobian_into(
+        &self,
+        st: &mut Self::State,
+        f: &V,
+        x: &[f64],
+        ctx: &C,
+        y: &mut [f64],
+        jac: &mut [f64],
+    ) -> InterfaceResult<()>;
+    /// The report for a prepared state.
+    fn explain_jacobian(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+// ---------------------------------------------------------------- derivative
+
+pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C: Contexts>(
+    f: V,
+    m: usize,
+    backend: &B,
+    x: f64,
+    ctx: &C,
+) -> InterfaceResult<Prepared<DerivativeOp, V, B, B::State>> {
+    backend.validate()?;
+    let meta = Meta::new(Operator::Derivative, 1, m, ctx);
+    let st = backend.prepare_derivative(&f, x, ctx, &meta)?;
+    let report = backend.explain_derivative(&st, &meta);
+    Ok(Prepared::new(f, *backend, st, meta, report))
+}
+
+/// Prepares `derivative` of a one-argument function `f(x: S, contexts...) -> S` at `x`.
+pub fn prepare_derivative<F, B, C>(
+    f: F,
+    backend: &B,
+    x: f64,
+    ctx: C,
+) -> InterfaceResult<Prepared<DerivativeOp, OneArg<F>, B, B::State>>
+where
+    B: DerivativeBackend<OneArg<F>, C>,
+    C: Contexts,
+{
+    prep_derivative(OneArg(f), 1, backend, x, &ctx)
+}
+
+/// Prepares `derivative` of a two-argument function `f(y: &mut [S], x: S, contexts...)`
+/// with `m` outputs.
+pub fn prepare_derivative_inplace<F, B, C>(
+    f: F,
+    m: usize,
+    backend: &B,
+    x: f64,
+    ctx: C,
+) -> InterfaceResult<Prepared<DerivativeOp, TwoArg<F>, B, B::State>>
+where
+    B: DerivativeBackend<TwoArg<F>, C>,
+    C: Contexts,
+{
+    prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)
+}
+
+/// `f'(x)` for a one-argument `f(x: S, contexts...) -> S`.
+///
+/// ```
+/// use shade_interface::{AutoShade, derivative};
+/// use shade_autodiff::scalar::{Real, shade_fn};
+///
+/// fn cube<S: Real>(x: S) -> S { x * x * x }
+/// assert_eq!(derivative(shade_fn!(cube(S)), &AutoShade::FORWARD, 2.0, ())?, 12.0);
+/// # Ok::<(), shade_interface::InterfaceError>(())
+/// ```
+pub fn derivative<F, B, C>(f: F, backend: &B, x: f64, ctx: C) -> InterfaceResult<f64>
+where
+    B: DerivativeBackend<OneArg<F>, C>,
+    C: Contexts,
+{
+    let mut p = prep_derivative(OneArg(f), 1, backend, x, &ctx)?;
+    p.derivative(x, ctx)
+}
+
+/// `(y, dy/dx)` for a two-argument `f(y: &mut [S], x: S, contexts...)` with `m` outputs.
+pub fn value_and_derivative_inplace<F, B, C>(
+    f: F,
+    m: usize,
+    backend: &B,
+    x: f64,
+    ctx: C,
+) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+where
+    B: DerivativeBackend<TwoArg<F>, C>,
+    C: Contexts,
+{
+    let mut p = prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)?;
+    p.value_and_derivative(x, ctx)
+}
+
+impl<F, B: Backend, St> Prepared<DerivativeOp, OneArg<F>, B, St> {
+    /// `f'(x)`.
+    pub fn derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<f64>
+    where
+        B: DerivativeBackend<OneArg<F>, C, State = St>,
+        C: Contexts,
+    {
+        self.value_and_derivative(x, ctx).map(|r| r.1)
+    }
+
+    /// `(f(x), f'(x))`.
+    pub fn value_and_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<(f64, f64)>
+    where
+        B: DerivativeBackend<OneArg<F>, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(1, &ctx)?;
+        let (mut y, mut d) = ([0.0], [0.0]);
+        self.backend.value_and_derivative_into(
+            &mut self.state,
+            &self.f,
+            x,
+            &ctx,
+            &mut y,
+            &mut d,
+        )?;
+        Ok((y[0], d[0]))
+    }
+}
+
+impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
+    /// `dy/dx` (length `m`).
+    pub fn derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<Vec<f64>>
+    where
+        B: DerivativeBackend<TwoArg<F>, C, State = St>,
+        C: Contexts,
+    {
+        self.value_and_derivative(x, ctx).map(|r| r.1)
+    }
+
+    /// Writes `dy/dx` into `der`.
+    pub fn derivative_into<C>(&mut self, x: f64, ctx: C, der: &mut [f64]) -> InterfaceResult<()>
+    where
+        B: DerivativeBackend<TwoArg<F>, C, State = St>,
+        C: Contexts,
+    {
+        // The engine writes the outputs too: into the prepared object's buffer.
+        let mut y = core::mem::take(&mut self.out);
+        let r = self.value_and_derivative_into(x, ctx, &mut y, der);
+        self.out = y;
+        r
+    }
+
+    /// `(y, dy/dx)`.
+    pub fn value_and_derivative<C>(
+        &mut self,
+        x: f64,
+        ctx: C,
+    ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+    where
+        B: DerivativeBackend<TwoArg<F>, C, State = St>,
+        C: Contexts,
+    {
+        let (mut y, mut d) = (vec![0.0; self.meta.m], vec![0.0; self.meta.m]);
+        self.value_and_derivative_into(x, ctx, &mut y, &mut d)?;
+        Ok((y, d))
+    }
+
+    /// Writes `y` and `dy/dx`.
+    pub fn value_and_derivative_into<C>(
+        &mut self,
+        x: f64,
+        ctx: C,
+        y: &mut [f64],
+        der: &mut [f64],
+    ) -> InterfaceResult<()>
+    where
+        B: DerivativeBackend<TwoArg<F>, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(1, &ctx)?;
+        self.meta.arg("y", self.meta.m, y.len())?;
+        self.meta.arg("der", self.meta.m, der.len())?;
+        self.backend
+            .value_and_derivative_into(&mut self.state, &self.f, x, &ctx, y, der)
+    }
+}
+
+// ---------------------------------------------------------------- gradient
+
+/// Prepares `gradient` of a one-argument `f(x: &[S], contexts...) -> S` at `x`.
+///
+/// ```
+/// use shade_interface::{AutoShade, Constant, prepare_gradient};
+/// use shade_autodiff::scalar::{Real, shade_fn};
+///
+/// fn f<S: Real>(x: &[S], w: &[f64]) -> S { x[0] * x[1] * w[0] }
+/// let w = [3.0];
+/// let mut prep = prepare_gradient(shade_fn!(f(&[S], &[f64])), &AutoShade::REVERSE, &[0.0, 0.0], (Constant(&w),))?;
+/// let mut g = [0.0; 2];
+/// let y = prep.value_and_gradient_into(&[2.0, 5.0], (Constant(&w),), &mut g)?;
+/// assert_eq!((y, g), (30.0, [15.0, 6.0]));
+/// # Ok::<(), shade_interface::InterfaceError>(())
+/// ```
+pub fn prepare_gradient<F, B, C>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, B::State>>
+where
+    B: GradientBackend<F, C>,
+    C: Contexts,
+{
+    prep_gradient(f, backend, x, &ctx)
+}
+
+fn prep_gradient<F, B: GradientBackend<F, C>, C: Contexts>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: &C,
+) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, B::State>> {
+    backend.validate()?;
+    let meta = Meta::new(Operator::Gradient, x.len(), 1, ctx);
+    let f = OneArg(f);
+    let st = backend.prepare_gradient(&f, x, ctx, &meta)?;
+    let report = backend.explain_gradient(&st, &meta);
+    Ok(Prepared::new(f, *backend, st, meta, report))
+}
+
+/// `∇f(x)` for a one-argument `f(x: &[S], contexts...) -> S`.
+pub fn gradient<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+where
+    B: GradientBackend<F, C>,
+    C: Contexts,
+{
+    prep_gradient(f, backend, x, &ctx)?.gradient(x, ctx)
+}
+
+/// `(f(x), ∇f(x))`.
+pub fn value_and_gradient<F, B, C>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<(f64, Vec<f64>)>
+where
+    B: GradientBackend<F, C>,
+    C: Contexts,
+{
+    prep_gradient(f, backend, x, &ctx)?.value_and_gradient(x, ctx)
+}
+
+impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
+    /// `∇f(x)`.
+    pub fn gradient<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+    where
+        B: GradientBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        let mut g = vec![0.0; x.len()];
+        self.value_and_gradient_into(x, ctx, &mut g)?;
+        Ok(g)
+    }
+
+    /// Writes `∇f(x)` into `g` (overwriting it).
+    #[inline]
+    pub fn gradient_into<C>(&mut self, x: &[f64], ctx: C, g: &mut [f64]) -> InterfaceResult<()>
+    where
+        B: GradientBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.value_and_gradient_into(x, ctx, g).map(|_| ())
+    }
+
+    /// `(f(x), ∇f(x))`.
+    pub fn value_and_gradient<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<(f64, Vec<f64>)>
+    where
+        B: GradientBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        let mut g = vec![0.0; x.len()];
+        let y = self.value_and_gradient_into(x, ctx, &mut g)?;
+        Ok((y, g))
+    }
+
+    /// Writes `∇f(x)` into `g` and returns `f(x)`.
+    #[inline]
+    pub fn value_and_gradient_into<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+        g: &mut [f64],
+    ) -> InterfaceResult<f64>
+    where
+        B: GradientBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(x.len(), &ctx)?;
+        self.meta.arg("gradient", self.meta.n, g.len())?;
+        self.backend
+            .value_and_gradient_into(&mut self.state, &self.f, x, &ctx, g)
+    }
+}
+
+// ---------------------------------------------------------------- jacobian
+
+pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C: Contexts>(
+    f: V,
+    m: usize,
+    backend: &B,
+    x: &[f64],
+    ctx: &C,
+) -> InterfaceResult<Prepared<JacobianOp, V, B, B::State>> {
+    backend.validate()?;
+    let meta = Meta::new(Operator::Jacobian, x.len(), m, ctx);
+    let st = backend.prepare_jacobian(&f, x, ctx, &meta)?;
+    let report = backend.explain_jacobian(&st, &meta);
+    Ok(Prepared::new(f, *backend, st, meta, report))
+}
+
+/// Prepares `jacobian` of a one-argument `f(x: &[S], contexts...) -> S` (a `1 × n`
+/// Jacobian).
+pub fn prepare_jacobian<F, B, C>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<Prepared<JacobianOp, OneArg<F>, B, B::State>>
+where
+    B: JacobianBackend<OneArg<F>, C>,
+    C: Contexts,
+{
+    prep_jacobian(OneArg(f), 1, backend, x, &ctx)
+}
+
+/// Prepares `jacobian` of a two-argument `f(y: &mut [S], x: &[S], contexts...)` with
+/// `m` outputs.
+pub fn prepare_jacobian_inplace<F, B, C>(
+    f: F,
+    m: usize,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<Prepared<JacobianOp, TwoArg<F>, B, B::State>>
+where
+    B: JacobianBackend<TwoArg<F>, C>,
+    C: Contexts,
+{
+    prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)
+}
+
+/// The `1 × n` Jacobian of a one-argument function.
+pub fn jacobian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+where
+    B: JacobianBackend<OneArg<F>, C>,
+    C: Contexts,
+{
+    prep_jacobian(OneArg(f), 1, backend, x, &ctx)?.jacobian(x, ctx)
+}
+
+/// `(y, J)` (`J` row-major `m × n`) of a two-argument function with `m` outputs.
+///
+/// ```
+/// use shade_interface::{AutoShade, value_and_jacobian_inplace};
+/// use shade_autodiff::scalar::{Real, shade_fn};
+///
+/// fn polar<S: Real>(y: &mut [S], x: &[S]) {
+///     y[0] = x[0] * x[1].cos();
+///     y[1] = x[0] * x[1].sin();
+/// }
+/// let (y, j) = value_and_jacobian_inplace(shade_fn!(polar(&mut [S], &[S])), 2, &AutoShade::REVERSE, &[2.0, 0.0], ())?;
+/// assert_eq!((y, j), (vec![2.0, 0.0], vec![1.0, 0.0, 0.0, 2.0]));
+/// # Ok::<(), shade_interface::InterfaceError>(())
+/// ```
+pub fn value_and_jacobian_inplace<F, B, C>(
+    f: F,
+    m: usize,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+where
+    B: JacobianBackend<TwoArg<F>, C>,
+    C: Contexts,
+{
+    prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)?.value_and_jacobian(x, ctx)
+}
+
+impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
+    /// The Jacobian (`m × n`, row-major).
+    pub fn jacobian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+    where
+        B: JacobianBackend<V, C, State = St>,
+        C: Contexts,
+    {
+        self.value_and_jacobian(x, ctx).map(|r| r.1)
+    }
+
+    /// Writes the Jacobian into `jac` (the outputs go to a buffer of the prepared
+    /// object, so this does not allocate either).
+    pub fn jacobian_into<C>(&mut self, x: &[f64], ctx: C, jac: &mut [f64]) -> InterfaceResult<()>
+    where
+        B: JacobianBackend<V, C, State = St>,
+        C: Contexts,
+    {
+        let mut y = core::mem::take(&mut self.out);
+        let r = self.value_and_jacobian_into(x, ctx, &mut y, jac);
+        self.out = y;
+        r
+    }
+
+    /// `(y, J)`.
+    pub fn value_and_jacobian<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+    ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+    where
+        B: JacobianBackend<V, C, State = St>,
+        C: Contexts,
+    {
+        let (mut y, mut j) = (vec![0.0; self.meta.m], vec![0.0; self.meta.m * self.meta.n]);
+        self.value_and_jacobian_into(x, ctx, &mut y, &mut j)?;
+        Ok((y, j))
+    }
+
+    /// Writes `y = f(x)` and the Jacobian.
+    #[inline]
+    pub fn value_and_jacobian_into<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+        y: &mut [f64],
+        jac: &mut [f64],
+    ) -> InterfaceResult<()>
+    where
+        B: JacobianBackend<V, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(x.len(), &ctx)?;
+        self.meta.arg("y", self.meta.m, y.len())?;
+        self.meta
+            .arg("jacobian", self.meta.m * self.meta.n, jac.len())?;
+        self.backend
+            .value_and_jacobian_into(&mut self.state, &self.f, x, &ctx, y, jac)
+    }
+}

@@ -1,0 +1,322 @@
+//! Directional operators: `pushforward` (JVP, `J dx`) and `pullback` (VJP, `Jᵀ dy`),
+//! single or batched (several tangents stacked one after the other).
+
+use super::{PullbackOp, PushforwardOp};
+use crate::backend::{Backend, Operator};
+use crate::context::Contexts;
+use crate::error::InterfaceResult;
+use crate::explain::Report;
+use crate::form::{OneArg, TwoArg};
+use crate::prep::{Meta, Prepared};
+
+/// A backend that computes pushforwards (Jacobian-vector products) of form `V`.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `pushforward` of `{V}` with contexts `{C}`",
+    label = "no pushforward for this backend, function form and contexts",
+    note = "`pushforward` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+)]
+pub trait PushforwardBackend<V, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x`.
+    fn prepare_pushforward(
+        &self,
+        f: &V,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// Writes `y = f(x)` and `dy = J(x) dx`.
+    #[allow(clippy::too_many_arguments)]
+    fn value_and_pushforward_into(
+        &self,
+        st: &mut Self::State,
+        f: &V,
+        x: &[f64],
+        dx: &[f64],
+        ctx: &C,
+        y: &mut [f64],
+        dy: &mut [f64],
+    ) -> InterfaceResult<()>;
+    /// Writes `y` and `dys[k] = J dxs[k]` for stacked tangents (`dxs`: `k × n`,
+    /// `dys`: `k × m`). The default runs one pushforward per tangent.
+    #[allow(clippy::too_many_arguments)]
+    fn value_and_pushforward_batch_into(
+        &self,
+        st: &mut Self::State,
+        f: &V,
+        x: &[f64],
+        dxs: &[f64],
+        ctx: &C,
+        y: &mut [f64],
+        dys: &mut [f64],
+    ) -> InterfaceResult<()> {
+        let (n, m) = (x.len(), y.len());
+        for (dx, dy) in dxs
+            .chunks_exact(n.max(1))
+            .zip(dys.chunks_exact_mut(m.max(1)))
+        {
+            self.value_and_pushforward_into(st, f, x, dx, ctx, y, dy)?;
+        }
+        Ok(())
+    }
+    /// The report for a prepared state.
+    fn explain_pushforward(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+/// A backend that computes pullbacks (vector-Jacobian products) of form `V`.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `pullback` of `{V}` with contexts `{C}`",
+    label = "no pullback for this backend, function form and contexts",
+    note = "`pullback` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+)]
+pub trait PullbackBackend<V, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x`.
+    fn prepare_pullback(
+        &self,
+        f: &V,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// Writes `y = f(x)` and `dx = J(x)ᵀ dy` (overwriting `dx`).
+    #[allow(clippy::too_many_arguments)]
+    fn value_and_pullback_into(
+        &self,
+        st: &mut Self::State,
+        f: &V,
+        x: &[f64],
+        dy: &[f64],
+        ctx: &C,
+        y: &mut [f64],
+        dx: &mut [f64],
+    ) -> InterfaceResult<()>;
+    /// Writes `y` and `dxs[k] = Jᵀ dys[k]` for stacked cotangents. The default runs one
+    /// pullback per cotangent.
+    #[allow(clippy::too_many_arguments)]
+    fn value_and_pullback_batch_into(
+        &self,
+        st: &mut Self::State,
+        f: &V,
+        x: &[f64],
+        dys: &[f64],
+        ctx: &C,
+        y: &mut [f64],
+        dxs: &mut [f64],
+    ) -> InterfaceResult<()> {
+        let (n, m) = (x.len(), y.len());
+        for (dy, dx) in dys
+            .chunks_exact(m.max(1))
+            .zip(dxs.chunks_exact_mut(n.max(1)))
+        {
+            self.value_and_pullback_into(st, f, x, dy, ctx, y, dx)?;
+        }
+        Ok(())
+    }
+    /// The report for a prepared state.
+    fn explain_pullback(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+macro_rules! directional {
+    (
+        $op:ident, $Trait:ident, $oper:ident, $prep_fn:ident, $prepare:ident, $prepare_inplace:ident,
+        $free:ident, $free_inplace:ident, $explain:ident, $into:ident, $batch_into:ident,
+        $plain:ident, $plain_into:ident, $vand:ident, $batch:ident, $vand_batch:ident,
+        $tin:literal, $tout:literal, $inlen:ident, $outlen:ident, $doc:literal
+    ) => {
+        pub(crate) fn $prep_fn<V, B: $Trait<V, C>, C: Contexts>(
+            f: V,
+            m: usize,
+            backend: &B,
+            x: &[f64],
+            ctx: &C,
+        ) -> InterfaceResult<Prepared<$op, V, B, B::State>> {
+            backend.validate()?;
+            let meta = Meta::new(Operator::$oper, x.len(), m, ctx);
+            let st = backend.$prepare(&f, x, ctx, &meta)?;
+            let report = backend.$explain(&st, &meta);
+            Ok(Prepared::new(f, *backend, st, meta, report))
+        }
+
+        #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a one-argument `f(x: &[S], contexts...) -> S` (`m = 1`).")]
+        pub fn $prepare<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Prepared<$op, OneArg<F>, B, B::State>>
+        where
+            B: $Trait<OneArg<F>, C>,
+            C: Contexts,
+        {
+            $prep_fn(OneArg(f), 1, backend, x, &ctx)
+        }
+
+        #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a two-argument `f(y: &mut [S], x: &[S], contexts...)` with `m` outputs.")]
+        pub fn $prepare_inplace<F, B, C>(
+            f: F,
+            m: usize,
+            backend: &B,
+            x: &[f64],
+            ctx: C,
+        ) -> InterfaceResult<Prepared<$op, TwoArg<F>, B, B::State>>
+        where
+            B: $Trait<TwoArg<F>, C>,
+            C: Contexts,
+        {
+            $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)
+        }
+
+        #[doc = concat!("`", stringify!($plain), "` (", $doc, ") of a one-argument function (`m = 1`).")]
+        pub fn $free<F, B, C>(f: F, backend: &B, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+        where
+            B: $Trait<OneArg<F>, C>,
+            C: Contexts,
+        {
+            $prep_fn(OneArg(f), 1, backend, x, &ctx)?.$plain(x, t, ctx)
+        }
+
+        #[doc = concat!("`(y, ", stringify!($plain), ")` (", $doc, ") of a two-argument function with `m` outputs.")]
+        pub fn $free_inplace<F, B, C>(
+            f: F,
+            m: usize,
+            backend: &B,
+            x: &[f64],
+            t: &[f64],
+            ctx: C,
+        ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+        where
+            B: $Trait<TwoArg<F>, C>,
+            C: Contexts,
+        {
+            $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)?.$vand(x, t, ctx)
+        }
+
+        impl<V, B: Backend, St> Prepared<$op, V, B, St> {
+            #[doc = concat!("`", $doc, "` (length ", stringify!($outlen), ").")]
+            pub fn $plain<C>(&mut self, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+            where
+                B: $Trait<V, C, State = St>,
+                C: Contexts,
+            {
+                self.$vand(x, t, ctx).map(|r| r.1)
+            }
+
+            #[doc = concat!("Writes `", $doc, "` into `out` (the primal output goes to a buffer of the prepared object).")]
+            pub fn $plain_into<C>(&mut self, x: &[f64], t: &[f64], ctx: C, out: &mut [f64]) -> InterfaceResult<()>
+            where
+                B: $Trait<V, C, State = St>,
+                C: Contexts,
+            {
+                let mut y = core::mem::take(&mut self.out);
+                let r = self.$into(x, t, ctx, &mut y, out);
+                self.out = y;
+                r
+            }
+
+            #[doc = concat!("`(y, ", $doc, ")`.")]
+            pub fn $vand<C>(&mut self, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+            where
+                B: $Trait<V, C, State = St>,
+                C: Contexts,
+            {
+                let (mut y, mut out) = (vec![0.0; self.meta.m], vec![0.0; self.meta.$outlen]);
+                self.$into(x, t, ctx, &mut y, &mut out)?;
+                Ok((y, out))
+            }
+
+            #[doc = concat!("Writes `y = f(x)` and `", $doc, "`.")]
+            #[inline]
+            pub fn $into<C>(&mut self, x: &[f64], t: &[f64], ctx: C, y: &mut [f64], out: &mut [f64]) -> InterfaceResult<()>
+            where
+                B: $Trait<V, C, State = St>,
+                C: Contexts,
+            {
+                self.meta.check(x.len(), &ctx)?;
+                self.meta.arg($tin, self.meta.$inlen, t.len())?;
+                self.meta.arg("y", self.meta.m, y.len())?;
+                self.meta.arg($tout, self.meta.$outlen, out.len())?;
+                self.backend.$into(&mut self.state, &self.f, x, t, &ctx, y, out)
+            }
+
+            #[doc = concat!("Batched `", stringify!($plain), "`: `ts` stacks `k` tangents, the result stacks `k` results.")]
+            pub fn $batch<C>(&mut self, x: &[f64], ts: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+            where
+                B: $Trait<V, C, State = St>,
+                C: Contexts,
+            {
+                let k = self.meta.batch(self.meta.$inlen, ts.len())?;
+                let mut y = core::mem::take(&mut self.out);
+                let mut out = vec![0.0; k * self.meta.$outlen];
+                let r = self.$vand_batch(x, ts, ctx, &mut y, &mut out);
+                self.out = y;
+                r.map(|()| out)
+            }
+
+            #[doc = concat!("Batched `", stringify!($into), "`: writes `y` and the `k` stacked results.")]
+            pub fn $vand_batch<C>(
+                &mut self,
+                x: &[f64],
+                ts: &[f64],
+                ctx: C,
+                y: &mut [f64],
+                outs: &mut [f64],
+            ) -> InterfaceResult<()>
+            where
+                B: $Trait<V, C, State = St>,
+                C: Contexts,
+            {
+                self.meta.check(x.len(), &ctx)?;
+                let k = self.meta.batch(self.meta.$inlen, ts.len())?;
+                self.meta.arg("y", self.meta.m, y.len())?;
+                self.meta.arg($tout, k * self.meta.$outlen, outs.len())?;
+                self.backend.$batch_into(&mut self.state, &self.f, x, ts, &ctx, y, outs)
+            }
+        }
+    };
+}
+
+directional!(
+    PushforwardOp,
+    PushforwardBackend,
+    Pushforward,
+    prep_pushforward,
+    prepare_pushforward,
+    prepare_pushforward_inplace,
+    pushforward,
+    value_and_pushforward_inplace,
+    explain_pushforward,
+    value_and_pushforward_into,
+    value_and_pushforward_batch_into,
+    pushforward,
+    pushforward_into,
+    value_and_pushforward,
+    pushforward_batch,
+    value_and_pushforward_batch_into,
+    "dx",
+    "dy",
+    n,
+    m,
+    "dy = J(x) dx"
+);
+
+directional!(
+    PullbackOp,
+    PullbackBackend,
+    Pullback,
+    prep_pullback,
+    prepare_pullback,
+    prepare_pullback_inplace,
+    pullback,
+    value_and_pullback_inplace,
+    explain_pullback,
+    value_and_pullback_into,
+    value_and_pullback_batch_into,
+    pullback,
+    pullback_into,
+    value_and_pullback,
+    pullback_batch,
+    value_and_pullback_batch_into,
+    "dy",
+    "dx",
+    m,
+    n,
+    "dx = J(x)ᵀ dy"
+);

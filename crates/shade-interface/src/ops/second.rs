@@ -1,0 +1,439 @@
+//! Second-order operators of one-argument functions: `second_derivative`, `hessian`,
+//! `hvp`.
+
+use super::{HessianOp, HvpOp, SecondDerivativeOp};
+use crate::backend::{Backend, Operator};
+use crate::context::Contexts;
+use crate::error::InterfaceResult;
+use crate::explain::Report;
+use crate::form::OneArg;
+use crate::prep::{Meta, Prepared};
+
+/// A backend that computes second derivatives of `f(x: S, contexts...) -> S`.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `second_derivative` of `{F}` with contexts `{C}`",
+    label = "no second derivative for this backend, function and contexts",
+    note = "`second_derivative` takes `shade_fn!(f(S, ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+)]
+pub trait SecondDerivativeBackend<F, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x`.
+    fn prepare_second_derivative(
+        &self,
+        f: &OneArg<F>,
+        x: f64,
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// `(f(x), f'(x), f''(x))`.
+    fn value_derivative_and_second_derivative(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: f64,
+        ctx: &C,
+    ) -> InterfaceResult<(f64, f64, f64)>;
+    /// The report for a prepared state.
+    fn explain_second_derivative(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+/// A backend that computes Hessians of `f(x: &[S], contexts...) -> S`.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `hessian` of `{F}` with contexts `{C}`",
+    label = "no Hessian for this backend, function and contexts",
+    note = "`hessian` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, SecondOrder(AutoShade forward, AutoShade reverse), SecondOrder(AutoFiniteDiff, _)"
+)]
+pub trait HessianBackend<F, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x`.
+    fn prepare_hessian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// Writes the Hessian (`n × n`, row-major) into `h`.
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()>;
+    /// Writes `∇f(x)` and the Hessian, returns `f(x)`.
+    #[allow(clippy::too_many_arguments)]
+    fn value_gradient_and_hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+        h: &mut [f64],
+    ) -> InterfaceResult<f64>;
+    /// The report for a prepared state.
+    fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+/// A backend that computes Hessian-vector products of `f(x: &[S], contexts...) -> S`.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot compute `hvp` of `{F}` with contexts `{C}`",
+    label = "no Hessian-vector product for this backend, function and contexts",
+    note = "`hvp` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, SecondOrder(AutoShade forward, AutoShade reverse), SecondOrder(AutoFiniteDiff, _)"
+)]
+pub trait HvpBackend<F, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// Makes the state for input `x`.
+    fn prepare_hvp(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State>;
+    /// Writes `∇²f(x) v` into `hv`.
+    #[allow(clippy::too_many_arguments)]
+    fn hvp_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        v: &[f64],
+        ctx: &C,
+        hv: &mut [f64],
+    ) -> InterfaceResult<()>;
+    /// Writes `∇f(x)` and `∇²f(x) v`, returns `f(x)`.
+    #[allow(clippy::too_many_arguments)]
+    fn gradient_and_hvp_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        v: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+        hv: &mut [f64],
+    ) -> InterfaceResult<f64>;
+    /// The report for a prepared state.
+    fn explain_hvp(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+// ---------------------------------------------------------------- second_derivative
+
+fn prep_second_derivative<F, B: SecondDerivativeBackend<F, C>, C: Contexts>(
+    f: F,
+    backend: &B,
+    x: f64,
+    ctx: &C,
+) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, B::State>> {
+    backend.validate()?;
+    let meta = Meta::new(Operator::SecondDerivative, 1, 1, ctx);
+    let f = OneArg(f);
+    let st = backend.prepare_second_derivative(&f, x, ctx, &meta)?;
+    let report = backend.explain_second_derivative(&st, &meta);
+    Ok(Prepared::new(f, *backend, st, meta, report))
+}
+
+/// Prepares `second_derivative` of `f(x: S, contexts...) -> S`.
+pub fn prepare_second_derivative<F, B, C>(
+    f: F,
+    backend: &B,
+    x: f64,
+    ctx: C,
+) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, B::State>>
+where
+    B: SecondDerivativeBackend<F, C>,
+    C: Contexts,
+{
+    prep_second_derivative(f, backend, x, &ctx)
+}
+
+/// `f''(x)` for `f(x: S, contexts...) -> S`.
+///
+/// ```
+/// use shade_interface::{AutoFiniteDiff, AutoShade, second_derivative};
+/// use shade_autodiff::scalar::{Real, shade_fn};
+///
+/// fn f<S: Real>(x: S) -> S { x.powi(3) }
+/// assert_eq!(second_derivative(shade_fn!(f(S)), &AutoShade::FORWARD, 2.0, ())?, 12.0);
+/// let fd = second_derivative(shade_fn!(f(S)), &AutoFiniteDiff::CENTRAL, 2.0, ())?;
+/// assert!((fd - 12.0).abs() < 1e-6);
+/// # Ok::<(), shade_interface::InterfaceError>(())
+/// ```
+pub fn second_derivative<F, B, C>(f: F, backend: &B, x: f64, ctx: C) -> InterfaceResult<f64>
+where
+    B: SecondDerivativeBackend<F, C>,
+    C: Contexts,
+{
+    prep_second_derivative(f, backend, x, &ctx)?.second_derivative(x, ctx)
+}
+
+impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
+    /// `f''(x)`.
+    pub fn second_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<f64>
+    where
+        B: SecondDerivativeBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.value_derivative_and_second_derivative(x, ctx)
+            .map(|r| r.2)
+    }
+
+    /// `(f(x), f'(x), f''(x))`.
+    pub fn value_derivative_and_second_derivative<C>(
+        &mut self,
+        x: f64,
+        ctx: C,
+    ) -> InterfaceResult<(f64, f64, f64)>
+    where
+        B: SecondDerivativeBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(1, &ctx)?;
+        self.backend
+            .value_derivative_and_second_derivative(&mut self.state, &self.f, x, &ctx)
+    }
+}
+
+// ---------------------------------------------------------------- hessian
+
+fn prep_hessian<F, B: HessianBackend<F, C>, C: Contexts>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: &C,
+) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, B::State>> {
+    backend.validate()?;
+    let meta = Meta::new(Operator::Hessian, x.len(), 1, ctx);
+    let f = OneArg(f);
+    let st = backend.prepare_hessian(&f, x, ctx, &meta)?;
+    let report = backend.explain_hessian(&st, &meta);
+    Ok(Prepared::new(f, *backend, st, meta, report))
+}
+
+/// Prepares `hessian` of `f(x: &[S], contexts...) -> S`.
+pub fn prepare_hessian<F, B, C>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, B::State>>
+where
+    B: HessianBackend<F, C>,
+    C: Contexts,
+{
+    prep_hessian(f, backend, x, &ctx)
+}
+
+/// The Hessian (`n × n`, row-major) of `f(x: &[S], contexts...) -> S`.
+pub fn hessian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+where
+    B: HessianBackend<F, C>,
+    C: Contexts,
+{
+    prep_hessian(f, backend, x, &ctx)?.hessian(x, ctx)
+}
+
+impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
+    /// The Hessian.
+    pub fn hessian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+    where
+        B: HessianBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        let mut h = vec![0.0; self.meta.n * self.meta.n];
+        self.hessian_into(x, ctx, &mut h)?;
+        Ok(h)
+    }
+
+    /// Writes the Hessian into `h`.
+    pub fn hessian_into<C>(&mut self, x: &[f64], ctx: C, h: &mut [f64]) -> InterfaceResult<()>
+    where
+        B: HessianBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(x.len(), &ctx)?;
+        self.meta
+            .arg("hessian", self.meta.n * self.meta.n, h.len())?;
+        self.backend
+            .hessian_into(&mut self.state, &self.f, x, &ctx, h)
+    }
+
+    /// `(f(x), ∇f(x), ∇²f(x))`.
+    pub fn value_gradient_and_hessian<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+    ) -> InterfaceResult<(f64, Vec<f64>, Vec<f64>)>
+    where
+        B: HessianBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        let (mut g, mut h) = (vec![0.0; self.meta.n], vec![0.0; self.meta.n * self.meta.n]);
+        let y = self.value_gradient_and_hessian_into(x, ctx, &mut g, &mut h)?;
+        Ok((y, g, h))
+    }
+
+    /// Writes `∇f(x)` and `∇²f(x)`, returns `f(x)`.
+    pub fn value_gradient_and_hessian_into<C>(
+        &mut self,
+        x: &[f64],
+        ctx: C,
+        g: &mut [f64],
+        h: &mut [f64],
+    ) -> InterfaceResult<f64>
+    where
+        B: HessianBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(x.len(), &ctx)?;
+        self.meta.arg("gradient", self.meta.n, g.len())?;
+        self.meta
+            .arg("hessian", self.meta.n * self.meta.n, h.len())?;
+        self.backend
+            .value_gradient_and_hessian_into(&mut self.state, &self.f, x, &ctx, g, h)
+    }
+}
+
+// ---------------------------------------------------------------- hvp
+
+fn prep_hvp<F, B: HvpBackend<F, C>, C: Contexts>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: &C,
+) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, B::State>> {
+    backend.validate()?;
+    let meta = Meta::new(Operator::Hvp, x.len(), 1, ctx);
+    let f = OneArg(f);
+    let st = backend.prepare_hvp(&f, x, ctx, &meta)?;
+    let report = backend.explain_hvp(&st, &meta);
+    Ok(Prepared::new(f, *backend, st, meta, report))
+}
+
+/// Prepares `hvp` of `f(x: &[S], contexts...) -> S`.
+pub fn prepare_hvp<F, B, C>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, B::State>>
+where
+    B: HvpBackend<F, C>,
+    C: Contexts,
+{
+    prep_hvp(f, backend, x, &ctx)
+}
+
+/// `∇²f(x) v` for `f(x: &[S], contexts...) -> S`.
+///
+/// ```
+/// use shade_interface::{AutoShade, SecondOrder, hvp};
+/// use shade_autodiff::scalar::{Real, shade_fn};
+///
+/// fn f<S: Real>(x: &[S]) -> S { x[0] * x[0] * x[1] }
+/// let b = SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE };
+/// assert_eq!(hvp(shade_fn!(f(&[S])), &b, &[1.0, 3.0], &[1.0, 1.0], ())?, [8.0, 2.0]);
+/// # Ok::<(), shade_interface::InterfaceError>(())
+/// ```
+pub fn hvp<F, B, C>(f: F, backend: &B, x: &[f64], v: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+where
+    B: HvpBackend<F, C>,
+    C: Contexts,
+{
+    prep_hvp(f, backend, x, &ctx)?.hvp(x, v, ctx)
+}
+
+impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
+    /// `∇²f(x) v`.
+    pub fn hvp<C>(&mut self, x: &[f64], v: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+    where
+        B: HvpBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        let mut hv = vec![0.0; self.meta.n];
+        self.hvp_into(x, v, ctx, &mut hv)?;
+        Ok(hv)
+    }
+
+    /// Writes `∇²f(x) v` into `hv`.
+    pub fn hvp_into<C>(
+        &mut self,
+        x: &[f64],
+        v: &[f64],
+        ctx: C,
+        hv: &mut [f64],
+    ) -> InterfaceResult<()>
+    where
+        B: HvpBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(x.len(), &ctx)?;
+        self.meta.arg("v", self.meta.n, v.len())?;
+        self.meta.arg("hvp", self.meta.n, hv.len())?;
+        self.backend
+            .hvp_into(&mut self.state, &self.f, x, v, &ctx, hv)
+    }
+
+    /// `(∇f(x), ∇²f(x) v)` (the `value_and_` variant of `hvp`, as in DifferentiationInterface).
+    pub fn gradient_and_hvp<C>(
+        &mut self,
+        x: &[f64],
+        v: &[f64],
+        ctx: C,
+    ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+    where
+        B: HvpBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        let (mut g, mut hv) = (vec![0.0; self.meta.n], vec![0.0; self.meta.n]);
+        self.gradient_and_hvp_into(x, v, ctx, &mut g, &mut hv)?;
+        Ok((g, hv))
+    }
+
+    /// Writes `∇f(x)` and `∇²f(x) v`, returns `f(x)`.
+    pub fn gradient_and_hvp_into<C>(
+        &mut self,
+        x: &[f64],
+        v: &[f64],
+        ctx: C,
+        g: &mut [f64],
+        hv: &mut [f64],
+    ) -> InterfaceResult<f64>
+    where
+        B: HvpBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(x.len(), &ctx)?;
+        self.meta.arg("v", self.meta.n, v.len())?;
+        self.meta.arg("gradient", self.meta.n, g.len())?;
+        self.meta.arg("hvp", self.meta.n, hv.len())?;
+        self.backend
+            .gradient_and_hvp_into(&mut self.state, &self.f, x, v, &ctx, g, hv)
+    }
+
+    /// Batched `hvp`: `vs` stacks `k` directions; the result stacks `k` products.
+    pub fn hvp_batch<C>(&mut self, x: &[f64], vs: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+    where
+        B: HvpBackend<F, C, State = St>,
+        C: Contexts,
+    {
+        self.meta.check(x.len(), &ctx)?;
+        let n = self.meta.n;
+        let k = self.meta.batch(n, vs.len())?;
+        let mut out = vec![0.0; k * n];
+        for (v, hv) in vs
+            .chunks_exact(n.max(1))
+            .zip(out.chunks_exact_mut(n.max(1)))
+        {
+            self.backend
+                .hvp_into(&mut self.state, &self.f, x, v, &ctx, hv)?;
+        }
+        Ok(out)
+    }
+}

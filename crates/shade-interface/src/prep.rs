@@ -1,0 +1,118 @@
+//! Preparation objects: [`Prepared`] holds the function, the backend, the backend's
+//! state (tapes, scratch buffers) and the shapes fixed at preparation.
+//!
+//! Types are fixed at compile time (function, backend, context types); shapes are
+//! checked at every call with [`InterfaceError::ShapeMismatch`]. Once prepared,
+//! `AutoShade`'s gradient, jacobian, pushforward and pullback calls do not allocate
+//! (the `_into` variants; the plain variants allocate their result).
+
+use crate::backend::{Backend, Operator};
+use crate::context::{ContextShape, Contexts};
+use crate::error::{InterfaceError, InterfaceResult, check_len};
+use crate::explain::Report;
+use core::marker::PhantomData;
+
+/// Shapes fixed at preparation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// The operator.
+    pub operator: Operator,
+    /// Input length (1 for a scalar input).
+    pub n: usize,
+    /// Output length (1 for the one-argument form).
+    pub m: usize,
+    pub(crate) ctx: ContextShape,
+}
+
+impl Meta {
+    pub(crate) fn new<C: Contexts>(operator: Operator, n: usize, m: usize, ctx: &C) -> Self {
+        Meta {
+            operator,
+            n,
+            m,
+            ctx: ContextShape::of(ctx),
+        }
+    }
+
+    /// Checks the input length and the contexts.
+    #[inline]
+    pub(crate) fn check<C: Contexts>(&self, x: usize, ctx: &C) -> InterfaceResult<()> {
+        check_len(self.operator.name(), "x", self.n, x)?;
+        self.ctx.check(self.operator.name(), ctx)
+    }
+
+    /// Checks one more argument's length.
+    #[inline]
+    pub(crate) fn arg(
+        &self,
+        argument: &'static str,
+        expected: usize,
+        found: usize,
+    ) -> InterfaceResult<()> {
+        check_len(self.operator.name(), argument, expected, found)
+    }
+
+    /// Checks a stack of tangents of length `len` each; returns how many.
+    #[inline]
+    pub(crate) fn batch(&self, len: usize, found: usize) -> InterfaceResult<usize> {
+        if len == 0 {
+            return Ok(0);
+        }
+        if !found.is_multiple_of(len) {
+            return Err(InterfaceError::BatchShape {
+                operator: self.operator.name(),
+                len,
+                found,
+            });
+        }
+        Ok(found / len)
+    }
+}
+
+/// A prepared operator: function `V` (a form), backend `B` and its state `St`.
+///
+/// Made by the `prepare_*` functions; the operator `Op` is a marker type
+/// ([`GradientOp`](crate::GradientOp), ...). Calls with the plain, `_into`,
+/// `value_and_*` and `value_and_*_into` variants are methods of the operator's impl
+/// block; every call checks the shapes against the preparation.
+#[derive(Debug)]
+pub struct Prepared<Op, V, B, St> {
+    pub(crate) f: V,
+    pub(crate) backend: B,
+    pub(crate) state: St,
+    pub(crate) meta: Meta,
+    pub(crate) report: Report,
+    /// Buffer for outputs the caller did not ask for (length `m`).
+    pub(crate) out: Vec<f64>,
+    pub(crate) op: PhantomData<Op>,
+}
+
+impl<Op, V, B: Backend, St> Prepared<Op, V, B, St> {
+    pub(crate) fn new(f: V, backend: B, state: St, meta: Meta, report: Report) -> Self {
+        Prepared {
+            f,
+            backend,
+            state,
+            meta,
+            report,
+            out: vec![0.0; meta.m],
+            op: PhantomData,
+        }
+    }
+
+    /// What this prepared operator does: which path runs, how contexts are passed,
+    /// batch size, tape or buffer sizes.
+    pub fn explain(&self) -> &Report {
+        &self.report
+    }
+
+    /// The shapes fixed at preparation.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+}

@@ -1,0 +1,324 @@
+//! [`SecondOrder`] backends for `hessian` and `hvp`:
+//!
+//! - `SecondOrder<AutoShade, AutoShade>` with a forward outer and a reverse inner mode is
+//!   forward-over-reverse in one native pass (the core's `Tape<Dual<f64>>`); other mode
+//!   combinations are refused at preparation (`SHADE-E0202`), naming what works.
+//! - `SecondOrder<AutoFiniteDiff, I>` differences the gradients of any first-order
+//!   backend `I` (the generic fallback).
+
+use crate::backend::{AutoFiniteDiff, AutoShade, Backend, FdKind, SecondOrder};
+use crate::context::{ContextPassing, Contexts};
+use crate::error::{InterfaceError, InterfaceResult};
+use crate::explain::{PathKind, Report};
+use crate::form::OneArg;
+use crate::ops::{GradientBackend, HessianBackend, HvpBackend};
+use crate::prep::Meta;
+use shade_autodiff::ModeKind;
+
+const CAPABLE: &str = "SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }, SecondOrder { outer: AutoFiniteDiff, inner: <any gradient backend> }, AutoShade, AutoFiniteDiff, AutoNumDual";
+
+impl SecondOrder<AutoShade, AutoShade> {
+    fn check(&self, operator: &'static str) -> InterfaceResult<()> {
+        if self.outer.mode == ModeKind::Forward && self.inner.mode == ModeKind::Reverse {
+            return Ok(());
+        }
+        Err(InterfaceError::Unsupported {
+            backend: self.name(),
+            operator,
+            reason: "the core nests forward over reverse only (reverse over anything would need a tape of tapes)",
+            capable: CAPABLE,
+        })
+    }
+    fn relabel(&self, mut r: Report) -> Report {
+        r.backend = self.name();
+        r
+    }
+}
+
+impl<F, C> HvpBackend<F, C> for SecondOrder<AutoShade, AutoShade>
+where
+    AutoShade: HvpBackend<F, C>,
+    C: Contexts,
+{
+    type State = <AutoShade as HvpBackend<F, C>>::State;
+    fn prepare_hvp(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
+        self.check("hvp")?;
+        self.inner.prepare_hvp(f, x, ctx, meta)
+    }
+    fn hvp_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        v: &[f64],
+        ctx: &C,
+        hv: &mut [f64],
+    ) -> InterfaceResult<()> {
+        self.inner.hvp_into(st, f, x, v, ctx, hv)
+    }
+    fn gradient_and_hvp_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        v: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+        hv: &mut [f64],
+    ) -> InterfaceResult<f64> {
+        self.inner.gradient_and_hvp_into(st, f, x, v, ctx, g, hv)
+    }
+    fn explain_hvp(&self, st: &Self::State, meta: &Meta) -> Report {
+        self.relabel(self.inner.explain_hvp(st, meta))
+    }
+}
+
+impl<F, C> HessianBackend<F, C> for SecondOrder<AutoShade, AutoShade>
+where
+    AutoShade: HessianBackend<F, C>,
+    C: Contexts,
+{
+    type State = <AutoShade as HessianBackend<F, C>>::State;
+    fn prepare_hessian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
+        self.check("hessian")?;
+        self.inner.prepare_hessian(f, x, ctx, meta)
+    }
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()> {
+        self.inner.hessian_into(st, f, x, ctx, h)
+    }
+    fn value_gradient_and_hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+        h: &mut [f64],
+    ) -> InterfaceResult<f64> {
+        self.inner
+            .value_gradient_and_hessian_into(st, f, x, ctx, g, h)
+    }
+    fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report {
+        self.relabel(self.inner.explain_hessian(st, meta))
+    }
+}
+
+/// State of finite differences over an inner gradient.
+#[derive(Debug)]
+pub struct FdOverState<S> {
+    inner: S,
+    xp: Vec<f64>,
+    gp: Vec<f64>,
+    gm: Vec<f64>,
+    unit: Vec<f64>,
+}
+
+impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
+    fn prepare<F, C>(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<FdOverState<I::State>>
+    where
+        I: GradientBackend<F, C>,
+    {
+        let n = x.len();
+        Ok(FdOverState {
+            inner: self.inner.prepare_gradient(f, x, ctx, meta)?,
+            xp: vec![0.0; n],
+            gp: vec![0.0; n],
+            gm: vec![0.0; n],
+            unit: vec![0.0; n],
+        })
+    }
+
+    /// `hv = ∇²f(x) v` by differencing the inner gradient along `v`.
+    #[allow(clippy::too_many_arguments)]
+    fn hvp_with<F, C>(
+        &self,
+        st: &mut FdOverState<I::State>,
+        f: &OneArg<F>,
+        x: &[f64],
+        v: &[f64],
+        ctx: &C,
+        hv: &mut [f64],
+        unit: bool,
+    ) -> InterfaceResult<()>
+    where
+        I: GradientBackend<F, C>,
+    {
+        let vn = v.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+        if vn == 0.0 {
+            hv.fill(0.0);
+            return Ok(());
+        }
+        let xn = x.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+        let h = (self.outer.first_rel_step() * xn.max(1.0) + self.outer.abs_step) / vn;
+        let v = if unit { &st.unit[..] } else { v };
+        st.xp.clear();
+        st.xp.extend(x.iter().zip(v).map(|(a, b)| a + h * b));
+        self.inner
+            .value_and_gradient_into(&mut st.inner, f, &st.xp, ctx, &mut st.gp)?;
+        match self.outer.kind {
+            FdKind::Central => {
+                st.xp.clear();
+                st.xp.extend(x.iter().zip(v).map(|(a, b)| a - h * b));
+                self.inner
+                    .value_and_gradient_into(&mut st.inner, f, &st.xp, ctx, &mut st.gm)?;
+                for ((o, p), m) in hv.iter_mut().zip(&st.gp).zip(&st.gm) {
+                    *o = (p - m) / (2.0 * h);
+                }
+            }
+            FdKind::Forward => {
+                self.inner
+                    .value_and_gradient_into(&mut st.inner, f, x, ctx, &mut st.gm)?;
+                for ((o, p), m) in hv.iter_mut().zip(&st.gp).zip(&st.gm) {
+                    *o = (p - m) / h;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&self, meta: &Meta, calls: usize) -> Report {
+        Report {
+            operator: meta.operator.name(),
+            backend: self.name(),
+            path: PathKind::Generic,
+            detail: format!(
+                "generic fallback: {} differences of the gradients of {}, {calls} gradients per call",
+                match self.outer.kind {
+                    FdKind::Central => "central",
+                    FdKind::Forward => "forward",
+                },
+                self.inner.name()
+            ),
+            contexts: meta.ctx.passing(
+                |_| ContextPassing::CacheConverted,
+                ContextPassing::ConstantConverted,
+            ),
+            batch: 1,
+            calls,
+            tape_records: None,
+            reserved_bytes: 32 * meta.n,
+        }
+    }
+}
+
+impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<AutoFiniteDiff, I> {
+    type State = FdOverState<I::State>;
+    fn prepare_hvp(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
+        self.prepare(f, x, ctx, meta)
+    }
+    fn hvp_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        v: &[f64],
+        ctx: &C,
+        hv: &mut [f64],
+    ) -> InterfaceResult<()> {
+        self.hvp_with(st, f, x, v, ctx, hv, false)
+    }
+    fn gradient_and_hvp_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        v: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+        hv: &mut [f64],
+    ) -> InterfaceResult<f64> {
+        self.hvp_with(st, f, x, v, ctx, hv, false)?;
+        self.inner
+            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+    }
+    fn explain_hvp(&self, _: &Self::State, meta: &Meta) -> Report {
+        self.report(meta, 2)
+    }
+}
+
+impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
+    for SecondOrder<AutoFiniteDiff, I>
+{
+    type State = FdOverState<I::State>;
+    fn prepare_hessian(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
+        self.prepare(f, x, ctx, meta)
+    }
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut [f64],
+    ) -> InterfaceResult<()> {
+        let n = x.len();
+        for j in 0..n {
+            st.unit[j] = 1.0;
+            let r = self.hvp_with(st, f, x, &[1.0], ctx, &mut h[j * n..(j + 1) * n], true);
+            st.unit[j] = 0.0;
+            r?;
+        }
+        // Symmetrise: the differences of a gradient are symmetric only up to their error.
+        for i in 0..n {
+            for j in i + 1..n {
+                let a = 0.5 * (h[i * n + j] + h[j * n + i]);
+                h[i * n + j] = a;
+                h[j * n + i] = a;
+            }
+        }
+        Ok(())
+    }
+    fn value_gradient_and_hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+        h: &mut [f64],
+    ) -> InterfaceResult<f64> {
+        self.hessian_into(st, f, x, ctx, h)?;
+        self.inner
+            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+    }
+    fn explain_hessian(&self, _: &Self::State, meta: &Meta) -> Report {
+        self.report(meta, 2 * meta.n)
+    }
+}

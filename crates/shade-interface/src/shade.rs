@@ -1,0 +1,117 @@
+//! The native path: every operator of [`AutoShade`] calls `shade-autodiff` directly with
+//! the user's function value and the contexts as activities.
+//!
+//! | operator | core entry point |
+//! |---|---|
+//! | gradient (reverse) | `autodiff_with(ReverseWithPrimal, f, Active(1.0), (Duplicated(x, g), ctx...))` |
+//! | gradient (forward) | `autodiff_with(Forward, f, BatchTangent::<8>, (BatchDuplicated(x, seeds), ctx...))` |
+//! | derivative | `Tape::derivative` (forward, `Dual<f64>`) |
+//! | second_derivative | `Tape::second_derivative` (forward over forward) |
+//! | jacobian (two-argument) | `Tape::jacobian_reverse_into` / `Tape::jacobian_forward_into` |
+//! | pushforward | `autodiff_with(ForwardWithPrimal, ..)` / `Tape::pushforward_into` |
+//! | pullback | `autodiff_with(ReverseWithPrimal, f, Active(dy), ..)` / `Tape::pullback_into` |
+//! | hessian, hvp | `Tape::<Dual<f64>>::hessian_into` / `hvp_into` (forward over reverse) |
+
+mod call;
+mod impls;
+
+pub use call::ShadeCall;
+
+use crate::context::ContextPassing;
+use crate::explain::{PathKind, Report};
+use crate::prep::Meta;
+use bumpalo::Bump;
+use shade_autodiff::scalar::{CHUNK, Dual, Tape};
+
+/// The prepared state of an `AutoShade` operator: the core's tapes and the scratch
+/// buffers made at preparation.
+#[derive(Debug, Default)]
+pub struct ShadeState {
+    pub(crate) tape: Tape<f64>,
+    pub(crate) dtape: Tape<Dual<f64>>,
+    /// Scratch shadows of the caches, one after the other.
+    pub(crate) scratch: Vec<f64>,
+    /// `CHUNK` seed buffers of length `n` (forward chunks), or one tangent.
+    pub(crate) seeds: Vec<f64>,
+    /// A gradient (reverse-mode pushforward, forward-mode pullback).
+    pub(crate) tmp: Vec<f64>,
+    /// Outputs of a two-argument function of a scalar, as dual numbers.
+    pub(crate) duals: Vec<Dual<f64>>,
+    /// Arena for contexts converted to `f64`.
+    pub(crate) bump: Bump,
+}
+
+impl ShadeState {
+    pub(crate) fn new(meta: &Meta) -> Self {
+        ShadeState {
+            scratch: vec![0.0; meta.ctx.cache_len()],
+            ..ShadeState::default()
+        }
+    }
+
+    /// Runs the warm-up `call` until the buffers stop growing (the core's arena keeps
+    /// only its largest chunk on reset, so a large first call may need a second one).
+    pub(crate) fn warm(
+        &mut self,
+        mut call: impl FnMut(&mut ShadeState) -> crate::InterfaceResult<()>,
+    ) -> crate::InterfaceResult<()> {
+        let mut last = usize::MAX;
+        for _ in 0..6 {
+            call(self)?;
+            let now = self.reserved();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        Ok(())
+    }
+
+    fn reserved(&self) -> usize {
+        self.tape.footprint_bytes()
+            + self.dtape.footprint_bytes()
+            + 8 * (self.scratch.capacity() + self.seeds.capacity() + self.tmp.capacity())
+            + 16 * self.duals.capacity()
+            + self.bump.allocated_bytes()
+    }
+
+    /// The report, `detail` naming the entry point; `reverse_ctx` says whether caches
+    /// went in as `Duplicated` (reverse `autodiff` calls) or `Const`.
+    pub(crate) fn report(
+        &self,
+        backend: &crate::AutoShade,
+        meta: &Meta,
+        detail: String,
+        reverse_ctx: bool,
+        batch: usize,
+        calls: usize,
+    ) -> Report {
+        use crate::backend::Backend;
+        let cache = |n: usize| {
+            if reverse_ctx {
+                ContextPassing::CacheAsDuplicated {
+                    scratch_bytes: 8 * n,
+                }
+            } else {
+                ContextPassing::CacheAsConst
+            }
+        };
+        let records = self.tape.len().max(self.dtape.len());
+        Report {
+            operator: meta.operator.name(),
+            backend: backend.name(),
+            path: PathKind::Native,
+            detail,
+            contexts: meta.ctx.passing(cache, ContextPassing::ConstantAsConst),
+            batch,
+            calls,
+            tape_records: (records > 0).then_some(records),
+            reserved_bytes: self.reserved(),
+        }
+    }
+}
+
+/// Forward-mode chunks for `n` inputs.
+pub(crate) fn chunks(n: usize) -> usize {
+    n.div_ceil(CHUNK)
+}
