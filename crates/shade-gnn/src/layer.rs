@@ -32,7 +32,23 @@ impl<T> From<Var> for Input<'_, T> {
 impl<'a, T: Float> Input<'a, T> {
     /// `X · Wᵀ` for a weight `w` of PyTorch's layout `[out, in]`: one sparse × dense
     /// product for sparse input.
+    ///
+    /// Errors with [`AdError::ShapeMismatch`] (op `linear`, the input's and the
+    /// weight's shapes) when the input width is not the weight's `in`.
     pub fn linear(self, t: &mut Tape<'a, T>, w: Var) -> AdResult<Var> {
+        let ws = t.shape(w)?;
+        let cols = self.cols(t)?;
+        if ws.len() != 2 || ws[1] != cols {
+            let left = match self {
+                Input::Dense(x) => t.shape(x)?.to_vec(),
+                Input::Sparse(x) => vec![x.rows(), x.cols()],
+            };
+            return Err(AdError::ShapeMismatch {
+                op: "linear (input [N, in] vs weight [out, in])",
+                left,
+                right: t.shape(w)?.to_vec(),
+            });
+        }
         let wt = t.transpose(w)?;
         match self {
             Input::Dense(x) => t.matmul(x, wt),

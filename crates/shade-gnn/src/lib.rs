@@ -16,6 +16,13 @@
 //! - [`layers`]: `Dense`, `Chain`, activations, `Dropout`, `GCNConv`, ...
 //! - [`init`]: Glorot / Kaiming initialisers. [`testing`] (feature `testing`): random
 //!   graphs, gradient checks against finite differences, dense references.
+//! - [`optim`]: SGD (momentum, Nesterov), Adam, AdamW, per-parameter weight decay,
+//!   gradient-norm clipping. [`loss`]: cross-entropy / NLL on a node set, MSE, BCE
+//!   with logits, accuracy, ROC AUC.
+//! - [`train`]: `TrainState` and `single_train_step` with a backend marker
+//!   (`AutoShade`, native; `AutoFiniteDiff`, for checking).
+//! - [`save_safetensors`] / [`load_safetensors`]: parameters in the safetensors format
+//!   (PyTorch, candle and burn read it).
 //! - [`report`]: progress line and SVG training curve.
 //!
 //! Errors are [`GnnError`]s with codes `SHADE-E04xx` (errors of the core and of the
@@ -82,13 +89,20 @@ mod error;
 pub mod init;
 mod layer;
 pub mod layers;
+pub mod loss;
 pub mod message;
+pub mod optim;
 mod params;
 pub mod report;
+mod safetensors;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod train;
 
 pub use ctx::{EdgeIndex, Float, GraphCtx};
 pub use error::{GnnError, GnnResult};
 pub use layer::{Arg, Env, Features, Input, Inputs, Layer, apply, forward_model, model_args};
 pub use params::{ParamVars, Params, State, StateScope, Store};
+pub use safetensors::{
+    from_safetensors_bytes, load_safetensors, save_safetensors, to_safetensors_bytes,
+};
