@@ -186,6 +186,38 @@ impl<T: Float> Features<T> {
         Features::Sparse(s)
     }
 
+    /// Input dropout on the (constant) features: a copy with every stored value zeroed
+    /// with probability `p` and the rest scaled by `1 / (1 - p)` (for sparse features
+    /// only the stored nonzeros are drawn, as Kipf & Welling's sparse dropout). The
+    /// features are constants, so this runs outside the differentiated program.
+    ///
+    /// Errors with [`GnnError::InvalidSetting`] unless `0 <= p < 1`.
+    pub fn dropout(&self, p: f64, rng: &mut StdRng) -> GnnResult<Features<T>> {
+        use rand::RngExt;
+        if !(0.0..1.0).contains(&p) {
+            return Err(GnnError::setting("dropout", p, "a value in [0, 1)"));
+        }
+        let scale = T::cst(1.0 / (1.0 - p));
+        let mut keep = |v: T| {
+            if rng.random::<f64>() < p {
+                T::zero()
+            } else {
+                v * scale
+            }
+        };
+        Ok(match self {
+            Features::Dense(x) => Features::Dense(x.mapv(&mut keep)),
+            Features::Sparse(x) => {
+                let m = x.csr();
+                let (ip, ind) = (m.indptr().raw_storage().to_vec(), m.indices().to_vec());
+                let data = m.data().iter().map(|&v| keep(v)).collect();
+                let s = SparseMatrix::new(CsMat::new((m.rows(), m.cols()), ip, ind, data));
+                s.prepare_transpose();
+                Features::Sparse(s)
+            }
+        })
+    }
+
     /// Number of rows (nodes).
     pub fn rows(&self) -> usize {
         match self {

@@ -23,6 +23,8 @@
 //!   (`AutoShade`, native; `AutoFiniteDiff`, for checking).
 //! - [`save_safetensors`] / [`load_safetensors`]: parameters in the safetensors format
 //!   (PyTorch, candle and burn read it).
+//! - [`models`]: the two-layer GCN / GAT / SAGE / GIN node classifiers and the
+//!   full-batch training protocol with validation-based model selection.
 //! - [`report`]: progress line and SVG training curve.
 //!
 //! Errors are [`GnnError`]s with codes `SHADE-E04xx` (errors of the core and of the
@@ -91,6 +93,7 @@ mod layer;
 pub mod layers;
 pub mod loss;
 pub mod message;
+pub mod models;
 pub mod optim;
 mod params;
 pub mod report;
