@@ -131,7 +131,7 @@ impl<T: Float> Layer<T> for GATConv {
         let e = t.leaky_relu(e, T::cst(self.negative_slope))?;
         let alpha = t.segment_softmax(e, edges.dst(), edges.num_nodes())?;
         let alpha = if self.dropout > 0.0 {
-            t.dropout(alpha, self.dropout, env.rng, env.training)?
+            crate::ops::dropout(t, alpha, self.dropout, env.rng, env.training)?
         } else {
             alpha
         };
@@ -143,7 +143,7 @@ impl<T: Float> Layer<T> for GATConv {
             t.mean_axis(out, 1)?
         };
         if self.bias {
-            y = t.add(y, p.get("bias")?)?;
+            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
         }
         Ok(y)
     }
