@@ -274,6 +274,281 @@ pub(crate) fn add_bias<T: Float>(t: &mut Tape<'_, T>, x: Var, b: Var) -> AdResul
     t.custom(AddBias, &[x, b])
 }
 
+/// `out[dst_e, h, :] += α[e, h] · x[src_e, h, :]` over the edges (inputs `x`
+/// `[N, H·C]`, `α` `[E, H]`); output `[N, H·C]`.
+struct EdgeWeightedSum<'e> {
+    src: &'e [usize],
+    dst: &'e [usize],
+    n: usize,
+    heads: usize,
+}
+
+impl EdgeWeightedSum<'_> {
+    fn check<T>(&self, x: &ArrayViewD<'_, T>, a: &ArrayViewD<'_, T>) -> AdResult<usize> {
+        let e = self.src.len();
+        let ok = x.ndim() == 2
+            && x.shape()[0] == self.n
+            && self.heads > 0
+            && x.shape()[1] % self.heads == 0
+            && a.shape() == [e, self.heads];
+        if !ok {
+            return Err(AdError::ShapeMismatch {
+                op: "edge_weighted_sum (x [N, H·C], alpha [E, H])",
+                left: x.shape().to_vec(),
+                right: a.shape().to_vec(),
+            });
+        }
+        Ok(x.shape()[1] / self.heads)
+    }
+}
+
+impl<T: Float> TensorRule<T> for EdgeWeightedSum<'_> {
+    fn name(&self) -> &'static str {
+        "edge_weighted_sum"
+    }
+
+    fn forward(&self, inp: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
+        let c = self.check(&inp[0], &inp[1])?;
+        let (xs, as_) = (inp[0].as_standard_layout(), inp[1].as_standard_layout());
+        let (x, a) = (xs.as_slice().expect("std"), as_.as_slice().expect("std"));
+        let (h, f) = (self.heads, self.heads * c);
+        let mut out = vec![T::zero(); self.n * f];
+        for (e, (&s, &d)) in self.src.iter().zip(self.dst).enumerate() {
+            for k in 0..h {
+                let w = a[e * h + k];
+                let (o, xr) = (d * f + k * c, s * f + k * c);
+                out[o..o + c]
+                    .iter_mut()
+                    .zip(&x[xr..xr + c])
+                    .for_each(|(o, &v)| *o += w * v);
+            }
+        }
+        Ok(ArrayD::from_shape_vec(IxDyn(&[self.n, f]), out).expect("n * f values"))
+    }
+
+    fn vjp(
+        &self,
+        inp: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        g: ArrayViewD<'_, T>,
+        input: usize,
+        mut dx: ArrayViewMutD<'_, T>,
+    ) {
+        let c = inp[0].shape()[1] / self.heads;
+        let (h, f) = (self.heads, self.heads * c);
+        let (xs, as_, gs) = (
+            inp[0].as_standard_layout(),
+            inp[1].as_standard_layout(),
+            g.as_standard_layout(),
+        );
+        let (x, a, g) = (
+            xs.as_slice().expect("std"),
+            as_.as_slice().expect("std"),
+            gs.as_slice().expect("std"),
+        );
+        let d = dx.as_slice_mut().expect("adjoints are in standard layout");
+        for (e, (&s, &t)) in self.src.iter().zip(self.dst).enumerate() {
+            for k in 0..h {
+                let (go, xr) = (t * f + k * c, s * f + k * c);
+                if input == 0 {
+                    let w = a[e * h + k];
+                    d[xr..xr + c]
+                        .iter_mut()
+                        .zip(&g[go..go + c])
+                        .for_each(|(d, &v)| *d += w * v);
+                } else {
+                    d[e * h + k] += g[go..go + c]
+                        .iter()
+                        .zip(&x[xr..xr + c])
+                        .map(|(&p, &q)| p * q)
+                        .sum::<T>();
+                }
+            }
+        }
+    }
+
+    fn jvp(
+        &self,
+        inp: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        t: &[Option<ArrayViewD<'_, T>>],
+        mut ty: ArrayViewMutD<'_, T>,
+    ) {
+        let c = inp[0].shape()[1] / self.heads;
+        let (h, f) = (self.heads, self.heads * c);
+        let o = ty.as_slice_mut().expect("tangents are in standard layout");
+        let xs = inp[0].as_standard_layout();
+        let as_ = inp[1].as_standard_layout();
+        let tx = t[0].as_ref().map(|v| v.as_standard_layout());
+        let ta = t[1].as_ref().map(|v| v.as_standard_layout());
+        let (x, a) = (xs.as_slice().expect("std"), as_.as_slice().expect("std"));
+        for (e, (&s, &d)) in self.src.iter().zip(self.dst).enumerate() {
+            for k in 0..h {
+                let (oo, xr) = (d * f + k * c, s * f + k * c);
+                if let Some(tx) = &tx {
+                    let tx = tx.as_slice().expect("std");
+                    let w = a[e * h + k];
+                    o[oo..oo + c]
+                        .iter_mut()
+                        .zip(&tx[xr..xr + c])
+                        .for_each(|(o, &v)| *o += w * v);
+                }
+                if let Some(ta) = &ta {
+                    let w = ta.as_slice().expect("std")[e * h + k];
+                    o[oo..oo + c]
+                        .iter_mut()
+                        .zip(&x[xr..xr + c])
+                        .for_each(|(o, &v)| *o += w * v);
+                }
+            }
+        }
+    }
+}
+
+/// `out[v, h, :] = Σ_{e: dst_e = v} α[e, h] · x[src_e, h, :]` for `x` `[N, H·C]` and
+/// `α` `[E, H]`, without materialising the `[E, H·C]` messages.
+pub(crate) fn edge_weighted_sum<'a, T: Float>(
+    t: &mut Tape<'a, T>,
+    edges: &'a crate::EdgeIndex<T>,
+    alpha: Var,
+    x: Var,
+) -> AdResult<Var> {
+    let heads = t.shape(alpha)?.get(1).copied().unwrap_or(0);
+    let rule = EdgeWeightedSum {
+        src: edges.src(),
+        dst: edges.dst(),
+        n: edges.num_nodes(),
+        heads,
+    };
+    t.custom(rule, &[x, alpha])
+}
+
+/// `s[n, h] = Σ_c x[n, h·C + c] · a[h, c]` for `x` `[N, H·C]` and `a` with `H·C`
+/// elements (e.g. `[1, H, C]`).
+struct HeadDot {
+    heads: usize,
+}
+
+impl<T: Float> TensorRule<T> for HeadDot {
+    fn name(&self) -> &'static str {
+        "head_dot"
+    }
+
+    fn forward(&self, inp: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
+        let (x, a) = (&inp[0], &inp[1]);
+        if x.ndim() != 2 || x.shape()[1] != a.len() || self.heads == 0 || a.len() % self.heads != 0
+        {
+            return Err(AdError::ShapeMismatch {
+                op: "head_dot (x [N, H·C], att [1, H, C])",
+                left: x.shape().to_vec(),
+                right: a.shape().to_vec(),
+            });
+        }
+        let (n, f) = (x.shape()[0], a.len());
+        let c = f / self.heads;
+        let (xs, as_) = (x.as_standard_layout(), a.as_standard_layout());
+        let (x, a) = (xs.as_slice().expect("std"), as_.as_slice().expect("std"));
+        let mut out = vec![T::zero(); n * self.heads];
+        for (r, o) in x.chunks(f.max(1)).zip(out.chunks_mut(self.heads)) {
+            for (k, o) in o.iter_mut().enumerate() {
+                *o = r[k * c..(k + 1) * c]
+                    .iter()
+                    .zip(&a[k * c..(k + 1) * c])
+                    .map(|(&p, &q)| p * q)
+                    .sum();
+            }
+        }
+        Ok(ArrayD::from_shape_vec(IxDyn(&[n, self.heads]), out).expect("n * h values"))
+    }
+
+    fn vjp(
+        &self,
+        inp: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        g: ArrayViewD<'_, T>,
+        input: usize,
+        mut d: ArrayViewMutD<'_, T>,
+    ) {
+        let f = inp[1].len();
+        let (h, c) = (self.heads, f / self.heads);
+        let (xs, as_, gs) = (
+            inp[0].as_standard_layout(),
+            inp[1].as_standard_layout(),
+            g.as_standard_layout(),
+        );
+        let (x, a, g) = (
+            xs.as_slice().expect("std"),
+            as_.as_slice().expect("std"),
+            gs.as_slice().expect("std"),
+        );
+        let d = d.as_slice_mut().expect("adjoints are in standard layout");
+        for (i, gr) in g.chunks(h).enumerate() {
+            for (k, &gv) in gr.iter().enumerate() {
+                let r = i * f + k * c;
+                if input == 0 {
+                    d[r..r + c]
+                        .iter_mut()
+                        .zip(&a[k * c..(k + 1) * c])
+                        .for_each(|(d, &q)| *d += gv * q);
+                } else {
+                    d[k * c..(k + 1) * c]
+                        .iter_mut()
+                        .zip(&x[r..r + c])
+                        .for_each(|(d, &p)| *d += gv * p);
+                }
+            }
+        }
+    }
+
+    fn jvp(
+        &self,
+        inp: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        t: &[Option<ArrayViewD<'_, T>>],
+        mut ty: ArrayViewMutD<'_, T>,
+    ) {
+        let f = inp[1].len();
+        let (h, c) = (self.heads, f / self.heads);
+        let o = ty.as_slice_mut().expect("tangents are in standard layout");
+        let xs = inp[0].as_standard_layout();
+        let as_ = inp[1].as_standard_layout();
+        let (x, a) = (xs.as_slice().expect("std"), as_.as_slice().expect("std"));
+        for (i, or) in o.chunks_mut(h).enumerate() {
+            for (k, ov) in or.iter_mut().enumerate() {
+                let r = i * f + k * c;
+                if let Some(tx) = &t[0] {
+                    let tx = tx.as_standard_layout();
+                    let tx = tx.as_slice().expect("std");
+                    *ov += tx[r..r + c]
+                        .iter()
+                        .zip(&a[k * c..(k + 1) * c])
+                        .map(|(&p, &q)| p * q)
+                        .sum::<T>();
+                }
+                if let Some(ta) = &t[1] {
+                    let ta = ta.as_standard_layout();
+                    let ta = ta.as_slice().expect("std");
+                    *ov += x[r..r + c]
+                        .iter()
+                        .zip(&ta[k * c..(k + 1) * c])
+                        .map(|(&p, &q)| p * q)
+                        .sum::<T>();
+                }
+            }
+        }
+    }
+}
+
+/// Per-head dot products of the rows of `x` (`[N, H·C]`) with `a` (`H·C` elements).
+pub(crate) fn head_dot<T: Float>(
+    t: &mut Tape<'_, T>,
+    x: Var,
+    a: Var,
+    heads: usize,
+) -> AdResult<Var> {
+    t.custom(HeadDot { heads }, &[x, a])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +589,59 @@ mod tests {
         let c = t.shape(w)?[0];
         let r = t.narrow(w, 1, 0, 1)?;
         t.reshape(r, &[c])
+    }
+
+    /// Forward mode of the attention operations against finite differences along the
+    /// tangent direction (reverse mode is covered by GATConv's gradient checks).
+    #[test]
+    fn attention_rules_forward_mode() {
+        let g = crate::testing::random_graph(6, 14, 3);
+        let ctx = crate::GraphCtx::<f64>::new(&g);
+        let e = ctx.edges().num_edges();
+        let x = crate::testing::random_features(7, 6, 1).into_dyn();
+        let a = crate::testing::random_features(e, 2, 2).into_dyn();
+        let att = crate::testing::random_features(1, 6, 3).into_dyn();
+        let (tx, ta, tt) = (
+            crate::testing::random_features(7, 6, 4).into_dyn(),
+            crate::testing::random_features(e, 2, 5).into_dyn(),
+            crate::testing::random_features(1, 6, 6).into_dyn(),
+        );
+        let f = |x: &ArrayD<f64>, a: &ArrayD<f64>, att: &ArrayD<f64>| {
+            tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (x, a, att)| {
+                    let s = edge_weighted_sum(t, ctx.edges(), a, x)?;
+                    let d = head_dot(t, s, att, 2)?;
+                    let d2 = t.mul(d, d)?;
+                    t.sum(d2)
+                },
+                (Const(x), Const(a), Const(att)),
+            )
+            .unwrap()
+            .sum()
+        };
+        let (mut tx2, mut ta2, mut tt2) = (tx.clone(), ta.clone(), tt.clone());
+        let (_, dy) = tensor::pushforward(
+            &mut TapeBuffers::new(),
+            |t, (x, a, att)| {
+                let s = edge_weighted_sum(t, ctx.edges(), a, x)?;
+                let d = head_dot(t, s, att, 2)?;
+                let d2 = t.mul(d, d)?;
+                t.sum(d2)
+            },
+            (
+                Duplicated(&x, &mut tx2),
+                Duplicated(&a, &mut ta2),
+                Duplicated(&att, &mut tt2),
+            ),
+        )
+        .unwrap();
+        let h = 1e-6;
+        let fd = (f(&(&x + &(&tx * h)), &(&a + &(&ta * h)), &(&att + &(&tt * h)))
+            - f(&(&x - &(&tx * h)), &(&a - &(&ta * h)), &(&att - &(&tt * h))))
+            / (2.0 * h);
+        let d = dy.sum();
+        assert!((d - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{d} vs {fd}");
     }
 
     proptest! {
