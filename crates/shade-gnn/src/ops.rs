@@ -289,7 +289,7 @@ impl EdgeWeightedSum<'_> {
         let ok = x.ndim() == 2
             && x.shape()[0] == self.n
             && self.heads > 0
-            && x.shape()[1] % self.heads == 0
+            && x.shape()[1].is_multiple_of(self.heads)
             && a.shape() == [e, self.heads];
         if !ok {
             return Err(AdError::ShapeMismatch {
@@ -436,7 +436,7 @@ impl<T: Float> TensorRule<T> for HeadDot {
 
     fn forward(&self, inp: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
         let (x, a) = (&inp[0], &inp[1]);
-        if x.ndim() != 2 || x.shape()[1] != a.len() || self.heads == 0 || a.len() % self.heads != 0
+        if x.ndim() != 2 || x.shape()[1] != a.len() || self.heads == 0 || !a.len().is_multiple_of(self.heads)
         {
             return Err(AdError::ShapeMismatch {
                 op: "head_dot (x [N, H·C], att [1, H, C])",
