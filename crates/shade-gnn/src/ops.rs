@@ -436,7 +436,10 @@ impl<T: Float> TensorRule<T> for HeadDot {
 
     fn forward(&self, inp: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
         let (x, a) = (&inp[0], &inp[1]);
-        if x.ndim() != 2 || x.shape()[1] != a.len() || self.heads == 0 || !a.len().is_multiple_of(self.heads)
+        if x.ndim() != 2
+            || x.shape()[1] != a.len()
+            || self.heads == 0
+            || !a.len().is_multiple_of(self.heads)
         {
             return Err(AdError::ShapeMismatch {
                 op: "head_dot (x [N, H·C], att [1, H, C])",
