@@ -269,6 +269,62 @@ impl<T: Float> TensorRule<T> for AddBias {
     }
 }
 
+struct Relu;
+
+impl<T: Float> TensorRule<T> for Relu {
+    fn name(&self) -> &'static str {
+        "relu"
+    }
+
+    fn forward(&self, x: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
+        let xs = x[0].as_standard_layout();
+        let v = xs
+            .as_slice()
+            .expect("standard layout")
+            .iter()
+            .map(|&a| a.max(T::zero()))
+            .collect();
+        Ok(ArrayD::from_shape_vec(IxDyn(x[0].shape()), v).expect("same length"))
+    }
+
+    fn vjp(
+        &self,
+        _x: &[ArrayViewD<'_, T>],
+        y: ArrayViewD<'_, T>,
+        g: ArrayViewD<'_, T>,
+        _input: usize,
+        mut dx: ArrayViewMutD<'_, T>,
+    ) {
+        // The derivative is 1 where the output is positive (0 at the kink, as PyTorch).
+        let (ys, gs) = (y.as_standard_layout(), g.as_standard_layout());
+        let (y, g) = (ys.as_slice().expect("std"), gs.as_slice().expect("std"));
+        let d = dx.as_slice_mut().expect("adjoints are in standard layout");
+        d.iter_mut()
+            .zip(g.iter().zip(y))
+            .for_each(|(d, (&g, &y))| *d += if y > T::zero() { g } else { T::zero() });
+    }
+
+    fn jvp(
+        &self,
+        _x: &[ArrayViewD<'_, T>],
+        y: ArrayViewD<'_, T>,
+        t: &[Option<ArrayViewD<'_, T>>],
+        mut ty: ArrayViewMutD<'_, T>,
+    ) {
+        if let Some(t) = &t[0] {
+            ndarray::Zip::from(&mut ty)
+                .and(&y)
+                .and(t)
+                .for_each(|o, &y, &t| *o = if y > T::zero() { t } else { T::zero() });
+        }
+    }
+}
+
+/// `max(x, 0)` with a slice-based reverse rule.
+pub(crate) fn relu<T: Float>(t: &mut Tape<'_, T>, x: Var) -> AdResult<Var> {
+    t.custom(Relu, &[x])
+}
+
 /// `x + b` for `x` `[N, F]` and a bias `b` `[F]` added to every row.
 pub(crate) fn add_bias<T: Float>(t: &mut Tape<'_, T>, x: Var, b: Var) -> AdResult<Var> {
     t.custom(AddBias, &[x, b])
@@ -658,6 +714,7 @@ mod tests {
                 let prog = |t: &mut Tape<'_, f64>, x: Var, w: Var| -> AdResult<Var> {
                     let b = w_row(t, w)?;
                     let x = add_bias(t, x, b)?;
+                    let x = relu(t, x)?;
                     let xt = transpose2(t, x)?;
                     let d = dropout(t, xt, 0.4, &mut StdRng::seed_from_u64(seed), true)?;
                     let m = t.mul(d, w)?;
