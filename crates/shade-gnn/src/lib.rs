@@ -46,13 +46,20 @@
 //!    [`message`]'s functions. Return coded errors (`?` on tape operations), never
 //!    panic. Nothing structural (self-loops, degrees, normalisation) may be computed
 //!    here: add a cached builder to [`GraphCtx`] / [`EdgeIndex`] instead.
+//!    Edge features arrive as `env.edge_attr` (`[E, D]`, graph edge order); a batch
+//!    of graphs is described by `ctx.batch()` / `ctx.num_graphs()` (pooling). Inside
+//!    the crate, the hot-path helpers of the private `ops` module (`add_bias`,
+//!    `relu`, `transpose2`, `dropout`, `head_dot`, `edge_weighted_sum`) are faster
+//!    than the generic tape operations on `[N, F]` values.
 //! 3. **`is_graph_layer`** returns `true` if the layer reads the graph.
 //! 4. **Tests** in the same file: a proptest gradient check over random small graphs
 //!    with isolated nodes, self-loops and multi-edges
 //!    (`testing::arb_graph_and_features`, `testing::check_layer_gradient`), and
 //!    the output against an independent dense computation written from the layer's
 //!    definition with plain loops (`testing::layer_output`,
-//!    `testing::dense_adjacency`, `testing::assert_close`).
+//!    `testing::dense_adjacency`, `testing::assert_close`). Use
+//!    `testing::proptest_config(cases)` so that `PROPTEST_CASES` can raise the count;
+//!    `testing::GradCheck` checks edge features and training mode too.
 //!
 //! ```
 //! use rand::rngs::StdRng;
