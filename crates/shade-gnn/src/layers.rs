@@ -1,0 +1,33 @@
+//! The layers: one file per layer in `layers/`.
+//!
+//! | layer | file | parameters (local names) |
+//! |---|---|---|
+//! | [`Dense`] / [`Linear`] | `dense.rs` | `weight [out, in]`, `bias [out]` |
+//! | [`Chain`] | `chain.rs` | the children's, under their names |
+//! | [`Activation`] | `activation.rs` | none |
+//! | [`Dropout`] | `dropout.rs` | none |
+//! | [`LayerNorm`], [`BatchNorm`] | `norm.rs` | `weight [F]`, `bias [F]`; state `running_mean`, `running_var` |
+//! | [`GCNConv`] | `gcn.rs` | `lin.weight [out, in]`, `bias [out]` |
+//! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `bias` |
+//! | [`SAGEConv`] | `sage.rs` | `lin_l.weight`, `lin_l.bias`, `lin_r.weight` |
+//! | [`GINConv`] | `gin.rs` | `nn.*`, `eps [1]` (if trained) |
+
+mod activation;
+mod chain;
+mod dense;
+mod dropout;
+mod gat;
+mod gcn;
+mod gin;
+mod norm;
+mod sage;
+
+pub use activation::Activation;
+pub use chain::Chain;
+pub use dense::{Dense, Linear};
+pub use dropout::Dropout;
+pub use gat::GATConv;
+pub use gcn::GCNConv;
+pub use gin::GINConv;
+pub use norm::{BatchNorm, LayerNorm};
+pub use sage::SAGEConv;
