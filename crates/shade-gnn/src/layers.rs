@@ -13,12 +13,15 @@
 //! | [`GINConv`] | `gin.rs` | `nn.*`, `eps [1]` (if trained) |
 
 mod activation;
+mod blocks;
 mod chain;
 mod dense;
 mod dropout;
 mod gat;
 mod gcn;
 mod gin;
+mod gine;
+mod graph_conv;
 mod norm;
 mod sage;
 
@@ -29,5 +32,7 @@ pub use dropout::Dropout;
 pub use gat::GATConv;
 pub use gcn::GCNConv;
 pub use gin::GINConv;
+pub use gine::GINEConv;
+pub use graph_conv::GraphConv;
 pub use norm::{BatchNorm, LayerNorm};
 pub use sage::SAGEConv;
