@@ -273,3 +273,41 @@ pub(crate) mod reference {
         (hn, cn)
     }
 }
+
+/// Test-only dense operators written from PyG's definitions.
+#[cfg(test)]
+pub(crate) mod dense_ops {
+    use super::reference::edge_list;
+    use ndarray::Array2;
+
+    /// PyG's `gcn_norm` as a dense `[N, N]` operator (rows = destination): non-loop
+    /// edges, then one self-loop per node when `add_self_loops` (an existing loop keeps
+    /// its weight, the last one wins), degrees = weighted in-degrees.
+    pub(crate) fn gcn(g: &shade_graph::Graph, add_self_loops: bool) -> Array2<f64> {
+        let n = g.num_nodes();
+        let mut entries: Vec<(usize, usize, f64)> = Vec::new();
+        if add_self_loops {
+            let mut loop_w = vec![1.0; n];
+            for (s, d, w) in edge_list(g) {
+                if s == d {
+                    loop_w[s] = w;
+                } else {
+                    entries.push((s, d, w));
+                }
+            }
+            entries.extend((0..n).map(|v| (v, v, loop_w[v])));
+        } else {
+            entries = edge_list(g);
+        }
+        let mut deg = vec![0.0; n];
+        for &(_, d, w) in &entries {
+            deg[d] += w;
+        }
+        let is = |d: f64| if d == 0.0 { 0.0 } else { 1.0 / d.sqrt() };
+        let mut a = Array2::zeros((n, n));
+        for (s, d, w) in entries {
+            a[[d, s]] += is(deg[s]) * w * is(deg[d]);
+        }
+        a
+    }
+}
