@@ -15,7 +15,7 @@
 mod activation;
 mod agnn;
 mod appnp;
-mod blocks;
+pub(crate) mod blocks;
 mod cg;
 mod chain;
 mod cheb;
