@@ -49,7 +49,7 @@ impl<'a, T: Float> Input<'a, T> {
                 right: t.shape(w)?.to_vec(),
             });
         }
-        let wt = t.transpose(w)?;
+        let wt = crate::ops::transpose2(t, w)?;
         match self {
             Input::Dense(x) => t.matmul(x, wt),
             Input::Sparse(x) => t.spmm(x, wt),

@@ -14,7 +14,7 @@
 //! - [`message`]: `apply_edges`, `aggregate`, `propagate` (fused sparse × dense for
 //!   sum/mean of copied messages), attention aggregation.
 //! - [`layers`]: `Dense`, `Chain`, activations, `Dropout`, `GCNConv`, ...
-//! - [`init`]: Glorot / Kaiming initialisers. [`testing`] (feature `testing`): random
+//! - [`init`]: Glorot / Kaiming initialisers. `testing` (feature `testing`): random
 //!   graphs, gradient checks against finite differences, dense references.
 //! - [`optim`]: SGD (momentum, Nesterov), Adam, AdamW, per-parameter weight decay,
 //!   gradient-norm clipping. [`loss`]: cross-entropy / NLL on a node set, MSE, BCE
@@ -51,10 +51,10 @@
 //! 3. **`is_graph_layer`** returns `true` if the layer reads the graph.
 //! 4. **Tests** in the same file: a proptest gradient check over random small graphs
 //!    with isolated nodes, self-loops and multi-edges
-//!    ([`testing::arb_graph_and_features`], [`testing::check_layer_gradient`]), and
+//!    (`testing::arb_graph_and_features`, `testing::check_layer_gradient`), and
 //!    the output against an independent dense computation written from the layer's
-//!    definition with plain loops ([`testing::layer_output`],
-//!    [`testing::dense_adjacency`], [`testing::assert_close`]).
+//!    definition with plain loops (`testing::layer_output`,
+//!    `testing::dense_adjacency`, `testing::assert_close`).
 //!
 //! ```
 //! use rand::rngs::StdRng;
@@ -84,8 +84,20 @@
 //!
 //! let g = shade_graph::Graph::new(3, vec![0, 1], vec![1, 2]);
 //! let x = ndarray::array![[1.0, -1.0], [2.0, 0.5], [0.0, 3.0]];
+//! let layer = MaxConv { inp: 2, out: 3 };
+//! let ctx = shade_gnn::GraphCtx::<f64>::new(&g);
+//! let feats = shade_gnn::Features::dense(x.clone());
+//! let mut rng = rand::SeedableRng::seed_from_u64(0);
+//! let (p, st) = layer.init(&mut rng);
+//! let (y, _) = shade_gnn::apply(&layer, &shade_gnn::Inputs::new(&ctx, &feats), &p, &st, false, &mut rng)?;
+//! // Node 0 has no incoming edge; node 2 receives node 1's row: W · [2, 0.5].
+//! let w = p.get("weight").unwrap();
+//! assert_eq!(y[[0, 0]], 0.0);
+//! assert!((y[[2, 1]] - (2.0 * w[[1, 0]] + 0.5 * w[[1, 1]])).abs() < 1e-12);
+//! // With the `testing` feature: the gradient against finite differences.
 //! # #[cfg(feature = "testing")]
-//! shade_gnn::testing::check_layer_gradient(&MaxConv { inp: 2, out: 3 }, Some(&g), &x).unwrap();
+//! shade_gnn::testing::check_layer_gradient(&layer, Some(&g), &x).unwrap();
+//! # Ok::<(), shade_gnn::GnnError>(())
 //! ```
 
 mod ctx;
@@ -96,6 +108,7 @@ pub mod layers;
 pub mod loss;
 pub mod message;
 pub mod models;
+mod ops;
 pub mod optim;
 mod params;
 pub mod pool;

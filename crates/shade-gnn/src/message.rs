@@ -240,6 +240,19 @@ pub fn weighted_sum<'a, T: Element>(
     t.scatter_add(w, edges.dst(), edges.num_nodes())
 }
 
+/// `out[v, h, :] = Σ_{e: dst_e = v} α[e, h] · x[src_e, h, :]` for node values `x`
+/// `[N, H·C]` (heads side by side) and per-edge, per-head coefficients `α` `[E, H]`
+/// (e.g. from [`Tape::segment_softmax`]): attention aggregation in one pass, without
+/// the `[E, H·C]` messages. Result `[N, H·C]`.
+pub fn propagate_weighted<'a, T: crate::Float>(
+    t: &mut Tape<'a, T>,
+    edges: &'a EdgeIndex<T>,
+    alpha: Var,
+    x: Var,
+) -> AdResult<Var> {
+    crate::ops::edge_weighted_sum(t, edges, alpha, x)
+}
+
 /// Messages then aggregation. Sum and mean of [`Message::CopySrc`] and
 /// [`Message::WeightedSrc`] run as one sparse × dense product.
 pub fn propagate<'a, T: Element>(

@@ -283,7 +283,8 @@ impl Optimiser {
                     nesterov,
                 } => {
                     let (mu, damp) = (T::cst(momentum), T::cst(1.0 - dampening));
-                    ndarray::Zip::from(p).and(g).and(m).for_each(|p, &g, b| {
+                    let (p, g, m) = (slice_mut(p), slice(g), slice_mut(m));
+                    p.iter_mut().zip(g).zip(m).for_each(|((p, &g), b)| {
                         let mut d = g + wd * *p;
                         if momentum != 0.0 {
                             *b = if k == 1 { d } else { mu * *b + damp * d };
@@ -318,6 +319,15 @@ impl Optimiser {
         }
         Ok(())
     }
+}
+
+fn slice<T>(a: &ndarray::ArrayD<T>) -> &[T] {
+    a.as_slice().expect("stores hold standard-layout arrays")
+}
+
+fn slice_mut<T>(a: &mut ndarray::ArrayD<T>) -> &mut [T] {
+    a.as_slice_mut()
+        .expect("stores hold standard-layout arrays")
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub type Params<T> = Store<T>;
 /// The non-trainable state of a model (e.g. BatchNorm running statistics).
 pub type State<T> = Store<T>;
 
-impl<T> Store<T> {
+impl<T: Clone> Store<T> {
     /// An empty store.
     pub fn new() -> Self {
         Store {
@@ -39,8 +39,14 @@ impl<T> Store<T> {
         }
     }
 
-    /// Appends an entry (names should be unique; [`Store::get`] finds the first).
+    /// Appends an entry (names should be unique; [`Store::get`] finds the first). The
+    /// array is kept in standard (row-major) layout, converted if needed.
     pub fn push(&mut self, name: impl Into<String>, value: ArrayD<T>) {
+        let value = if value.is_standard_layout() {
+            value
+        } else {
+            value.as_standard_layout().into_owned()
+        };
         self.names.push(name.into());
         self.values.push(value);
     }
@@ -144,8 +150,10 @@ impl<T> Store<T> {
     {
         self.values
             .iter()
-            .flat_map(|v| v.iter())
-            .map(|&x| x * x)
+            .map(|v| match v.as_slice() {
+                Some(s) => s.iter().map(|&x| x * x).sum::<T>(),
+                None => v.iter().map(|&x| x * x).sum::<T>(),
+            })
             .sum::<T>()
             .sqrt()
     }

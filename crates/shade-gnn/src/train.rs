@@ -64,7 +64,14 @@ pub struct TrainState<T: Float> {
     /// Steps taken.
     pub step: u64,
     bufs: TapeBuffers<T>,
+    pool_base: Option<usize>,
 }
+
+/// How many buffers the tape storage may gain over its size after the first step
+/// before it is dropped and rebuilt. The layers' custom operations (fast transpose,
+/// dropout, bias) return fresh outputs that the tape then keeps for reuse, so without
+/// a bound the storage would grow by a few buffers per step.
+const POOL_SLACK: usize = 64;
 
 impl<T: Float> TrainState<T> {
     /// Initialises the model's parameters and state from `seed` and the optimiser's
@@ -92,7 +99,25 @@ impl<T: Float> TrainState<T> {
             rng,
             step: 0,
             bufs: TapeBuffers::new(),
+            pool_base: None,
         })
+    }
+
+    /// Rebuilds the tape storage when it has grown `POOL_SLACK` buffers past its size
+    /// after the first step.
+    fn bound_storage(&mut self) {
+        let n = self.bufs.pooled_buffers();
+        match self.pool_base {
+            None => self.pool_base = Some(n),
+            Some(b) if n > b + POOL_SLACK => self.bufs = TapeBuffers::new(),
+            Some(_) => {}
+        }
+    }
+
+    /// Number of buffers the reusable tape storage holds (for tests of steady-state
+    /// memory).
+    pub fn pooled_buffers(&self) -> usize {
+        self.bufs.pooled_buffers()
     }
 
     /// The model's output in evaluation mode (no dropout, running statistics).
@@ -161,6 +186,7 @@ impl TrainBackend for AutoShade {
             },
             args,
         )?;
+        ts.bound_storage();
         Ok(v)
     }
 }
@@ -260,6 +286,7 @@ impl TrainBackend for AutoFiniteDiff {
             &mut ts.state,
             &mut StdRng::seed_from_u64(seed),
         )
+        .inspect(|_| ts.bound_storage())
     }
 }
 
@@ -349,6 +376,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn tape_storage_stays_bounded() {
+        let g = random_graph(30, 80, 1);
+        let ctx = GraphCtx::new(&g);
+        let x = Features::dense(random_features(31, 3, 2));
+        let y = NodeTargets {
+            labels: (0..31).map(|i| i % 3).collect(),
+            nodes: (0..31).collect(),
+        };
+        let data = Data {
+            inputs: Inputs::new(&ctx, &x),
+            target: &y,
+        };
+        let model = small();
+        let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0).unwrap();
+        let mut counts = Vec::new();
+        for _ in 0..300 {
+            single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts).unwrap();
+            counts.push(ts.pooled_buffers());
+        }
+        let max = *counts.iter().max().unwrap();
+        assert!(max <= counts[0] + POOL_SLACK, "{counts:?}");
     }
 
     #[test]

@@ -118,8 +118,8 @@ fn run(o: &Opts) -> Result<(), Box<dyn std::error::Error>> {
         None => {
             let ds = Csbm {
                 avg_degree: 8.0,
-                homophily: 0.75,
-                feature_signal: 1.0,
+                homophily: 0.85,
+                feature_signal: 1.5,
                 seed: 7,
                 ..Csbm::new(3000, 5, 64)
             }

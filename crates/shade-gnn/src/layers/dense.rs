@@ -76,7 +76,7 @@ impl<T: Float> Layer<T> for Dense {
     ) -> AdResult<Var> {
         let mut y = x.linear(t, p.get("weight")?)?;
         if self.bias {
-            y = t.add(y, p.get("bias")?)?;
+            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
         }
         self.activation.apply(t, y)
     }

@@ -7,8 +7,9 @@ use rand::rngs::StdRng;
 use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
-/// Zeroes each element with probability `p` in training and scales the rest by
-/// `1 / (1 - p)`; the identity at evaluation. Draws from [`Env::rng`].
+/// Zeroes each element with probability `p` (in `[0, 1)`) in training and scales the
+/// rest by `1 / (1 - p)`; the identity at evaluation. The mask comes from a fast
+/// generator seeded by one draw from [`Env::rng`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Dropout {
     /// Drop probability in `[0, 1]`.
@@ -38,6 +39,6 @@ impl<T: Float> Layer<T> for Dropout {
         _st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let x = x.dense(t)?;
-        t.dropout(x, self.p, env.rng, env.training)
+        crate::ops::dropout(t, x, self.p, env.rng, env.training)
     }
 }

@@ -3,7 +3,6 @@
 use crate::ctx::Float;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
-use crate::message::weighted_sum;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::AdResult;
@@ -113,13 +112,8 @@ impl<T: Float> Layer<T> for GATConv {
         let (h, c) = (self.heads, self.out_channels);
         let n = x.rows(t)?;
         let hx = x.linear(t, p.get("lin.weight")?)?;
-        let h3 = t.reshape(hx, &[n, h, c])?;
-        let score = |t: &mut Tape<'a, T>, att: Var| -> AdResult<Var> {
-            let m = t.mul(h3, att)?;
-            t.sum_axis(m, 2)
-        };
-        let a_src = score(t, p.get("att_src")?)?;
-        let a_dst = score(t, p.get("att_dst")?)?;
+        let a_src = crate::ops::head_dot(t, hx, p.get("att_src")?, h)?;
+        let a_dst = crate::ops::head_dot(t, hx, p.get("att_dst")?, h)?;
         let edges = if self.add_self_loops {
             g.edges_with_self_loops()
         } else {
@@ -131,19 +125,19 @@ impl<T: Float> Layer<T> for GATConv {
         let e = t.leaky_relu(e, T::cst(self.negative_slope))?;
         let alpha = t.segment_softmax(e, edges.dst(), edges.num_nodes())?;
         let alpha = if self.dropout > 0.0 {
-            t.dropout(alpha, self.dropout, env.rng, env.training)?
+            crate::ops::dropout(t, alpha, self.dropout, env.rng, env.training)?
         } else {
             alpha
         };
-        let msg = t.index_select(h3, edges.src())?;
-        let out = weighted_sum(t, edges, alpha, msg)?;
-        let mut y = if self.concat {
-            t.reshape(out, &[n, h * c])?
+        let out = crate::ops::edge_weighted_sum(t, edges, alpha, hx)?;
+        let mut y = if self.concat || h == 1 {
+            out
         } else {
-            t.mean_axis(out, 1)?
+            let o3 = t.reshape(out, &[n, h, c])?;
+            t.mean_axis(o3, 1)?
         };
         if self.bias {
-            y = t.add(y, p.get("bias")?)?;
+            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
         }
         Ok(y)
     }

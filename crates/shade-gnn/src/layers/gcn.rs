@@ -94,7 +94,7 @@ impl<T: Float> Layer<T> for GCNConv {
             Input::Dense(h).linear(t, w)?
         };
         if self.bias {
-            y = t.add(y, p.get("bias")?)?;
+            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
         }
         Ok(y)
     }

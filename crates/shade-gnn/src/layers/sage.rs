@@ -91,7 +91,7 @@ impl<T: Float> Layer<T> for SAGEConv {
             Input::Dense(a).linear(t, wl)?
         };
         if self.bias {
-            y = t.add(y, p.get("lin_l.bias")?)?;
+            y = crate::ops::add_bias(t, y, p.get("lin_l.bias")?)?;
         }
         if self.root_weight {
             let r = x.linear(t, p.get("lin_r.weight")?)?;
