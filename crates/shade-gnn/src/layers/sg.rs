@@ -1,13 +1,13 @@
 //! `SGConv` (Wu et al., 2019) with PyTorch Geometric's options and defaults.
 
-use super::blocks::{bad_option, linear};
+use super::blocks::linear;
 use crate::ctx::Float;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
+use shade_autodiff::{AdError, AdResult};
 
 /// Simplified graph convolution: `x' = Θ (Â^K x) + b` with the GCN-normalised
 /// adjacency `Â = D^-1/2 (A + I) D^-1/2`.
@@ -105,10 +105,11 @@ impl<T: Float> Layer<T> for SGConv {
             return linear(t, Input::Dense(h), &p, "lin", self.bias);
         }
         if n != a.cols() {
-            return Err(bad_option(
-                "SGConv",
-                format!("input has {n} rows, the graph {} nodes", a.cols()),
-            ));
+            return Err(AdError::ShapeMismatch {
+                op: "SGConv (rows of x vs nodes)",
+                left: vec![a.cols()],
+                right: vec![n, f],
+            });
         }
         let first = matches!(x, Input::Sparse(_)) || self.out_channels < f;
         let mut h = if first {
