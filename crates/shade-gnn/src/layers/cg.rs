@@ -203,6 +203,14 @@ mod tests {
                     ..GradCheck::new(Some(&g), &x)
                 }.run(&conv).map_err(TestCaseError::fail)?;
             }
+            // Batch statistics in training.
+            GradCheck {
+                edge_attr: Some(random_features(ne, 2, 7).into_dyn()),
+                training: true,
+                ..GradCheck::new(Some(&g), &x)
+            }
+            .run(&CGConv::new(3, 2).with_batch_norm(true))
+            .map_err(TestCaseError::fail)?;
         }
     }
 }

@@ -182,8 +182,8 @@ mod tests {
     use super::super::blocks::reference::{affine, edge_list, m, v};
     use super::*;
     use crate::testing::{
-        arb_graph_and_features, assert_close, check_layer_gradient, layer_output, proptest_config,
-        random_features, random_graph,
+        GradCheck, arb_graph_and_features, assert_close, check_layer_gradient, layer_output,
+        proptest_config, random_features, random_graph,
     };
     use crate::{Features, GraphCtx, Inputs, apply};
     use ndarray::{Array2, Ix3};
@@ -308,6 +308,9 @@ mod tests {
         fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
             check_layer_gradient(&GATv2Conv::new(3, 2).with_heads(2), Some(&g), &x).map_err(TestCaseError::fail)?;
             check_layer_gradient(&GATv2Conv { add_self_loops: false, ..GATv2Conv::new(3, 2).with_heads(2).with_concat(false).with_share_weights(true) }, Some(&g), &x).map_err(TestCaseError::fail)?;
+            // Attention dropout in training (a fixed random stream per evaluation).
+            GradCheck { training: true, ..GradCheck::new(Some(&g), &x) }
+                .run(&GATv2Conv { dropout: 0.4, ..GATv2Conv::new(3, 2).with_heads(2) }).map_err(TestCaseError::fail)?;
         }
     }
 }

@@ -350,6 +350,9 @@ mod tests {
             }.run(&conv);
             check(TransformerConv::new(3, 2).with_heads(2)).map_err(TestCaseError::fail)?;
             check(TransformerConv::new(3, 2).with_heads(2).with_concat(false).with_beta(true).with_edge_dim(2)).map_err(TestCaseError::fail)?;
+            // Attention dropout in training (a fixed random stream per evaluation).
+            GradCheck { training: true, ..GradCheck::new(Some(&g), &x) }
+                .run(&TransformerConv { dropout: 0.4, ..TransformerConv::new(3, 2).with_heads(2) }).map_err(TestCaseError::fail)?;
         }
     }
 }
