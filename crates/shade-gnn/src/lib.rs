@@ -26,6 +26,8 @@
 //! - [`models`]: the two-layer GCN / GAT / SAGE / GIN node classifiers and the
 //!   full-batch training protocol with validation-based model selection.
 //! - [`report`]: progress line and SVG training curve.
+//! - [`pool`]: global add/mean/max pooling over a batch, attention pooling, TopK
+//!   pooling (returns the pooled graph) and Set2Set.
 //!
 //! Errors are [`GnnError`]s with codes `SHADE-E04xx` (errors of the core and of the
 //! graph crate pass through with their own codes).
@@ -116,6 +118,7 @@ pub mod models;
 mod ops;
 pub mod optim;
 mod params;
+pub mod pool;
 pub mod report;
 mod safetensors;
 #[cfg(any(test, feature = "testing"))]
