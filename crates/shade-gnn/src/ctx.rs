@@ -1,0 +1,320 @@
+//! The prepared per-graph context: a [`Graph`] turned once into the tensor layer's
+//! constants.
+//!
+//! Nothing graph-structural is computed inside a differentiated program. A
+//! [`GraphCtx`] holds the edge index as `usize` slices for gather/scatter, and builds on
+//! first need (then keeps) the sparse matrices of the fused aggregation paths: the
+//! sum and mean aggregation matrices, the GCN-normalised adjacency for each option set
+//! (PyG's `GCNConv(cached=True)` semantics: one normalisation per graph), the edge set
+//! with self-loops used by attention layers, and the batch vector of a batched graph.
+//! Build one context per graph and reuse it for every step.
+
+use ndarray::{Array2, ArrayD, IxDyn};
+use shade_autodiff::tensor::{Element, SparseMatrix};
+use shade_graph::{GcnNorm, Graph, GraphFloat};
+use std::sync::OnceLock;
+
+/// The float types of shade-gnn: `f32` and `f64` (the tensor layer's [`Element`] that
+/// the graph crate can also produce).
+pub trait Float: Element + GraphFloat {}
+impl<T: Element + GraphFloat> Float for T {}
+
+/// CSR (rows = destination) from `(row, col, value)` triples; duplicates summed,
+/// columns sorted.
+pub(crate) fn csr_from_triples<T: Element>(
+    rows: usize,
+    cols: usize,
+    r: &[usize],
+    c: &[usize],
+    v: impl Fn(usize) -> T,
+) -> SparseMatrix<T> {
+    let mut counts = vec![0usize; rows + 1];
+    r.iter().for_each(|&i| counts[i + 1] += 1);
+    for i in 0..rows {
+        counts[i + 1] += counts[i];
+    }
+    let mut next = counts.clone();
+    let mut order = vec![0usize; r.len()];
+    for (e, &i) in r.iter().enumerate() {
+        order[next[i]] = e;
+        next[i] += 1;
+    }
+    let mut indptr = Vec::with_capacity(rows + 1);
+    let mut indices = Vec::with_capacity(r.len());
+    let mut data = Vec::with_capacity(r.len());
+    indptr.push(0);
+    let mut row: Vec<(usize, T)> = Vec::new();
+    for i in 0..rows {
+        row.clear();
+        row.extend(
+            order[counts[i]..counts[i + 1]]
+                .iter()
+                .map(|&e| (c[e], v(e))),
+        );
+        row.sort_by_key(|p| p.0);
+        for &(col, x) in &row {
+            if indices.len() > indptr[i] && indices.last() == Some(&col) {
+                *data.last_mut().expect("a previous entry") += x;
+            } else {
+                indices.push(col);
+                data.push(x);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    SparseMatrix::try_from_csr((rows, cols), indptr, indices, data)
+        .expect("valid CSR by construction")
+}
+
+/// An edge set as constants: `src[e] -> dst[e]` over `num_nodes` nodes, optional edge
+/// weights, and the aggregation matrices built on first need.
+#[derive(Debug)]
+pub struct EdgeIndex<T: Element> {
+    num_nodes: usize,
+    src: Vec<usize>,
+    dst: Vec<usize>,
+    weights: Option<ArrayD<T>>,
+    sum: OnceLock<SparseMatrix<T>>,
+    mean: OnceLock<SparseMatrix<T>>,
+    wsum: OnceLock<SparseMatrix<T>>,
+    wmean: OnceLock<SparseMatrix<T>>,
+    in_degree: OnceLock<Vec<usize>>,
+}
+
+impl<T: Element> EdgeIndex<T> {
+    /// An edge set from index arrays (checked by the caller: equal lengths, indices
+    /// `< num_nodes`) and optional weights (one per edge).
+    pub(crate) fn new(
+        num_nodes: usize,
+        src: Vec<usize>,
+        dst: Vec<usize>,
+        weights: Option<Vec<T>>,
+    ) -> Self {
+        let m = src.len();
+        EdgeIndex {
+            num_nodes,
+            src,
+            dst,
+            weights: weights
+                .map(|w| ArrayD::from_shape_vec(IxDyn(&[m, 1]), w).expect("one weight per edge")),
+            sum: OnceLock::new(),
+            mean: OnceLock::new(),
+            wsum: OnceLock::new(),
+            wmean: OnceLock::new(),
+            in_degree: OnceLock::new(),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.num_nodes
+    }
+
+    /// Number of edges.
+    pub fn num_edges(&self) -> usize {
+        self.src.len()
+    }
+
+    /// Source of every edge.
+    pub fn src(&self) -> &[usize] {
+        &self.src
+    }
+
+    /// Destination of every edge.
+    pub fn dst(&self) -> &[usize] {
+        &self.dst
+    }
+
+    /// Edge weights as an `[E, 1]` column (ones when the graph has none).
+    pub fn weights(&self) -> Option<&ArrayD<T>> {
+        self.weights.as_ref()
+    }
+
+    fn weight(&self, e: usize) -> T {
+        self.weights.as_ref().map_or(T::one(), |w| w[[e, 0]])
+    }
+
+    /// Number of incoming edges of every node (multi-edges counted).
+    pub fn in_degree(&self) -> &[usize] {
+        self.in_degree.get_or_init(|| {
+            let mut d = vec![0; self.num_nodes];
+            self.dst.iter().for_each(|&v| d[v] += 1);
+            d
+        })
+    }
+
+    /// `S` with `S[v, u]` = number of edges `u -> v`: `S · X` sums incoming source rows.
+    pub fn sum_matrix(&self) -> &SparseMatrix<T> {
+        self.sum.get_or_init(|| {
+            let n = self.num_nodes;
+            csr_from_triples(n, n, &self.dst, &self.src, |_| T::one())
+        })
+    }
+
+    /// `S` with rows divided by the in-degree: `S · X` averages incoming source rows
+    /// (isolated nodes get a zero row).
+    pub fn mean_matrix(&self) -> &SparseMatrix<T> {
+        self.mean.get_or_init(|| {
+            let n = self.num_nodes;
+            let deg = self.in_degree();
+            csr_from_triples(n, n, &self.dst, &self.src, |e| {
+                T::one() / T::cst(deg[self.dst[e]] as f64)
+            })
+        })
+    }
+
+    /// `W` with `W[v, u]` = sum of the weights of the edges `u -> v`.
+    pub fn weighted_sum_matrix(&self) -> &SparseMatrix<T> {
+        self.wsum.get_or_init(|| {
+            let n = self.num_nodes;
+            csr_from_triples(n, n, &self.dst, &self.src, |e| self.weight(e))
+        })
+    }
+
+    /// `W` with rows divided by the in-degree (mean of weighted messages).
+    pub fn weighted_mean_matrix(&self) -> &SparseMatrix<T> {
+        self.wmean.get_or_init(|| {
+            let n = self.num_nodes;
+            let deg = self.in_degree();
+            csr_from_triples(n, n, &self.dst, &self.src, |e| {
+                self.weight(e) / T::cst(deg[self.dst[e]] as f64)
+            })
+        })
+    }
+}
+
+/// A graph prepared as constants for the layers; see the module documentation.
+#[derive(Debug)]
+pub struct GraphCtx<T: Float> {
+    graph: Graph,
+    edges: EdgeIndex<T>,
+    self_loops: OnceLock<EdgeIndex<T>>,
+    gcn: [OnceLock<SparseMatrix<T>>; 4],
+    batch: Vec<usize>,
+}
+
+impl<T: Float> GraphCtx<T> {
+    /// Prepares `graph` (cloned; a clone shares the graph's caches). Only the edge
+    /// index is converted now; everything else on first need.
+    pub fn new(graph: &Graph) -> Self {
+        let (src, dst) = graph.edge_index();
+        let weights = graph
+            .weights()
+            .map(|w| w.iter().map(|&x| T::cst(x)).collect());
+        let batch = graph
+            .graph_indicator()
+            .iter()
+            .map(|&g| g as usize)
+            .collect();
+        GraphCtx {
+            edges: EdgeIndex::new(
+                graph.num_nodes(),
+                src.iter().map(|&s| s as usize).collect(),
+                dst.iter().map(|&d| d as usize).collect(),
+                weights,
+            ),
+            graph: graph.clone(),
+            self_loops: OnceLock::new(),
+            gcn: Default::default(),
+            batch,
+        }
+    }
+
+    /// The underlying graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.edges.num_nodes
+    }
+
+    /// Number of graphs (1 unless the graph is a batch).
+    pub fn num_graphs(&self) -> usize {
+        self.graph.num_graphs()
+    }
+
+    /// Graph id of every node (all zeros for a single graph).
+    pub fn batch(&self) -> &[usize] {
+        &self.batch
+    }
+
+    /// The graph's edges, in its order.
+    pub fn edges(&self) -> &EdgeIndex<T> {
+        &self.edges
+    }
+
+    /// The edges without self-loops, then one self-loop per node (weight 1): PyG's
+    /// `remove_self_loops` + `add_self_loops`, used by attention layers.
+    pub fn edges_with_self_loops(&self) -> &EdgeIndex<T> {
+        self.self_loops.get_or_init(|| {
+            let e = &self.edges;
+            let n = e.num_nodes;
+            let keep: Vec<usize> = (0..e.num_edges())
+                .filter(|&i| e.src[i] != e.dst[i])
+                .collect();
+            let mut src: Vec<usize> = keep.iter().map(|&i| e.src[i]).collect();
+            let mut dst: Vec<usize> = keep.iter().map(|&i| e.dst[i]).collect();
+            src.extend(0..n);
+            dst.extend(0..n);
+            let weights = e.weights.as_ref().map(|_| {
+                keep.iter()
+                    .map(|&i| e.weight(i))
+                    .chain(std::iter::repeat_n(T::one(), n))
+                    .collect()
+            });
+            EdgeIndex::new(n, src, dst, weights)
+        })
+    }
+
+    /// The GCN-normalised adjacency `D^-1/2 (A + I) D^-1/2` with PyG's `gcn_norm`
+    /// options (`improved`: `A + 2I`; `add_self_loops`), rows = destination, weighted by
+    /// the graph's edge weights. Built once per option set.
+    pub fn gcn_adjacency(&self, improved: bool, add_self_loops: bool) -> &SparseMatrix<T> {
+        let slot = usize::from(improved) * 2 + usize::from(add_self_loops);
+        self.gcn[slot].get_or_init(|| {
+            let m = self.graph.gcn_norm::<T>(GcnNorm {
+                add_self_loops,
+                improved,
+                weighted: true,
+            });
+            let a = SparseMatrix::new(m);
+            a.prepare_transpose();
+            a
+        })
+    }
+
+    /// The node count of every graph in the batch, as a `[num_graphs, 1]` array.
+    pub fn graph_sizes(&self) -> Array2<T> {
+        let mut c = Array2::zeros((self.num_graphs(), 1));
+        self.batch.iter().for_each(|&g| c[[g, 0]] += T::one());
+        c
+    }
+}
+
+impl<T: Float> From<&Graph> for GraphCtx<T> {
+    fn from(g: &Graph) -> Self {
+        GraphCtx::new(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregation_matrices_count_multi_edges() {
+        // 0->1 twice, 2->1, 1->1 (loop), node 3 isolated.
+        let g = Graph::new(4, vec![0, 0, 2, 1], vec![1, 1, 1, 1]);
+        let c = GraphCtx::<f64>::new(&g);
+        let s = c.edges().sum_matrix().csr().to_dense();
+        assert_eq!(s.row(1).to_vec(), vec![2.0, 1.0, 1.0, 0.0]);
+        let m = c.edges().mean_matrix().csr().to_dense();
+        assert_eq!(m.row(1).to_vec(), vec![0.5, 0.25, 0.25, 0.0]);
+        assert_eq!(m.row(3).sum(), 0.0);
+        let l = c.edges_with_self_loops();
+        assert_eq!(l.num_edges(), 3 + 4);
+        assert_eq!(l.in_degree(), &[1, 4, 1, 1]);
+    }
+}

@@ -1,0 +1,143 @@
+//! The GNN crate's errors, each with a stable code.
+//!
+//! Codes `SHADE-E0400`..`SHADE-E0499` belong to this crate. A code, once published,
+//! keeps its meaning; new variants take new codes. Errors of the AD core and of the
+//! graph crate pass through unchanged (their own codes) inside [`GnnError::Ad`] and
+//! [`GnnError::Graph`].
+
+use shade_autodiff::AdError;
+use shade_graph::GraphError;
+
+/// What went wrong while building, running, training, saving or loading a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GnnError {
+    /// An error of the AD core (a shape mismatch inside a layer, an index out of range, ...).
+    #[error(transparent)]
+    Ad(#[from] AdError),
+    /// An error of the graph crate.
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// A parameter (or state entry) the model needs is missing from the store.
+    #[error("parameter `{name}` is missing from the store")]
+    MissingParam {
+        /// Its full name, e.g. `conv1.lin.weight`.
+        name: String,
+    },
+    /// A stored parameter has another shape than the model needs.
+    #[error("parameter `{name}` has shape {found:?}, but the model needs {expected:?}")]
+    ParamShape {
+        /// Its full name.
+        name: String,
+        /// The shape the model needs.
+        expected: Vec<usize>,
+        /// The stored shape.
+        found: Vec<usize>,
+    },
+    /// The store holds a parameter the model does not know.
+    #[error("parameter `{name}` is not a parameter of this model")]
+    UnexpectedParam {
+        /// Its full name.
+        name: String,
+    },
+    /// A setting (layer size, learning rate, ...) is out of its valid range.
+    #[error("invalid setting `{name}` = {value}: expected {expected}")]
+    InvalidSetting {
+        /// The setting.
+        name: String,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        expected: String,
+    },
+    /// The data do not fit the model (feature width, label count, ...).
+    #[error("{what}: expected {expected}, found {found}")]
+    DataMismatch {
+        /// What is compared.
+        what: String,
+        /// What the model needs.
+        expected: String,
+        /// What the data hold.
+        found: String,
+    },
+    /// The loss or a gradient is NaN or infinite.
+    #[error("the {what} is not finite ({value})")]
+    NonFinite {
+        /// `loss` or `gradient of <name>`.
+        what: String,
+        /// The offending value.
+        value: f64,
+    },
+    /// Reading or writing a file failed.
+    #[error("cannot {action} `{path}`: {message}")]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// A safetensors file is malformed or holds an unsupported data type.
+    #[error("malformed safetensors data: {what}")]
+    Safetensors {
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// Result of the GNN crate.
+pub type GnnResult<T> = Result<T, GnnError>;
+
+impl GnnError {
+    /// The stable code, e.g. `SHADE-E0401`; the wrapped error's own code for
+    /// [`GnnError::Ad`] and [`GnnError::Graph`].
+    pub fn code(&self) -> &'static str {
+        match self {
+            GnnError::Ad(e) => e.code(),
+            GnnError::Graph(e) => e.code(),
+            GnnError::MissingParam { .. } => "SHADE-E0401",
+            GnnError::ParamShape { .. } => "SHADE-E0402",
+            GnnError::UnexpectedParam { .. } => "SHADE-E0403",
+            GnnError::InvalidSetting { .. } => "SHADE-E0404",
+            GnnError::DataMismatch { .. } => "SHADE-E0405",
+            GnnError::NonFinite { .. } => "SHADE-E0406",
+            GnnError::Io { .. } => "SHADE-E0407",
+            GnnError::Safetensors { .. } => "SHADE-E0408",
+        }
+    }
+
+    /// A one-line hint at the fix.
+    pub fn help(&self) -> String {
+        match self {
+            GnnError::Ad(e) => e.help(),
+            GnnError::Graph(e) => e.help(),
+            GnnError::MissingParam { .. } | GnnError::UnexpectedParam { .. } => {
+                "build the store with the model's `init`, or load a file saved from the same architecture".into()
+            }
+            GnnError::ParamShape { .. } => {
+                "the layer sizes of the model and of the stored parameters differ; check in/out dimensions".into()
+            }
+            GnnError::InvalidSetting { .. } => "change the setting to a value in the stated range".into(),
+            GnnError::DataMismatch { .. } => {
+                "make the model's input size match the data (e.g. the number of features or classes)".into()
+            }
+            GnnError::NonFinite { .. } => {
+                "lower the learning rate, clip the gradient norm, or check the inputs for NaN".into()
+            }
+            GnnError::Io { .. } => "check that the path exists and is readable/writable".into(),
+            GnnError::Safetensors { .. } => {
+                "the file must be a safetensors file with F32 or F64 tensors".into()
+            }
+        }
+    }
+
+    #[allow(dead_code)] // used by the optimisers and examples' option checks
+    pub(crate) fn setting(name: &str, value: impl std::fmt::Display, expected: &str) -> Self {
+        GnnError::InvalidSetting {
+            name: name.into(),
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! The [`Layer`] trait (Lux-style explicit parameters and state), the input of a layer
+//! ([`Input`]: a tracked dense value or a constant sparse matrix), the environment of a
+//! forward call ([`Env`]), model inputs ([`Features`], [`Inputs`]) and [`apply`], the
+//! forward pass outside any differentiation.
+
+use crate::ctx::{Float, GraphCtx};
+use crate::error::{GnnError, GnnResult};
+use crate::params::{ParamVars, Params, State, StateScope};
+use ndarray::{Array2, ArrayD};
+use rand::rngs::StdRng;
+use shade_autodiff::tensor::{self, SparseMatrix, Tape, TapeBuffers, TensorArg, Var};
+use shade_autodiff::{AdError, AdResult, Const, Duplicated};
+use sprs::CsMat;
+
+/// The input of a layer: a dense value on the tape, or a constant sparse matrix (e.g.
+/// bag-of-words node features, 98.7% zeros on Cora) that a layer multiplies with its
+/// weight through the sparse × dense kernel.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a, T> {
+    /// A dense `[N, F]` value (tracked or constant).
+    Dense(Var),
+    /// A constant sparse `[N, F]` matrix.
+    Sparse(&'a SparseMatrix<T>),
+}
+
+impl<T> From<Var> for Input<'_, T> {
+    fn from(v: Var) -> Self {
+        Input::Dense(v)
+    }
+}
+
+impl<'a, T: Float> Input<'a, T> {
+    /// `X · Wᵀ` for a weight `w` of PyTorch's layout `[out, in]`: one sparse × dense
+    /// product for sparse input.
+    ///
+    /// Errors with [`AdError::ShapeMismatch`] (op `linear`, the input's and the
+    /// weight's shapes) when the input width is not the weight's `in`.
+    pub fn linear(self, t: &mut Tape<'a, T>, w: Var) -> AdResult<Var> {
+        let ws = t.shape(w)?;
+        let cols = self.cols(t)?;
+        if ws.len() != 2 || ws[1] != cols {
+            let left = match self {
+                Input::Dense(x) => t.shape(x)?.to_vec(),
+                Input::Sparse(x) => vec![x.rows(), x.cols()],
+            };
+            return Err(AdError::ShapeMismatch {
+                op: "linear (input [N, in] vs weight [out, in])",
+                left,
+                right: t.shape(w)?.to_vec(),
+            });
+        }
+        let wt = crate::ops::transpose2(t, w)?;
+        match self {
+            Input::Dense(x) => t.matmul(x, wt),
+            Input::Sparse(x) => t.spmm(x, wt),
+        }
+    }
+
+    /// The input as a dense value (a sparse matrix is copied into a dense constant;
+    /// layers that can should use [`Input::linear`] first instead).
+    pub fn dense(self, t: &mut Tape<'a, T>) -> AdResult<Var> {
+        match self {
+            Input::Dense(x) => Ok(x),
+            Input::Sparse(x) => Ok(t.constant(&x.csr().to_dense())),
+        }
+    }
+
+    /// Number of rows (nodes).
+    pub fn rows(&self, t: &Tape<'a, T>) -> AdResult<usize> {
+        match self {
+            Input::Dense(x) => Ok(t.shape(*x)?.first().copied().unwrap_or(0)),
+            Input::Sparse(x) => Ok(x.rows()),
+        }
+    }
+
+    /// Number of columns (features).
+    pub fn cols(&self, t: &Tape<'a, T>) -> AdResult<usize> {
+        match self {
+            Input::Dense(x) => Ok(t.shape(*x)?.get(1).copied().unwrap_or(1)),
+            Input::Sparse(x) => Ok(x.cols()),
+        }
+    }
+}
+
+/// What a forward call sees besides its input and parameters.
+#[derive(Debug)]
+pub struct Env<'a, 'r, T: Float> {
+    /// The prepared graph (absent for graph-free models such as an MLP decoder).
+    pub graph: Option<&'a GraphCtx<T>>,
+    /// Edge features `[E, D]` on the tape, in the graph's edge order, if the data have any.
+    pub edge_attr: Option<Var>,
+    /// Training mode (dropout active, BatchNorm uses and updates batch statistics).
+    pub training: bool,
+    /// The random source of dropout and the like.
+    pub rng: &'r mut StdRng,
+}
+
+impl<'a, T: Float> Env<'a, '_, T> {
+    /// The graph, or [`AdError::InvalidArgument`] naming `layer` when there is none.
+    pub fn graph(&self, layer: &'static str) -> AdResult<&'a GraphCtx<T>> {
+        self.graph.ok_or(AdError::InvalidArgument {
+            op: layer,
+            what: "this graph layer was called without a graph".into(),
+        })
+    }
+}
+
+/// A layer (or a whole model) with explicit parameters and state.
+///
+/// The layer value holds only its configuration (sizes and options). [`Layer::init`]
+/// draws fresh parameters and the initial state; [`Layer::forward`] records the
+/// layer's computation on a tape, reading its parameters as tape handles (they enter
+/// the AD core as `Duplicated` arguments) and its state by local name. See the crate
+/// documentation for a worked example of a new layer.
+pub trait Layer<T: Float> {
+    /// The layer's type name for messages, e.g. `"GCNConv"`.
+    fn name(&self) -> &'static str;
+
+    /// Fresh parameters and initial state, with local names (`weight`, `bias`, ...).
+    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>);
+
+    /// Records the forward computation on `t` and returns the output handle.
+    ///
+    /// `p` holds this layer's parameters by local name, `st` its state (writable: in
+    /// training a layer may update running statistics in place).
+    fn forward<'a>(
+        &self,
+        t: &mut Tape<'a, T>,
+        env: &mut Env<'a, '_, T>,
+        x: Input<'a, T>,
+        p: ParamVars<'_>,
+        st: StateScope<'_, T>,
+    ) -> AdResult<Var>;
+
+    /// Whether the layer reads the graph (a [`Chain`](crate::layers::Chain) reports the
+    /// graph layers it holds).
+    fn is_graph_layer(&self) -> bool {
+        false
+    }
+}
+
+impl<T: Float, L: Layer<T> + ?Sized> Layer<T> for Box<L> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
+        (**self).init(rng)
+    }
+    fn forward<'a>(
+        &self,
+        t: &mut Tape<'a, T>,
+        env: &mut Env<'a, '_, T>,
+        x: Input<'a, T>,
+        p: ParamVars<'_>,
+        st: StateScope<'_, T>,
+    ) -> AdResult<Var> {
+        (**self).forward(t, env, x, p, st)
+    }
+    fn is_graph_layer(&self) -> bool {
+        (**self).is_graph_layer()
+    }
+}
+
+/// Node features: dense `[N, F]`, or a constant sparse matrix.
+#[derive(Debug)]
+pub enum Features<T: Float> {
+    /// Dense features.
+    Dense(ArrayD<T>),
+    /// Sparse features (CSR), used through the sparse × dense kernel.
+    Sparse(SparseMatrix<T>),
+}
+
+impl<T: Float> Features<T> {
+    /// Dense features from a 2-D array.
+    pub fn dense(x: Array2<T>) -> Self {
+        Features::Dense(x.into_dyn())
+    }
+
+    /// Sparse features from an `f32` CSR matrix (as the npz reader returns them),
+    /// converted to `T`; the transpose the reverse rule needs is built now.
+    pub fn sparse_from_f32(x: &CsMat<f32>) -> Self {
+        let x = if x.is_csr() { x.clone() } else { x.to_csr() };
+        let m = x.map(|&v| T::cst(f64::from(v)));
+        let s = SparseMatrix::new(m);
+        s.prepare_transpose();
+        Features::Sparse(s)
+    }
+
+    /// Input dropout on the (constant) features: a copy with every stored value zeroed
+    /// with probability `p` and the rest scaled by `1 / (1 - p)` (for sparse features
+    /// only the stored nonzeros are drawn, as Kipf & Welling's sparse dropout). The
+    /// features are constants, so this runs outside the differentiated program.
+    ///
+    /// Errors with [`GnnError::InvalidSetting`] unless `0 <= p < 1`.
+    pub fn dropout(&self, p: f64, rng: &mut StdRng) -> GnnResult<Features<T>> {
+        use rand::RngExt;
+        if !(0.0..1.0).contains(&p) {
+            return Err(GnnError::setting("dropout", p, "a value in [0, 1)"));
+        }
+        let scale = T::cst(1.0 / (1.0 - p));
+        let mut keep = |v: T| {
+            if rng.random::<f64>() < p {
+                T::zero()
+            } else {
+                v * scale
+            }
+        };
+        Ok(match self {
+            Features::Dense(x) => Features::Dense(x.mapv(&mut keep)),
+            Features::Sparse(x) => {
+                let m = x.csr();
+                let (ip, ind) = (m.indptr().raw_storage().to_vec(), m.indices().to_vec());
+                let data = m.data().iter().map(|&v| keep(v)).collect();
+                let s = SparseMatrix::new(CsMat::new((m.rows(), m.cols()), ip, ind, data));
+                s.prepare_transpose();
+                Features::Sparse(s)
+            }
+        })
+    }
+
+    /// Number of rows (nodes).
+    pub fn rows(&self) -> usize {
+        match self {
+            Features::Dense(x) => x.shape().first().copied().unwrap_or(0),
+            Features::Sparse(x) => x.rows(),
+        }
+    }
+
+    /// Number of feature columns.
+    pub fn cols(&self) -> usize {
+        match self {
+            Features::Dense(x) => x.shape().get(1).copied().unwrap_or(1),
+            Features::Sparse(x) => x.cols(),
+        }
+    }
+}
+
+/// The inputs of a model call: graph, node features and optional edge features.
+#[derive(Clone, Copy, Debug)]
+pub struct Inputs<'d, T: Float> {
+    /// The prepared graph, if the model has graph layers.
+    pub graph: Option<&'d GraphCtx<T>>,
+    /// Node features.
+    pub x: &'d Features<T>,
+    /// Edge features `[E, D]`, in the graph's edge order.
+    pub edge_attr: Option<&'d ArrayD<T>>,
+}
+
+impl<'d, T: Float> Inputs<'d, T> {
+    /// Node features on a graph.
+    pub fn new(graph: &'d GraphCtx<T>, x: &'d Features<T>) -> Self {
+        Inputs {
+            graph: Some(graph),
+            x,
+            edge_attr: None,
+        }
+    }
+
+    /// Features without a graph (for graph-free models).
+    pub fn without_graph(x: &'d Features<T>) -> Self {
+        Inputs {
+            graph: None,
+            x,
+            edge_attr: None,
+        }
+    }
+
+    /// Adds edge features.
+    pub fn with_edge_attr(mut self, e: &'d ArrayD<T>) -> Self {
+        self.edge_attr = Some(e);
+        self
+    }
+
+    /// Checks the sizes against the graph: feature rows = nodes, edge rows = edges.
+    pub fn validate(&self) -> GnnResult<()> {
+        if let Some(g) = self.graph {
+            if self.x.rows() != g.num_nodes() {
+                return Err(GnnError::DataMismatch {
+                    what: "rows of the node features".into(),
+                    expected: format!("{} (the number of nodes)", g.num_nodes()),
+                    found: self.x.rows().to_string(),
+                });
+            }
+            if let Some(e) = self.edge_attr
+                && e.shape().first() != Some(&g.edges().num_edges())
+            {
+                return Err(GnnError::DataMismatch {
+                    what: "rows of the edge features".into(),
+                    expected: format!("{} (the number of edges)", g.edges().num_edges()),
+                    found: format!("{:?}", e.shape()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One annotated array argument of a model call: a constant, or a tracked value with
+/// its shadow. The tape handles come back in the order of the list.
+#[derive(Debug)]
+pub enum Arg<'a, T> {
+    /// A constant.
+    Const(&'a ArrayD<T>),
+    /// A tracked value and its shadow (reverse mode accumulates into it).
+    Dup(&'a ArrayD<T>, &'a mut ArrayD<T>),
+}
+
+impl<'a, T: Float> TensorArg<'a, T> for Arg<'a, T> {
+    type Handle = Var;
+    fn register(self, tape: &mut Tape<'a, T>, pos: usize) -> AdResult<Var> {
+        match self {
+            Arg::Const(x) => Const(x).register(tape, pos),
+            Arg::Dup(x, dx) => Duplicated(x, dx).register(tape, pos),
+        }
+    }
+}
+
+/// The argument list of a model call: every parameter (`Duplicated` when `grads` is
+/// given, constant otherwise), then the dense features (tracked when `dx` is given),
+/// then the edge features. Returns the list and whether features and edge features
+/// are on it.
+pub fn model_args<'a, T: Float>(
+    params: &'a Params<T>,
+    grads: Option<&'a mut Params<T>>,
+    inputs: &Inputs<'a, T>,
+    dx: Option<&'a mut ArrayD<T>>,
+) -> Vec<Arg<'a, T>> {
+    let mut args: Vec<Arg<'a, T>> = Vec::with_capacity(params.len() + 2);
+    match grads {
+        Some(g) => args.extend(
+            params
+                .values()
+                .iter()
+                .zip(g.values_mut().iter_mut())
+                .map(|(p, d)| Arg::Dup(p, d)),
+        ),
+        None => args.extend(params.values().iter().map(Arg::Const)),
+    }
+    if let Features::Dense(x) = inputs.x {
+        args.push(match dx {
+            Some(d) => Arg::Dup(x, d),
+            None => Arg::Const(x),
+        });
+    }
+    if let Some(e) = inputs.edge_attr {
+        args.push(Arg::Const(e));
+    }
+    args
+}
+
+/// Runs `model` on a tape whose handles came from [`model_args`]: splits them into
+/// parameters, features and edge features, and calls the model's forward.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
+    t: &mut Tape<'a, T>,
+    model: &L,
+    names: &[String],
+    handles: &[Var],
+    inputs: &Inputs<'a, T>,
+    state: &mut State<T>,
+    training: bool,
+    rng: &mut StdRng,
+) -> AdResult<Var> {
+    let np = names.len();
+    let (pv, rest) = handles.split_at(np.min(handles.len()));
+    let mut rest = rest.iter().copied();
+    let x = match inputs.x {
+        Features::Dense(_) => Input::Dense(rest.next().ok_or(AdError::InvalidArgument {
+            op: "forward_model",
+            what: "missing feature handle".into(),
+        })?),
+        Features::Sparse(s) => Input::Sparse(s),
+    };
+    let edge_attr = inputs.edge_attr.and_then(|_| rest.next());
+    let mut env = Env {
+        graph: inputs.graph,
+        edge_attr,
+        training,
+        rng,
+    };
+    model.forward(
+        t,
+        &mut env,
+        x,
+        ParamVars::new(names, pv),
+        StateScope::new(state),
+    )
+}
+
+/// Lux's `apply`: the model's output on `inputs` with `params`, and the new state.
+/// No derivative is taken.
+///
+/// ```
+/// use rand::{SeedableRng, rngs::StdRng};
+/// use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer};
+/// use shade_gnn::layers::GCNConv;
+/// let g = shade_graph::Graph::new(3, vec![0, 1], vec![1, 2]);
+/// let ctx = GraphCtx::<f64>::new(&g);
+/// let x = Features::dense(ndarray::Array2::ones((3, 2)));
+/// let conv = GCNConv::new(2, 4);
+/// let mut rng = StdRng::seed_from_u64(0);
+/// let (p, st) = conv.init(&mut rng);
+/// let (y, _st) = apply(&conv, &Inputs::new(&ctx, &x), &p, &st, false, &mut rng)?;
+/// assert_eq!(y.shape(), &[3, 4]);
+/// # Ok::<(), shade_gnn::GnnError>(())
+/// ```
+pub fn apply<T: Float, L: Layer<T> + ?Sized>(
+    model: &L,
+    inputs: &Inputs<'_, T>,
+    params: &Params<T>,
+    state: &State<T>,
+    training: bool,
+    rng: &mut StdRng,
+) -> GnnResult<(ArrayD<T>, State<T>)> {
+    inputs.validate()?;
+    let mut st = state.clone();
+    let mut bufs = TapeBuffers::new();
+    let names = params.names();
+    let args = model_args(params, None, inputs, None);
+    let y = tensor::value(
+        &mut bufs,
+        |t, h: Vec<Var>| forward_model(t, model, names, &h, inputs, &mut st, training, rng),
+        args,
+    )?;
+    Ok((y, st))
+}

@@ -1,0 +1,79 @@
+//! The layers: one file per layer in `layers/`.
+//!
+//! | layer | file | parameters (local names) |
+//! |---|---|---|
+//! | [`Dense`] / [`Linear`] | `dense.rs` | `weight [out, in]`, `bias [out]` |
+//! | [`Chain`] | `chain.rs` | the children's, under their names |
+//! | [`Activation`] | `activation.rs` | none |
+//! | [`Dropout`] | `dropout.rs` | none |
+//! | [`LayerNorm`], [`BatchNorm`] | `norm.rs` | `weight [F]`, `bias [F]`; state `running_mean`, `running_var` |
+//! | [`GCNConv`] | `gcn.rs` | `lin.weight [out, in]`, `bias [out]` |
+//! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `bias` |
+//! | [`SAGEConv`] | `sage.rs` | `lin_l.weight`, `lin_l.bias`, `lin_r.weight` |
+//! | [`GINConv`] | `gin.rs` | `nn.*`, `eps [1]` (if trained) |
+//! | [`GraphConv`] | `graph_conv.rs` | `lin_rel.weight`, `lin_rel.bias`, `lin_root.weight` |
+//! | [`GINEConv`] | `gine.rs` | `nn.*`, `eps [1]` (if trained), `lin.*` (with `edge_dim`) |
+//! | [`GATv2Conv`] | `gatv2.rs` | `lin_l.*`, `lin_r.*` (unless shared), `att [1, H, C]`, `bias` |
+//! | [`ChebConv`] | `cheb.rs` | `lins.{k}.weight [out, in]` for `k < K`, `bias` |
+//! | [`SGConv`] | `sg.rs` | `lin.weight`, `lin.bias`; state `cache` (if cached) |
+//! | [`TAGConv`] | `tag.rs` | `lins.{k}.weight` for `k <= K`, `bias` |
+//! | [`APPNP`] | `appnp.rs` | none |
+//! | [`EdgeConv`] | `edge_conv.rs` | `nn.*` |
+//! | [`ResGatedGraphConv`] | `res_gated.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*`, `lin_skip.weight`, `bias` |
+//! | [`GatedGraphConv`] | `gated.rs` | `weight [L, out, out]`, `rnn.weight_ih`, `rnn.weight_hh`, `rnn.bias_ih`, `rnn.bias_hh` |
+//! | [`TransformerConv`] | `transformer.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*`, `lin_edge.weight`, `lin_skip.*`, `lin_beta.weight` |
+//! | [`NNConv`] | `nn_conv.rs` | `nn.*`, `lin.weight`, `bias` |
+//! | [`CGConv`] | `cg.rs` | `lin_f.*`, `lin_s.*`, `bn.*` (with `batch_norm`) |
+//! | [`AGNNConv`] | `agnn.rs` | `beta [1]` (if trained) |
+//!
+//! Pooling layers are in [`crate::pool`]. `blocks.rs` holds the GRU / LSTM cells and
+//! option checks shared by these files.
+
+mod activation;
+mod agnn;
+mod appnp;
+pub(crate) mod blocks;
+mod cg;
+mod chain;
+mod cheb;
+mod dense;
+mod dropout;
+mod edge_conv;
+mod gat;
+mod gated;
+mod gatv2;
+mod gcn;
+mod gin;
+mod gine;
+mod graph_conv;
+mod nn_conv;
+mod norm;
+mod res_gated;
+mod sage;
+mod sg;
+mod tag;
+mod transformer;
+
+pub use activation::Activation;
+pub use agnn::AGNNConv;
+pub use appnp::APPNP;
+pub use cg::CGConv;
+pub use chain::Chain;
+pub use cheb::{ChebConv, ChebNorm};
+pub use dense::{Dense, Linear};
+pub use dropout::Dropout;
+pub use edge_conv::EdgeConv;
+pub use gat::GATConv;
+pub use gated::GatedGraphConv;
+pub use gatv2::GATv2Conv;
+pub use gcn::GCNConv;
+pub use gin::GINConv;
+pub use gine::GINEConv;
+pub use graph_conv::GraphConv;
+pub use nn_conv::NNConv;
+pub use norm::{BatchNorm, LayerNorm};
+pub use res_gated::ResGatedGraphConv;
+pub use sage::SAGEConv;
+pub use sg::SGConv;
+pub use tag::TAGConv;
+pub use transformer::TransformerConv;

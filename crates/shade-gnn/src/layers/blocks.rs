@@ -1,0 +1,313 @@
+//! Building blocks shared by the part-B layers: option checks, linear maps by
+//! parameter name, the GRU and LSTM cells (composed from matmul, sigmoid, tanh, mul
+//! and add), and a row gather with owned indices (for index sets computed inside a
+//! forward call, e.g. TopK pooling's selection).
+
+use crate::ctx::Float;
+use crate::layer::Input;
+use crate::params::ParamVars;
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis};
+use shade_autodiff::tensor::{Tape, TensorRule, Var};
+use shade_autodiff::{AdError, AdResult};
+
+/// [`AdError::InvalidArgument`] for an option of `layer`.
+pub(crate) fn bad_option(layer: &'static str, what: String) -> AdError {
+    AdError::InvalidArgument { op: layer, what }
+}
+
+/// `x · Wᵀ (+ b)` with `W = p[{name}.weight]` and `b = p[{name}.bias]` when `bias`.
+pub(crate) fn linear<'a, T: Float>(
+    t: &mut Tape<'a, T>,
+    x: Input<'a, T>,
+    p: &ParamVars<'_>,
+    name: &str,
+    bias: bool,
+) -> AdResult<Var> {
+    let p = p.scope(name);
+    let y = x.linear(t, p.get("weight")?)?;
+    if bias {
+        t.add(y, p.get("bias")?)
+    } else {
+        Ok(y)
+    }
+}
+
+/// `x · Wᵀ + b_x + h · Uᵀ + b_h` split into `k` column chunks of width `c`.
+fn gates<T: Float>(
+    t: &mut Tape<'_, T>,
+    x: Var,
+    h: Var,
+    p: &ParamVars<'_>,
+    names: [&str; 4],
+    k: usize,
+    c: usize,
+) -> AdResult<(Vec<Var>, Vec<Var>)> {
+    let gi = Input::Dense(x).linear(t, p.get(names[0])?)?;
+    let gi = t.add(gi, p.get(names[2])?)?;
+    let gh = Input::Dense(h).linear(t, p.get(names[1])?)?;
+    let gh = t.add(gh, p.get(names[3])?)?;
+    let mut a = Vec::with_capacity(k);
+    let mut b = Vec::with_capacity(k);
+    for q in 0..k {
+        a.push(t.narrow(gi, 1, q * c, c)?);
+        b.push(t.narrow(gh, 1, q * c, c)?);
+    }
+    Ok((a, b))
+}
+
+/// PyTorch's `GRUCell` (gate order r, z, n): parameters `weight_ih [3C, in]`,
+/// `weight_hh [3C, C]`, `bias_ih [3C]`, `bias_hh [3C]` in `p`; returns the new `h`.
+pub(crate) fn gru_cell<T: Float>(
+    t: &mut Tape<'_, T>,
+    x: Var,
+    h: Var,
+    p: &ParamVars<'_>,
+    c: usize,
+) -> AdResult<Var> {
+    let (gi, gh) = gates(
+        t,
+        x,
+        h,
+        p,
+        ["weight_ih", "weight_hh", "bias_ih", "bias_hh"],
+        3,
+        c,
+    )?;
+    let r = t.add(gi[0], gh[0])?;
+    let r = t.sigmoid(r)?;
+    let z = t.add(gi[1], gh[1])?;
+    let z = t.sigmoid(z)?;
+    let rn = t.mul(r, gh[2])?;
+    let n = t.add(gi[2], rn)?;
+    let n = t.tanh(n)?;
+    // h' = (1 - z) n + z h = n + z (h - n)
+    let d = t.sub(h, n)?;
+    let zd = t.mul(z, d)?;
+    t.add(n, zd)
+}
+
+/// PyTorch's `LSTM` layer 0 for one step (gate order i, f, g, o): parameters
+/// `weight_ih_l0 [4C, in]`, `weight_hh_l0 [4C, C]`, `bias_ih_l0`, `bias_hh_l0` `[4C]`;
+/// returns the new `(h, c)`.
+pub(crate) fn lstm_cell<T: Float>(
+    t: &mut Tape<'_, T>,
+    x: Var,
+    (h, cell): (Var, Var),
+    p: &ParamVars<'_>,
+    c: usize,
+) -> AdResult<(Var, Var)> {
+    let (gi, gh) = gates(
+        t,
+        x,
+        h,
+        p,
+        ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"],
+        4,
+        c,
+    )?;
+    let mut g = Vec::with_capacity(4);
+    for q in 0..4 {
+        g.push(t.add(gi[q], gh[q])?);
+    }
+    let i = t.sigmoid(g[0])?;
+    let f = t.sigmoid(g[1])?;
+    let gg = t.tanh(g[2])?;
+    let o = t.sigmoid(g[3])?;
+    let fc = t.mul(f, cell)?;
+    let ig = t.mul(i, gg)?;
+    let cell = t.add(fc, ig)?;
+    let tc = t.tanh(cell)?;
+    let h = t.mul(o, tc)?;
+    Ok((h, cell))
+}
+
+/// `out[i] = x[idx[i]]` along axis 0 with indices owned by the rule (for index sets
+/// computed inside a forward call, which cannot be borrowed for the tape's lifetime).
+#[derive(Debug)]
+pub(crate) struct RowGather {
+    pub(crate) idx: Vec<usize>,
+}
+
+impl<T: Float> TensorRule<T> for RowGather {
+    fn name(&self) -> &'static str {
+        "row_gather"
+    }
+    fn forward(&self, x: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
+        let x = &x[0];
+        let n = x.shape().first().copied().unwrap_or(0);
+        if let Some((position, &index)) = self.idx.iter().enumerate().find(|(_, i)| **i >= n) {
+            return Err(AdError::IndexOutOfRange {
+                op: "row_gather",
+                position,
+                index,
+                bound: n,
+            });
+        }
+        Ok(x.select(Axis(0), &self.idx))
+    }
+    fn vjp(
+        &self,
+        _x: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        g: ArrayViewD<'_, T>,
+        _input: usize,
+        mut dx: ArrayViewMutD<'_, T>,
+    ) {
+        for (k, &i) in self.idx.iter().enumerate() {
+            let mut row = dx.index_axis_mut(Axis(0), i);
+            row.zip_mut_with(&g.index_axis(Axis(0), k), |d, &v| *d += v);
+        }
+    }
+    fn jvp(
+        &self,
+        _x: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        tx: &[Option<ArrayViewD<'_, T>>],
+        mut ty: ArrayViewMutD<'_, T>,
+    ) {
+        if let Some(tx) = &tx[0] {
+            ty.assign(&tx.select(Axis(0), &self.idx));
+        }
+    }
+}
+
+/// Dense helpers for the reference computations of the part-B layer tests.
+#[cfg(test)]
+pub(crate) mod reference {
+    use crate::params::Params;
+    use ndarray::{Array1, Array2, Ix1, Ix2};
+
+    /// A 2-D parameter.
+    pub(crate) fn m(p: &Params<f64>, name: &str) -> Array2<f64> {
+        p.get(name)
+            .unwrap_or_else(|| panic!("parameter {name}"))
+            .clone()
+            .into_dimensionality::<Ix2>()
+            .unwrap()
+    }
+
+    /// A 1-D parameter.
+    pub(crate) fn v(p: &Params<f64>, name: &str) -> Array1<f64> {
+        p.get(name)
+            .unwrap_or_else(|| panic!("parameter {name}"))
+            .clone()
+            .into_dimensionality::<Ix1>()
+            .unwrap()
+    }
+
+    /// `1 / (1 + e^-x)`.
+    pub(crate) fn sigmoid(x: f64) -> f64 {
+        1.0 / (1.0 + (-x).exp())
+    }
+
+    /// `x · Wᵀ + b` row by row with plain loops.
+    pub(crate) fn affine(x: &Array2<f64>, w: &Array2<f64>, b: Option<&Array1<f64>>) -> Array2<f64> {
+        let (n, o) = (x.nrows(), w.nrows());
+        Array2::from_shape_fn((n, o), |(i, k)| {
+            (0..x.ncols()).map(|c| x[[i, c]] * w[[k, c]]).sum::<f64>() + b.map_or(0.0, |b| b[k])
+        })
+    }
+
+    /// The edges `(src, dst, weight)` of a graph.
+    pub(crate) fn edge_list(g: &shade_graph::Graph) -> Vec<(usize, usize, f64)> {
+        (0..g.num_edges())
+            .map(|e| (g.src()[e] as usize, g.dst()[e] as usize, g.weight(e)))
+            .collect()
+    }
+
+    /// One GRU step from the definition (gate order r, z, n) with parameters under
+    /// `pre`.
+    pub(crate) fn gru(p: &Params<f64>, pre: &str, x: &Array2<f64>, h: &Array2<f64>) -> Array2<f64> {
+        let gi = affine(
+            x,
+            &m(p, &format!("{pre}weight_ih")),
+            Some(&v(p, &format!("{pre}bias_ih"))),
+        );
+        let gh = affine(
+            h,
+            &m(p, &format!("{pre}weight_hh")),
+            Some(&v(p, &format!("{pre}bias_hh"))),
+        );
+        let c = h.ncols();
+        Array2::from_shape_fn(h.dim(), |(i, k)| {
+            let r = sigmoid(gi[[i, k]] + gh[[i, k]]);
+            let z = sigmoid(gi[[i, c + k]] + gh[[i, c + k]]);
+            let n = (gi[[i, 2 * c + k]] + r * gh[[i, 2 * c + k]]).tanh();
+            (1.0 - z) * n + z * h[[i, k]]
+        })
+    }
+
+    /// One LSTM step from the definition (gate order i, f, g, o) with parameters under
+    /// `pre`; returns `(h, c)`.
+    pub(crate) fn lstm(
+        p: &Params<f64>,
+        pre: &str,
+        x: &Array2<f64>,
+        h: &Array2<f64>,
+        cell: &Array2<f64>,
+    ) -> (Array2<f64>, Array2<f64>) {
+        let gi = affine(
+            x,
+            &m(p, &format!("{pre}weight_ih_l0")),
+            Some(&v(p, &format!("{pre}bias_ih_l0"))),
+        );
+        let gh = affine(
+            h,
+            &m(p, &format!("{pre}weight_hh_l0")),
+            Some(&v(p, &format!("{pre}bias_hh_l0"))),
+        );
+        let c = h.ncols();
+        let g = &gi + &gh;
+        let mut hn = Array2::zeros(h.dim());
+        let mut cn = Array2::zeros(h.dim());
+        for i in 0..h.nrows() {
+            for k in 0..c {
+                let ig = sigmoid(g[[i, k]]);
+                let fg = sigmoid(g[[i, c + k]]);
+                let gg = g[[i, 2 * c + k]].tanh();
+                let og = sigmoid(g[[i, 3 * c + k]]);
+                cn[[i, k]] = fg * cell[[i, k]] + ig * gg;
+                hn[[i, k]] = og * cn[[i, k]].tanh();
+            }
+        }
+        (hn, cn)
+    }
+}
+
+/// Test-only dense operators written from PyG's definitions.
+#[cfg(test)]
+pub(crate) mod dense_ops {
+    use super::reference::edge_list;
+    use ndarray::Array2;
+
+    /// PyG's `gcn_norm` as a dense `[N, N]` operator (rows = destination): non-loop
+    /// edges, then one self-loop per node when `add_self_loops` (an existing loop keeps
+    /// its weight, the last one wins), degrees = weighted in-degrees.
+    pub(crate) fn gcn(g: &shade_graph::Graph, add_self_loops: bool) -> Array2<f64> {
+        let n = g.num_nodes();
+        let mut entries: Vec<(usize, usize, f64)> = Vec::new();
+        if add_self_loops {
+            let mut loop_w = vec![1.0; n];
+            for (s, d, w) in edge_list(g) {
+                if s == d {
+                    loop_w[s] = w;
+                } else {
+                    entries.push((s, d, w));
+                }
+            }
+            entries.extend((0..n).map(|v| (v, v, loop_w[v])));
+        } else {
+            entries = edge_list(g);
+        }
+        let mut deg = vec![0.0; n];
+        for &(_, d, w) in &entries {
+            deg[d] += w;
+        }
+        let is = |d: f64| if d == 0.0 { 0.0 } else { 1.0 / d.sqrt() };
+        let mut a = Array2::zeros((n, n));
+        for (s, d, w) in entries {
+            a[[d, s]] += is(deg[s]) * w * is(deg[d]);
+        }
+        a
+    }
+}

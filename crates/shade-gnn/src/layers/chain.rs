@@ -1,0 +1,217 @@
+//! `Chain`: layers applied in sequence, each under its own name.
+
+use crate::ctx::Float;
+use crate::layer::{Env, Input, Layer};
+use crate::params::{ParamVars, Params, State, StateScope};
+use rand::rngs::StdRng;
+use shade_autodiff::AdResult;
+use shade_autodiff::tensor::{Tape, Var};
+
+/// Layers applied in order. Each child's parameters are stored under its name
+/// (`conv1.lin.weight`); children added with [`Chain::push`] are named by position
+/// (`"0"`, `"1"`, ... as in PyTorch's `nn.Sequential`). The graph is used by graph
+/// layers only; other layers see plain tensors.
+///
+/// ```
+/// use shade_gnn::layers::{Activation, Chain, Dense, GCNConv};
+/// let model = Chain::<f32>::new()
+///     .add("conv1", GCNConv::new(2, 50))
+///     .add("act1", Activation::Tanh)
+///     .add("conv2", GCNConv::new(50, 50))
+///     .add("act2", Activation::Relu)
+///     .add("dense", Dense::new(50, 100).with_activation(Activation::Sigmoid));
+/// assert_eq!(model.len(), 5);
+/// ```
+pub struct Chain<T: Float> {
+    layers: Vec<(String, Box<dyn Layer<T>>)>,
+}
+
+impl<T: Float> std::fmt::Debug for Chain<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.layers.iter().map(|(n, l)| (n, l.name())))
+            .finish()
+    }
+}
+
+impl<T: Float> Default for Chain<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Float> Chain<T> {
+    /// An empty chain (the identity).
+    pub fn new() -> Self {
+        Chain { layers: Vec::new() }
+    }
+
+    /// Appends a layer under `name` (must not contain `.`; names should be unique).
+    pub fn add(mut self, name: impl Into<String>, layer: impl Layer<T> + 'static) -> Self {
+        self.layers.push((name.into(), Box::new(layer)));
+        self
+    }
+
+    /// Appends a layer named by its position.
+    pub fn push(self, layer: impl Layer<T> + 'static) -> Self {
+        let name = self.layers.len().to_string();
+        self.add(name, layer)
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Whether the chain is empty.
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// The layers' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.layers.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+impl<T: Float> Layer<T> for Chain<T> {
+    fn name(&self) -> &'static str {
+        "Chain"
+    }
+
+    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
+        let (mut p, mut s) = (Params::new(), State::new());
+        for (name, l) in &self.layers {
+            let (lp, ls) = l.init(rng);
+            p.extend_prefixed(name, lp);
+            s.extend_prefixed(name, ls);
+        }
+        (p, s)
+    }
+
+    fn forward<'a>(
+        &self,
+        t: &mut Tape<'a, T>,
+        env: &mut Env<'a, '_, T>,
+        x: Input<'a, T>,
+        p: ParamVars<'_>,
+        mut st: StateScope<'_, T>,
+    ) -> AdResult<Var> {
+        let mut h = x;
+        for (name, l) in &self.layers {
+            let y = if l.is_graph_layer() {
+                l.forward(t, env, h, p.scope(name), st.scope(name))?
+            } else {
+                // Plain layers see no graph.
+                let graph = env.graph.take();
+                let r = l.forward(t, env, h, p.scope(name), st.scope(name));
+                env.graph = graph;
+                r?
+            };
+            h = Input::Dense(y);
+        }
+        h.dense(t)
+    }
+
+    fn is_graph_layer(&self) -> bool {
+        self.layers.iter().any(|(_, l)| l.is_graph_layer())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::{Activation, Dense, Dropout, GCNConv};
+    use crate::testing::{
+        GradCheck, arb_graph_and_features, check_layer_gradient, layer_output, proptest_config,
+        random_features, random_graph,
+    };
+    use proptest::prelude::*;
+
+    fn users_model(i: usize, h: usize, o: usize) -> Chain<f64> {
+        Chain::new()
+            .add("conv1", GCNConv::new(i, h))
+            .add("act1", Activation::Tanh)
+            .add("conv2", GCNConv::new(h, h))
+            .add("act2", Activation::Relu)
+            .add(
+                "dense",
+                Dense::new(h, o).with_activation(Activation::Sigmoid),
+            )
+    }
+
+    #[test]
+    fn names_and_composition() {
+        let m = users_model(2, 3, 4);
+        let mut rng = rand::SeedableRng::seed_from_u64(0);
+        let (p, s) = Layer::<f64>::init(&m, &mut rng);
+        assert_eq!(
+            p.names(),
+            [
+                "conv1.lin.weight",
+                "conv1.bias",
+                "conv2.lin.weight",
+                "conv2.bias",
+                "dense.weight",
+                "dense.bias"
+            ]
+        );
+        assert!(s.is_empty() && Layer::<f64>::is_graph_layer(&m));
+        // The chain equals its layers applied one after the other.
+        let g = random_graph(6, 9, 1);
+        let x = random_features(7, 2, 2);
+        let (y, p) = layer_output(&m, Some(&g), &x, 3);
+        let mut rng2 = rand::SeedableRng::seed_from_u64(3);
+        let (p1, _) = Layer::<f64>::init(&GCNConv::new(2, 3), &mut rng2);
+        assert_eq!(p1.get("lin.weight"), p.get("conv1.lin.weight"));
+        let ctx = crate::GraphCtx::new(&g);
+        let step = |l: &dyn Layer<f64>, prefix: &str, x: ndarray::ArrayD<f64>| {
+            let mut lp = Params::new();
+            for (n, v) in p.iter() {
+                if let Some(r) = n.strip_prefix(prefix) {
+                    lp.push(&r[1..], v.clone());
+                }
+            }
+            let f = crate::Features::Dense(x);
+            crate::apply(
+                l,
+                &crate::Inputs::new(&ctx, &f),
+                &lp,
+                &State::new(),
+                false,
+                &mut rand::SeedableRng::seed_from_u64(0),
+            )
+            .unwrap()
+            .0
+        };
+        let h = step(&GCNConv::new(2, 3), "conv1", x.clone().into_dyn()).mapv(f64::tanh);
+        let h = step(&GCNConv::new(3, 3), "conv2", h).mapv(|v| v.max(0.0));
+        let r = step(
+            &Dense::new(3, 4).with_activation(Activation::Sigmoid),
+            "dense",
+            h,
+        );
+        crate::testing::assert_close(&y, &r.into_dimensionality().unwrap(), 1e-14);
+    }
+
+    #[test]
+    fn dropout_in_training_is_checked_with_a_fixed_stream() {
+        let g = random_graph(5, 8, 4);
+        let x = random_features(6, 2, 5);
+        let m = Chain::new()
+            .push(GCNConv::new(2, 4))
+            .push(Dropout::new(0.5))
+            .push(Dense::new(4, 2));
+        let mut c = GradCheck::new(Some(&g), &x);
+        c.training = true;
+        c.run(&m).unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(proptest_config(24))]
+        #[test]
+        fn users_model_gradient((g, x) in arb_graph_and_features(6, 12, 2)) {
+            check_layer_gradient(&users_model(2, 3, 2), Some(&g), &x).map_err(TestCaseError::fail)?;
+        }
+    }
+}

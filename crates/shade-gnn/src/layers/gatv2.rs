@@ -1,0 +1,316 @@
+//! `GATv2Conv` (Brody et al., 2022) with PyTorch Geometric's options and defaults.
+
+use super::blocks::{bad_option, linear};
+use crate::ctx::Float;
+use crate::init;
+use crate::layer::{Env, Input, Layer};
+use crate::message::weighted_sum;
+use crate::params::{ParamVars, Params, State, StateScope};
+use rand::rngs::StdRng;
+use shade_autodiff::AdResult;
+use shade_autodiff::tensor::{Tape, Var};
+
+/// Dynamic graph attention: `x'_i = Σ_{j ∈ N(i) ∪ {i}} α_ij W_l x_j` per head, with
+/// `α_ij = softmax_j(aᵀ LeakyReLU(W_l x_j + W_r x_i))` over the edges into `i`.
+///
+/// Parameters (PyG's names): `lin_l.weight` `[H·C, in]` (Glorot), `lin_l.bias`
+/// `[H·C]` (zeros), `lin_r.weight` / `lin_r.bias` likewise unless `share_weights`,
+/// `att` `[1, H, C]` (Glorot), `bias` `[H·C]` (concat) or `[C]` (zeros). Options and
+/// defaults as PyG: `heads = 1`, `concat = true` (else the heads are averaged),
+/// `negative_slope = 0.2`, `dropout = 0.0` (on the attention coefficients, in
+/// training), `add_self_loops = true` (existing loops removed, one per node added),
+/// `bias = true`, `share_weights = false`. Edge features are not supported.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GATv2Conv {
+    /// Input width.
+    pub in_channels: usize,
+    /// Output width per head (`C`).
+    pub out_channels: usize,
+    /// Number of heads (`H`).
+    pub heads: usize,
+    /// Concatenate the heads (`[N, H·C]`) or average them (`[N, C]`).
+    pub concat: bool,
+    /// Slope of the LeakyReLU inside the score.
+    pub negative_slope: f64,
+    /// Dropout probability on the attention coefficients.
+    pub dropout: f64,
+    /// Replace self-loops by one per node.
+    pub add_self_loops: bool,
+    /// Add a bias (also the biases of `lin_l` / `lin_r`).
+    pub bias: bool,
+    /// Use `W_l` for the target too (`W_r = W_l`).
+    pub share_weights: bool,
+}
+
+impl GATv2Conv {
+    /// `in → out` per head, one head, PyG's defaults.
+    pub fn new(in_channels: usize, out_channels: usize) -> Self {
+        GATv2Conv {
+            in_channels,
+            out_channels,
+            heads: 1,
+            concat: true,
+            negative_slope: 0.2,
+            dropout: 0.0,
+            add_self_loops: true,
+            bias: true,
+            share_weights: false,
+        }
+    }
+
+    /// Sets the number of heads.
+    pub fn with_heads(mut self, heads: usize) -> Self {
+        self.heads = heads;
+        self
+    }
+
+    /// Sets whether heads are concatenated.
+    pub fn with_concat(mut self, concat: bool) -> Self {
+        self.concat = concat;
+        self
+    }
+
+    /// Sets whether source and target share the weight.
+    pub fn with_share_weights(mut self, share: bool) -> Self {
+        self.share_weights = share;
+        self
+    }
+
+    /// The output width.
+    pub fn out_width(&self) -> usize {
+        if self.concat {
+            self.heads * self.out_channels
+        } else {
+            self.out_channels
+        }
+    }
+}
+
+impl<T: Float> Layer<T> for GATv2Conv {
+    fn name(&self) -> &'static str {
+        "GATv2Conv"
+    }
+
+    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
+        let (i, h, c) = (self.in_channels, self.heads, self.out_channels);
+        let mut p = Params::new();
+        let sides: &[&str] = if self.share_weights {
+            &["lin_l"]
+        } else {
+            &["lin_l", "lin_r"]
+        };
+        for s in sides {
+            p.push(
+                format!("{s}.weight"),
+                init::glorot_uniform(rng, &[h * c, i], i, h * c),
+            );
+            if self.bias {
+                p.push(format!("{s}.bias"), init::zeros(&[h * c]));
+            }
+        }
+        p.push("att", init::glorot_uniform(rng, &[1, h, c], h, c));
+        if self.bias {
+            p.push("bias", init::zeros(&[self.out_width()]));
+        }
+        (p, State::new())
+    }
+
+    fn forward<'a>(
+        &self,
+        t: &mut Tape<'a, T>,
+        env: &mut Env<'a, '_, T>,
+        x: Input<'a, T>,
+        p: ParamVars<'_>,
+        _st: StateScope<'_, T>,
+    ) -> AdResult<Var> {
+        let g = env.graph("GATv2Conv")?;
+        if self.heads == 0 || !(0.0..1.0).contains(&self.dropout) {
+            return Err(bad_option(
+                "GATv2Conv",
+                format!(
+                    "heads = {} and dropout = {} (need heads >= 1, 0 <= dropout < 1)",
+                    self.heads, self.dropout
+                ),
+            ));
+        }
+        let (h, c) = (self.heads, self.out_channels);
+        let n = x.rows(t)?;
+        let xl = linear(t, x, &p, "lin_l", self.bias)?;
+        let xl = t.reshape(xl, &[n, h, c])?;
+        let xr = if self.share_weights {
+            xl
+        } else {
+            let xr = linear(t, x, &p, "lin_r", self.bias)?;
+            t.reshape(xr, &[n, h, c])?
+        };
+        let edges = if self.add_self_loops {
+            g.edges_with_self_loops()
+        } else {
+            g.edges()
+        };
+        let xj = t.index_select(xl, edges.src())?;
+        let xi = t.index_select(xr, edges.dst())?;
+        let s = t.add(xj, xi)?;
+        let s = t.leaky_relu(s, T::cst(self.negative_slope))?;
+        let s = t.mul(s, p.get("att")?)?;
+        let e = t.sum_axis(s, 2)?;
+        let alpha = t.segment_softmax(e, edges.dst(), edges.num_nodes())?;
+        let alpha = if self.dropout > 0.0 {
+            t.dropout(alpha, self.dropout, env.rng, env.training)?
+        } else {
+            alpha
+        };
+        let out = weighted_sum(t, edges, alpha, xj)?;
+        let mut y = if self.concat {
+            t.reshape(out, &[n, h * c])?
+        } else {
+            t.mean_axis(out, 1)?
+        };
+        if self.bias {
+            y = t.add(y, p.get("bias")?)?;
+        }
+        Ok(y)
+    }
+
+    fn is_graph_layer(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::blocks::reference::{affine, edge_list, m, v};
+    use super::*;
+    use crate::testing::{
+        GradCheck, arb_graph_and_features, assert_close, check_layer_gradient, layer_output,
+        proptest_config, random_features, random_graph,
+    };
+    use crate::{Features, GraphCtx, Inputs, apply};
+    use ndarray::{Array2, Ix3};
+    use proptest::prelude::*;
+    use rand::SeedableRng;
+
+    fn reference(
+        conv: &GATv2Conv,
+        g: &shade_graph::Graph,
+        x: &Array2<f64>,
+        p: &Params<f64>,
+    ) -> Array2<f64> {
+        let n = x.nrows();
+        let (h, c) = (conv.heads, conv.out_channels);
+        let xl = affine(x, &m(p, "lin_l.weight"), Some(&v(p, "lin_l.bias")));
+        let xr = if conv.share_weights {
+            xl.clone()
+        } else {
+            affine(x, &m(p, "lin_r.weight"), Some(&v(p, "lin_r.bias")))
+        };
+        let att = p
+            .get("att")
+            .unwrap()
+            .clone()
+            .into_dimensionality::<Ix3>()
+            .unwrap();
+        let mut edges: Vec<(usize, usize)> = edge_list(g)
+            .into_iter()
+            .filter(|e| !conv.add_self_loops || e.0 != e.1)
+            .map(|e| (e.0, e.1))
+            .collect();
+        if conv.add_self_loops {
+            edges.extend((0..n).map(|u| (u, u)));
+        }
+        let mut out = Array2::zeros((n, conv.out_width()));
+        for i in 0..n {
+            let inc: Vec<usize> = edges.iter().filter(|e| e.1 == i).map(|e| e.0).collect();
+            for k in 0..h {
+                let score = |j: usize| -> f64 {
+                    (0..c)
+                        .map(|q| {
+                            let s = xl[[j, k * c + q]] + xr[[i, k * c + q]];
+                            let s = if s > 0.0 { s } else { conv.negative_slope * s };
+                            att[[0, k, q]] * s
+                        })
+                        .sum()
+                };
+                let z: f64 = inc.iter().map(|&j| score(j).exp()).sum();
+                for &j in &inc {
+                    let a = score(j).exp() / z;
+                    for q in 0..c {
+                        if conv.concat {
+                            out[[i, k * c + q]] += a * xl[[j, k * c + q]];
+                        } else {
+                            out[[i, q]] += a * xl[[j, k * c + q]] / h as f64;
+                        }
+                    }
+                }
+            }
+        }
+        out + v(p, "bias")
+    }
+
+    #[test]
+    fn matches_dense_reference() {
+        let g = random_graph(7, 15, 2);
+        let x = random_features(8, 3, 3);
+        for conv in [
+            GATv2Conv::new(3, 2).with_heads(3),
+            GATv2Conv::new(3, 4).with_heads(2).with_concat(false),
+            GATv2Conv {
+                add_self_loops: false,
+                ..GATv2Conv::new(3, 2).with_share_weights(true)
+            },
+        ] {
+            let (y, p) = layer_output(&conv, Some(&g), &x, 4);
+            // Non-zero biases so that they are checked too.
+            let mut p = p;
+            for name in ["lin_l.bias", "bias"] {
+                let b = p.get_mut(name).unwrap();
+                b.iter_mut()
+                    .enumerate()
+                    .for_each(|(i, v)| *v = 0.1 * i as f64 - 0.2);
+            }
+            let ctx = GraphCtx::<f64>::new(&g);
+            let f = Features::dense(x.clone());
+            let mut rng = StdRng::seed_from_u64(0);
+            let (y2, _) = apply(
+                &conv,
+                &Inputs::new(&ctx, &f),
+                &p,
+                &State::new(),
+                false,
+                &mut rng,
+            )
+            .unwrap();
+            assert_eq!(y.ncols(), conv.out_width());
+            assert_close(
+                &y2.into_dimensionality().unwrap(),
+                &reference(&conv, &g, &x, &p),
+                1e-12,
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_options_are_coded_errors() {
+        let g = random_graph(3, 4, 1);
+        let x = random_features(4, 3, 2);
+        let conv = GATv2Conv::new(3, 2).with_heads(0);
+        let mut rng = StdRng::seed_from_u64(0);
+        let (p, st) = conv.init(&mut rng);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let f = Features::dense(x);
+        let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
+        assert_eq!(err.code(), "SHADE-E0114");
+    }
+
+    proptest! {
+        #![proptest_config(proptest_config(24))]
+        #[test]
+        fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
+            check_layer_gradient(&GATv2Conv::new(3, 2).with_heads(2), Some(&g), &x).map_err(TestCaseError::fail)?;
+            check_layer_gradient(&GATv2Conv { add_self_loops: false, ..GATv2Conv::new(3, 2).with_heads(2).with_concat(false).with_share_weights(true) }, Some(&g), &x).map_err(TestCaseError::fail)?;
+            // Attention dropout in training (a fixed random stream per evaluation).
+            GradCheck { training: true, ..GradCheck::new(Some(&g), &x) }
+                .run(&GATv2Conv { dropout: 0.4, ..GATv2Conv::new(3, 2).with_heads(2) }).map_err(TestCaseError::fail)?;
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! `GINConv` (Xu et al., 2019) with PyTorch Geometric's options and defaults.
+
+use crate::ctx::Float;
+use crate::layer::{Env, Input, Layer};
+use crate::message::{Aggr, Message, propagate};
+use crate::params::{ParamVars, Params, State, StateScope};
+use ndarray::{ArrayD, IxDyn};
+use rand::rngs::StdRng;
+use shade_autodiff::AdResult;
+use shade_autodiff::tensor::{Tape, Var};
+
+/// Graph isomorphism network layer: `x'_i = h_Θ((1 + ε) x_i + Σ_{j -> i} x_j)` with a
+/// user-given network `h_Θ` (usually an MLP [`Chain`](crate::layers::Chain)).
+///
+/// Parameters: the network's under `nn.` (PyG's names, e.g. `nn.0.weight`), plus `eps`
+/// `[1]` when `train_eps`. Options and defaults as PyG: `eps = 0`, `train_eps = false`.
+/// The sum runs through the fused sparse × dense path; sparse input is densified.
+pub struct GINConv<T: Float> {
+    /// The network `h_Θ`.
+    pub nn: Box<dyn Layer<T>>,
+    /// Initial `ε`.
+    pub eps: f64,
+    /// Make `ε` a trainable parameter.
+    pub train_eps: bool,
+}
+
+impl<T: Float> std::fmt::Debug for GINConv<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GINConv")
+            .field("nn", &self.nn.name())
+            .field("eps", &self.eps)
+            .field("train_eps", &self.train_eps)
+            .finish()
+    }
+}
+
+impl<T: Float> GINConv<T> {
+    /// GIN with network `nn`, `ε = 0` fixed.
+    pub fn new(nn: impl Layer<T> + 'static) -> Self {
+        GINConv {
+            nn: Box::new(nn),
+            eps: 0.0,
+            train_eps: false,
+        }
+    }
+
+    /// Trainable `ε` starting at `eps`.
+    pub fn with_train_eps(mut self, eps: f64) -> Self {
+        self.eps = eps;
+        self.train_eps = true;
+        self
+    }
+}
+
+impl<T: Float> Layer<T> for GINConv<T> {
+    fn name(&self) -> &'static str {
+        "GINConv"
+    }
+
+    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
+        let (np, ns) = self.nn.init(rng);
+        let (mut p, mut s) = (Params::new(), State::new());
+        p.extend_prefixed("nn", np);
+        s.extend_prefixed("nn", ns);
+        if self.train_eps {
+            p.push("eps", ArrayD::from_elem(IxDyn(&[1]), T::cst(self.eps)));
+        }
+        (p, s)
+    }
+
+    fn forward<'a>(
+        &self,
+        t: &mut Tape<'a, T>,
+        env: &mut Env<'a, '_, T>,
+        x: Input<'a, T>,
+        p: ParamVars<'_>,
+        mut st: StateScope<'_, T>,
+    ) -> AdResult<Var> {
+        let g = env.graph("GINConv")?;
+        let x = x.dense(t)?;
+        let agg = propagate(t, g.edges(), x, Message::CopySrc, Aggr::Sum)?;
+        let root = if self.train_eps {
+            let one = t.scalar(T::one());
+            let e = p.get("eps")?;
+            let s = t.add(one, e)?;
+            t.mul(x, s)?
+        } else {
+            t.scale(x, T::cst(1.0 + self.eps))?
+        };
+        let h = t.add(root, agg)?;
+        let graph = env.graph.take();
+        let r = self
+            .nn
+            .forward(t, env, Input::Dense(h), p.scope("nn"), st.scope("nn"));
+        env.graph = graph;
+        r
+    }
+
+    fn is_graph_layer(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::{Activation, Chain, Dense};
+    use crate::testing::{
+        arb_graph_and_features, assert_close, check_layer_gradient, dense_adjacency, layer_output,
+        proptest_config, random_features, random_graph,
+    };
+    use ndarray::{Ix1, Ix2};
+    use proptest::prelude::*;
+
+    fn mlp() -> Chain<f64> {
+        Chain::new()
+            .push(Dense::new(3, 4))
+            .push(Activation::Relu)
+            .push(Dense::new(4, 2))
+    }
+
+    #[test]
+    fn matches_dense_reference() {
+        let g = random_graph(7, 15, 8);
+        let x = random_features(8, 3, 9);
+        for conv in [GINConv::new(mlp()), GINConv::new(mlp()).with_train_eps(0.3)] {
+            let (y, p) = layer_output(&conv, Some(&g), &x, 1);
+            assert_eq!(p.names()[0], "nn.0.weight");
+            let a = dense_adjacency(&g);
+            let h = &x * (1.0 + if conv.train_eps { 0.3 } else { 0.0 }) + a.dot(&x);
+            let m = |n: &str| {
+                p.get(n)
+                    .unwrap()
+                    .clone()
+                    .into_dimensionality::<Ix2>()
+                    .unwrap()
+            };
+            let v = |n: &str| {
+                p.get(n)
+                    .unwrap()
+                    .clone()
+                    .into_dimensionality::<Ix1>()
+                    .unwrap()
+            };
+            let z = (h.dot(&m("nn.0.weight").t()) + v("nn.0.bias")).mapv(|q| q.max(0.0));
+            let r = z.dot(&m("nn.2.weight").t()) + v("nn.2.bias");
+            assert_close(&y, &r, 1e-12);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(proptest_config(24))]
+        #[test]
+        fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
+            check_layer_gradient(&GINConv::new(mlp()), Some(&g), &x).map_err(TestCaseError::fail)?;
+            check_layer_gradient(&GINConv::new(mlp()).with_train_eps(0.1), Some(&g), &x).map_err(TestCaseError::fail)?;
+        }
+    }
+}
