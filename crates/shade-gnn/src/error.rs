@@ -90,6 +90,19 @@ pub enum GnnError {
 pub type GnnResult<T> = Result<T, GnnError>;
 
 impl GnnError {
+    /// Every code this crate's own variants return, in order (wrapped core and graph
+    /// errors keep their codes), so that catalogues can be checked for completeness.
+    pub const CODES: &'static [&'static str] = &[
+        "SHADE-E0401",
+        "SHADE-E0402",
+        "SHADE-E0403",
+        "SHADE-E0404",
+        "SHADE-E0405",
+        "SHADE-E0406",
+        "SHADE-E0407",
+        "SHADE-E0408",
+    ];
+
     /// The stable code, e.g. `SHADE-E0401`; the wrapped error's own code for
     /// [`GnnError::Ad`] and [`GnnError::Graph`].
     pub fn code(&self) -> &'static str {
@@ -139,5 +152,46 @@ impl GnnError {
             value: value.to_string(),
             expected: expected.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_lists_every_own_code() {
+        let s = String::new;
+        let all = [
+            GnnError::MissingParam { name: s() },
+            GnnError::ParamShape {
+                name: s(),
+                expected: vec![1],
+                found: vec![2],
+            },
+            GnnError::UnexpectedParam { name: s() },
+            GnnError::InvalidSetting {
+                name: s(),
+                value: s(),
+                expected: s(),
+            },
+            GnnError::DataMismatch {
+                what: s(),
+                expected: s(),
+                found: s(),
+            },
+            GnnError::NonFinite {
+                what: s(),
+                value: f64::NAN,
+            },
+            GnnError::Io {
+                action: "read",
+                path: s(),
+                message: s(),
+            },
+            GnnError::Safetensors { what: s() },
+        ];
+        let codes: Vec<_> = all.iter().map(GnnError::code).collect();
+        assert_eq!(codes, GnnError::CODES);
     }
 }
