@@ -76,6 +76,10 @@ pub static ENTRIES: &[Entry] = entries! {
         "SHADE-E0321", "SHADE-E0330", "SHADE-E0331", "SHADE-E0332", "SHADE-E0333",
         "SHADE-E0334",
     ],
+    "shade-gnn": [
+        "SHADE-E0401", "SHADE-E0402", "SHADE-E0403", "SHADE-E0404", "SHADE-E0405",
+        "SHADE-E0406", "SHADE-E0407", "SHADE-E0408",
+    ],
     "shade-diagnostics": [
         "SHADE-E0500", "SHADE-E0501", "SHADE-E0502", "SHADE-E0503", "SHADE-E0504",
         "SHADE-E0505", "SHADE-E0506", "SHADE-W0501", "SHADE-W0502", "SHADE-W0503",
@@ -101,6 +105,7 @@ pub fn declared_codes() -> Vec<(&'static str, &'static str)> {
     add("shade-autodiff", shade_autodiff::AdError::CODES);
     add("shade-interface", shade_interface::InterfaceError::CODES);
     add("shade-graph", shade_graph::GraphError::CODES);
+    add("shade-gnn", shade_gnn::GnnError::CODES);
     add("shade-diagnostics", CODES);
     v
 }

@@ -21,6 +21,7 @@
 //! ```
 
 use shade_autodiff::AdError;
+use shade_gnn::GnnError;
 use shade_graph::GraphError;
 use shade_interface::InterfaceError;
 use std::fmt::{self, Write as _};
@@ -152,6 +153,30 @@ impl Coded for InterfaceError {
     fn location(&self) -> Option<&'static Location<'static>> {
         match self {
             InterfaceError::Core(e) => Coded::location(e),
+            _ => None,
+        }
+    }
+}
+
+impl Coded for GnnError {
+    fn code(&self) -> &'static str {
+        GnnError::code(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
+    }
+    fn help(&self) -> String {
+        GnnError::help(self)
+    }
+    fn notes(&self) -> Vec<String> {
+        match self {
+            GnnError::Ad(e) => Coded::notes(e),
+            _ => Vec::new(),
+        }
+    }
+    fn location(&self) -> Option<&'static Location<'static>> {
+        match self {
+            GnnError::Ad(e) => Coded::location(e),
             _ => None,
         }
     }
@@ -329,6 +354,13 @@ impl From<GraphError> for Diagnostic {
 impl From<InterfaceError> for Diagnostic {
     #[track_caller]
     fn from(e: InterfaceError) -> Self {
+        Diagnostic::from_error(&e)
+    }
+}
+
+impl From<GnnError> for Diagnostic {
+    #[track_caller]
+    fn from(e: GnnError) -> Self {
         Diagnostic::from_error(&e)
     }
 }

@@ -9,6 +9,8 @@
 mod autodiff;
 #[path = "corpus/checks.rs"]
 mod checks;
+#[path = "corpus/gnn.rs"]
+mod gnn;
 #[path = "corpus/graph.rs"]
 mod graph;
 #[path = "corpus/harness.rs"]
@@ -40,6 +42,7 @@ fn corpus() {
         autodiff::PROGRAMS,
         interface::PROGRAMS,
         graph::PROGRAMS,
+        gnn::PROGRAMS,
         checks::PROGRAMS,
     ]
     .concat();

@@ -37,6 +37,13 @@ impl From<shade_interface::InterfaceError> for Seen {
     }
 }
 
+impl From<shade_gnn::GnnError> for Seen {
+    #[track_caller]
+    fn from(e: shade_gnn::GnnError) -> Self {
+        Seen(vec![Diagnostic::from_error(&e)])
+    }
+}
+
 impl From<GraphError> for Seen {
     #[track_caller]
     fn from(e: GraphError) -> Self {
