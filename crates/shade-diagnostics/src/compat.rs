@@ -8,6 +8,8 @@
 //! - backend × operator (shade-interface's eight operators on scalar-generic
 //!   functions, and its tensor-program gradient), against the backends' declared
 //!   support;
+//! - backend × layer (shade-gnn's layers, parameter gradients of a small model around
+//!   each, against `AutoFiniteDiff::CENTRAL`);
 //! - tensor-layer operation × mode (reverse: `tensor::gradient`, forward:
 //!   `tensor::pushforward`).
 
@@ -16,9 +18,11 @@ use crate::render::Diagnostic;
 use std::fmt::Write as _;
 
 mod backends;
+mod layers;
 mod ops;
 
 pub use backends::{BackendRow, backend_table};
+pub use layers::{LAYER_BACKENDS, LayerRow, layer_table};
 pub use ops::{OpRow, tensor_op_table};
 
 /// The outcome of one cell.
@@ -110,6 +114,31 @@ pub fn render_compatibility_md() -> String {
         s.push('\n');
     }
     s.push('\n');
+    s.push_str("## Backends × layers\n\n");
+    s.push_str(
+        "The parameter gradient of `Chain[Dense(3, 4), layer, Dense(4, 2)]` under \
+         cross-entropy over all nodes of a 7-node graph with an isolated node, a self-loop \
+         and a double edge (edge features of width 2), by each backend of \
+         `shade_gnn::train::TrainBackend`, compared with `AutoFiniteDiff(central)` (the \
+         reference; same dropout masks, training mode).\n\n",
+    );
+    s.push_str("| layer |");
+    for b in LAYER_BACKENDS {
+        let _ = write!(s, " `{b}` |");
+    }
+    s.push_str("\n|---|");
+    for _ in LAYER_BACKENDS {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for r in layer_table() {
+        let _ = write!(s, "| `{}` |", r.layer);
+        for c in &r.cells {
+            let _ = write!(s, " {} |", c.word());
+        }
+        s.push('\n');
+    }
+    s.push('\n');
     s.push_str("## Tensor-layer operations × mode\n\n");
     s.push_str(
         "Reverse mode is `tensor::gradient` (adjoints into `Duplicated` shadows), forward \
@@ -160,6 +189,9 @@ mod tests {
         }
         for r in tensor_op_table() {
             assert!(r.reverse.passed() && r.forward.passed(), "{r:?}");
+        }
+        for r in layer_table() {
+            assert!(r.cells.iter().all(Cell::passed), "{r:?}");
         }
     }
 }
