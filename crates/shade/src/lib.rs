@@ -20,3 +20,8 @@ pub use shade_gnn as gnn;
 pub use shade_graph as graph;
 #[cfg(feature = "interface")]
 pub use shade_interface as interface;
+
+/// The README's examples, compiled and run as doc tests so they cannot go stale.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
