@@ -5,8 +5,9 @@
 //! - `cargo xtask bench [FILTER]`: runs the criterion benches and writes
 //!   `docs/benchmarks.md` from their estimates.
 //! - `cargo xtask fuzz [--cases N]`: runs the property tests with many more cases.
-//! - `cargo xtask compat`: regenerates `docs/errors.md` and `docs/compatibility.md`
-//!   (the compatibility matrix is computed by really running each cell).
+//! - `cargo xtask compat`: regenerates `docs/errors.md`, `docs/compatibility.md` (the
+//!   compatibility matrix is computed by really running each cell) and
+//!   `docs/backends.md`; `ci`'s test step fails when one of them is stale.
 
 mod bench;
 
@@ -21,7 +22,7 @@ commands:
   ci                 fmt, clippy, test, doc, deny, bench build (stops at the first failure)
   bench [FILTER]     run the criterion benches and write docs/benchmarks.md
   fuzz [--cases N]   run the property tests with N cases each (default 10000)
-  compat             regenerate docs/errors.md and docs/compatibility.md
+  compat             regenerate docs/errors.md, docs/compatibility.md, docs/backends.md
 ";
 
 fn main() -> ExitCode {
@@ -94,8 +95,6 @@ fn ci() -> Result<(), String> {
                 "warnings",
             ],
         ),
-        // The generated pages (docs/errors.md, docs/compatibility.md) must be current.
-        step("generated pages", GENERATED_TEST),
         step("test", &["test", "--workspace", "--all-features"]),
     ];
     let mut doc = step(
@@ -152,21 +151,42 @@ fn summary(done: &[(&str, f64)], failed: Option<(&str, f64)>, total: f64) {
     println!("  total   {:<12} {total:>7.1} s", "");
 }
 
-/// The test that regenerates the pages and compares them with the committed ones.
-const GENERATED_TEST: &[&str] = &["test", "-p", "shade-diagnostics", "--test", "generated"];
+/// The tests that regenerate each generated page and compare it with the committed
+/// one. `cargo test --workspace` (the `test` step of `ci`) runs them, so `ci` fails
+/// when a page is stale; with `SHADE_BLESS=1` they write the pages instead.
+const GENERATED_TESTS: &[&[&str]] = &[
+    &[
+        "test",
+        "-p",
+        "shade-diagnostics",
+        "--all-features",
+        "--test",
+        "generated",
+    ],
+    &[
+        "test",
+        "-p",
+        "shade-interface",
+        "--all-features",
+        "--test",
+        "docs",
+    ],
+];
 
-/// Rewrites the generated pages (`SHADE_BLESS=1` makes the test write them).
+/// Rewrites the generated pages: `docs/errors.md`, `docs/compatibility.md` (each cell
+/// really run) and `docs/backends.md`.
 fn compat() -> Result<(), String> {
-    println!("==> xtask compat: writing docs/errors.md and docs/compatibility.md");
-    let status = cargo(GENERATED_TEST)
-        .env("SHADE_BLESS", "1")
-        .status()
-        .map_err(|e| format!("could not start cargo: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("generating the pages failed ({status})"))
+    println!("==> xtask compat: writing docs/errors.md, docs/compatibility.md, docs/backends.md");
+    for args in GENERATED_TESTS {
+        let status = cargo(args)
+            .env("SHADE_BLESS", "1")
+            .status()
+            .map_err(|e| format!("could not start cargo: {e}"))?;
+        if !status.success() {
+            return Err(format!("`cargo {}` failed ({status})", args.join(" ")));
+        }
     }
+    Ok(())
 }
 
 fn has_cargo_deny() -> bool {
