@@ -9,12 +9,15 @@
 //! With `--data PATH` it reads an npz citation graph (symmetrised, 20 training nodes
 //! per class, 500 validation, 1000 test). Prints a progress line per epoch (loss and
 //! accuracies), the final test accuracy and the test accuracy at the best validation
-//! epoch, and writes the training curve as SVG.
+//! epoch, and writes the training curve as SVG. Before training it runs shade's
+//! proactive checks (feature rows, labels, training mask, finite values) and stops with
+//! a coded message if one fails; any library error is rendered the same way.
 
+use shade::diagnostics::{Diagnostic, check_graph_features};
 use shade::gnn::models::{Model, NodeConfig, train_node_classifier};
 use shade::gnn::report::Progress;
 use shade::gnn::{Features, GraphCtx};
-use shade::graph::{Csbm, NpzOptions, read_npz, split_per_class};
+use shade::graph::{Csbm, Graph, NodeSplit, NpzOptions, read_npz, split_per_class};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -101,17 +104,58 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
     Ok(Some(o))
 }
 
-fn run(o: &Opts) -> Result<(), Box<dyn std::error::Error>> {
+/// Renders a library error the way shade reports every failure: code, message,
+/// notes and help.
+fn coded(e: impl Into<Diagnostic>) -> String {
+    e.into().render()
+}
+
+/// shade's proactive checks on the data before any training: warnings are printed,
+/// errors stop the run.
+fn check_data<S, A>(
+    graph: &Graph,
+    features: &ndarray::ArrayBase<S, ndarray::Ix2>,
+    labels: &[usize],
+    num_classes: usize,
+    split: &NodeSplit,
+) -> Result<(), String>
+where
+    S: ndarray::Data<Elem = A>,
+    A: num_traits::Float + std::fmt::Debug,
+{
+    let mut train_mask = vec![false; graph.num_nodes()];
+    for &i in &split.train {
+        if let Some(m) = train_mask.get_mut(i as usize) {
+            *m = true;
+        }
+    }
+    let findings = check_graph_features(graph, features, labels, num_classes, &train_mask);
+    if findings.is_clean() {
+        return Ok(());
+    }
+    let text = findings.render();
+    if findings.is_ok() {
+        eprintln!("{text}");
+        Ok(())
+    } else {
+        Err(text)
+    }
+}
+
+fn run(o: &Opts) -> Result<(), String> {
     if let Some(t) = o.threads {
         rayon::ThreadPoolBuilder::new()
             .num_threads(t)
-            .build_global()?;
+            .build_global()
+            .map_err(|e| format!("cannot start {t} threads: {e}"))?;
     }
     let t0 = Instant::now();
     let (name, ctx, x, labels, split) = match &o.data {
         Some(path) => {
-            let ds = read_npz(path, NpzOptions::undirected())?;
-            let split = ds.split(20, 500, 1000, o.seed)?;
+            let ds = read_npz(path, NpzOptions::undirected()).map_err(coded)?;
+            let split = ds.split(20, 500, 1000, o.seed).map_err(coded)?;
+            let dense = ds.features().to_dense();
+            check_data(&ds.graph, &dense, &ds.labels, ds.num_classes, &split)?;
             let x = Features::<f32>::sparse_from_f32(ds.features());
             (path.clone(), GraphCtx::new(&ds.graph), x, ds.labels, split)
         }
@@ -123,8 +167,11 @@ fn run(o: &Opts) -> Result<(), Box<dyn std::error::Error>> {
                 seed: 7,
                 ..Csbm::new(3000, 5, 64)
             }
-            .generate()?;
-            let split = split_per_class(&ds.labels, ds.num_classes, 20, 500, 1000, o.seed)?;
+            .generate()
+            .map_err(coded)?;
+            let split = split_per_class(&ds.labels, ds.num_classes, 20, 500, 1000, o.seed)
+                .map_err(coded)?;
+            check_data(&ds.graph, &ds.features, &ds.labels, ds.num_classes, &split)?;
             let x = Features::dense(ds.features.clone());
             (
                 "built-in CSBM graph".to_string(),
@@ -168,7 +215,8 @@ fn run(o: &Opts) -> Result<(), Box<dyn std::error::Error>> {
     let t1 = Instant::now();
     let r = train_node_classifier(&cfg, &ctx, &x, &labels, &split, |e, m| {
         progress.update(e, m)
-    })?;
+    })
+    .map_err(coded)?;
     let train_time = t1.elapsed();
     println!(
         "final test accuracy: {:.2}%  (at the best validation epoch {}: test {:.2}%, val {:.2}%)",
@@ -180,9 +228,11 @@ fn run(o: &Opts) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(dir) = std::path::Path::new(&o.plot).parent()
         && !dir.as_os_str().is_empty()
     {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the folder {}: {e}", dir.display()))?;
     }
-    std::fs::write(&o.plot, r.curve.to_svg())?;
+    std::fs::write(&o.plot, r.curve.to_svg())
+        .map_err(|e| format!("cannot write the training curve to {}: {e}", o.plot))?;
     println!(
         "training curve: {}; training {:.2} s ({:.2} ms per epoch incl. evaluation), total {:.2} s",
         o.plot,
@@ -206,8 +256,8 @@ fn main() -> ExitCode {
         }
         Ok(Some(o)) => match run(&o) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
+            Err(message) => {
+                eprintln!("{message}");
                 ExitCode::FAILURE
             }
         },
