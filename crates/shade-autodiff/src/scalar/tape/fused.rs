@@ -1,0 +1,273 @@
+//! Recording of the fused n-ary helpers of [`Real`] on [`Var`]s: one record for the
+//! whole operation, operand lists stored as ranges when contiguous (see [`sweep`] for the
+//! layouts).
+
+use super::{Trace, TraceData, Var, sweep};
+use crate::scalar::real::Real;
+
+/// Largest order of `‖L x‖²` recorded in one pass with its rows on the stack.
+const ROWS: usize = 32;
+
+impl<T: Real> TraceData<T> {
+    /// Pushes the operand list of `xs` for a kind whose sweep reads the operands' values
+    /// from `vals`: a range if all are recorded, unshifted and contiguous (`[first]`,
+    /// returns `true`), else their indices, with constants materialised as leaves and
+    /// shifted entries as copies so that the sweep finds their values (returns `false`).
+    ///
+    /// Copies push operands of their own before the list: a record may use this for its
+    /// first list only (later lists go through [`Self::operands_with_values`]).
+    #[inline]
+    fn operands(&mut self, xs: &[Var<'_, T>]) -> bool {
+        let Some(first) = xs.first() else {
+            return false;
+        };
+        // One branch-free pass for the checks, one copy of the indices.
+        let i0 = first.idx;
+        let (mut live, mut contiguous) = (true, true);
+        for (k, x) in xs.iter().enumerate() {
+            live &= x.tape.is_some() & !x.shifted;
+            contiguous &= x.idx == i0.wrapping_add(k as u32);
+        }
+        if live {
+            if contiguous {
+                self.args.push(i0);
+            } else {
+                self.args.extend(xs.iter().map(|x| x.idx));
+            }
+            return contiguous;
+        }
+        let mut list = core::mem::take(&mut self.scratch);
+        list.clear();
+        for x in xs {
+            // On overflow the recording is discarded: any index will do.
+            let i = match x.tape {
+                Some(_) if x.shifted => {
+                    self.args.push(x.idx);
+                    self.record(sweep::COPY, x.v).unwrap_or(0)
+                }
+                Some(_) => x.idx,
+                None => self.record(sweep::LEAF, x.v).unwrap_or(0),
+            };
+            list.push(i);
+        }
+        self.args.extend_from_slice(&list);
+        self.scratch = list;
+        false
+    }
+
+    /// Pushes the operand list of `xs` and their values (to `parts`), for a kind whose
+    /// sweep reads the values from there, so shifted entries need no copy: a range if
+    /// all are recorded and contiguous (returns `true`), else indices with constants
+    /// materialised as leaves (returns `false`).
+    #[inline]
+    fn operands_with_values(&mut self, xs: &[Var<'_, T>]) -> bool {
+        self.parts.extend(xs.iter().map(|x| x.v));
+        let Some(first) = xs.first() else {
+            return false;
+        };
+        let i0 = first.idx as usize;
+        if xs
+            .iter()
+            .enumerate()
+            .all(|(k, x)| x.tape.is_some() & (x.idx as usize == i0 + k))
+        {
+            self.args.push(first.idx);
+            return true;
+        }
+        for x in xs {
+            let i = match x.tape {
+                Some(_) => x.idx,
+                None => self.record(sweep::LEAF, x.v).unwrap_or(0),
+            };
+            self.args.push(i);
+        }
+        false
+    }
+
+    /// Pushes one term of a `LINEAR` record if `x` is recorded.
+    #[inline(always)]
+    pub(super) fn term(&mut self, x: &Var<'_, T>, p: T, len: &mut u32) {
+        if x.tape.is_some() {
+            self.args.push(x.idx);
+            self.parts.push(p);
+            *len += 1;
+        }
+    }
+
+    /// Closes a `LINEAR` record of `len` terms with value `v`.
+    #[inline(always)]
+    pub(super) fn linear(&mut self, len: u32, v: T) -> Option<u32> {
+        self.args.push(len);
+        self.record(sweep::LINEAR, v)
+    }
+}
+
+impl<T: Real> Trace<T> {
+    /// Records `f` with value `v` and partials `p` for the recorded entries of `x`.
+    pub(super) fn linear(
+        &self,
+        x: &[Var<'_, T>],
+        p: impl Fn(&Var<'_, T>) -> T,
+        v: T,
+    ) -> Var<'_, T> {
+        let mut d = self.data.borrow_mut();
+        let mut len = 0u32;
+        for xi in x {
+            d.term(xi, p(xi), &mut len);
+        }
+        let i = d.linear(len, v);
+        drop(d);
+        self.wrap(i, v)
+    }
+
+    /// Records `Σ a_i b_i` over the common length (`n > 0`, both sides recorded).
+    pub(super) fn dot(&self, a: &[Var<'_, T>], b: &[Var<'_, T>]) -> Var<'_, T> {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        let mut v = T::zero();
+        for (x, y) in a.iter().zip(b) {
+            v += x.v * y.v;
+        }
+        let mut d = self.data.borrow_mut();
+        let i = if a.iter().chain(b).any(|x| x.shifted) {
+            // Operand values are not all in `vals`: store the partials.
+            let mut len = 0u32;
+            for (x, y) in a.iter().zip(b) {
+                d.term(x, y.v, &mut len);
+                d.term(y, x.v, &mut len);
+            }
+            d.linear(len, v)
+        } else {
+            let fa = d.operands(a);
+            let fb = d.operands(b);
+            d.args
+                .extend_from_slice(&[u32::from(fa) | u32::from(fb) << 1, n as u32]);
+            d.record(sweep::DOT, v)
+        };
+        drop(d);
+        self.wrap(i, v)
+    }
+
+    /// Records `Σ a_i²` (`a` non-empty, some entry recorded).
+    pub(super) fn sum_sq(&self, a: &[Var<'_, T>]) -> Var<'_, T> {
+        let mut v = T::zero();
+        for x in a {
+            v += x.v * x.v;
+        }
+        if a.iter().any(|x| x.shifted) {
+            return self.linear(a, |x| x.v + x.v, v);
+        }
+        let mut d = self.data.borrow_mut();
+        let fa = d.operands(a);
+        d.args.extend_from_slice(&[u32::from(fa), a.len() as u32]);
+        let i = d.record(sweep::SUM_SQ, v);
+        drop(d);
+        self.wrap(i, v)
+    }
+
+    /// Records `y = L x` for `L` lower-triangular, packed by rows (`n = y.len() > 0`,
+    /// shapes checked).
+    pub(super) fn lower_tri_matvec<'s>(
+        &'s self,
+        l: &[Var<'_, T>],
+        x: &[Var<'_, T>],
+        y: &mut [Var<'s, T>],
+    ) {
+        let n = y.len();
+        let mut d = self.data.borrow_mut();
+        let fl = d.operands(l);
+        let fx = d.operands_with_values(x);
+        d.args
+            .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
+        // The block record sits at the first output; the others are placeholders the
+        // sweep passes over (their adjoints are read by the block record).
+        let mut off = 0;
+        for r in 0..n {
+            let mut v = T::zero();
+            for (lv, xv) in l[off..off + r + 1].iter().zip(&x[..r + 1]) {
+                v += lv.v * xv.v;
+            }
+            off += r + 1;
+            let kind = if r == 0 { sweep::TRI } else { sweep::LEAF };
+            let i = d.record(kind, v);
+            y[r] = self.wrap(i, v);
+        }
+    }
+
+    /// Records `‖L x‖²` for `L` lower-triangular, packed by rows (`n = x.len() > 0`,
+    /// shapes checked).
+    pub(super) fn lower_tri_matvec_sum_sq(&self, l: &[Var<'_, T>], x: &[Var<'_, T>]) -> Var<'_, T> {
+        let n = x.len();
+        if n > ROWS {
+            return self.lower_tri_matvec_sum_sq_large(l, x);
+        }
+        let mut d = self.data.borrow_mut();
+        let mut xv = [T::zero(); ROWS];
+        for (v, xj) in xv.iter_mut().zip(x) {
+            *v = xj.v;
+        }
+        let mut yv = [T::zero(); ROWS];
+        // One pass over `L`: the rows of `L x` (kept: the sweep needs them for
+        // `ȳ = 2 ȳ' L x`), `L`'s indices, and whether they can be used as they are.
+        let base = d.args.len();
+        d.args.reserve(n * (n + 1) / 2);
+        let (mut v, mut off, mut live) = (T::zero(), 0, true);
+        for (r, yr) in yv[..n].iter_mut().enumerate() {
+            let mut acc = T::zero();
+            d.args
+                .extend(l[off..off + r + 1].iter().zip(&xv[..=r]).map(|(lv, &xj)| {
+                    acc += lv.v * xj;
+                    live &= lv.tape.is_some() & !lv.shifted;
+                    lv.idx
+                }));
+            off += r + 1;
+            *yr = acc;
+            v += acc * acc;
+        }
+        let fl = if live {
+            let i0 = d.args[base];
+            let contiguous = d.args[base..]
+                .iter()
+                .enumerate()
+                .all(|(k, &i)| i == i0.wrapping_add(k as u32));
+            if contiguous {
+                d.args.truncate(base + 1);
+            }
+            contiguous
+        } else {
+            d.args.truncate(base);
+            d.operands(l)
+        };
+        let fx = d.operands_with_values(x);
+        d.args
+            .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
+        d.parts.extend_from_slice(&yv[..n]);
+        let i = d.record(sweep::TRI_SQ, v);
+        drop(d);
+        self.wrap(i, v)
+    }
+
+    /// [`Self::lower_tri_matvec_sum_sq`] for orders above [`ROWS`].
+    #[cold]
+    fn lower_tri_matvec_sum_sq_large(&self, l: &[Var<'_, T>], x: &[Var<'_, T>]) -> Var<'_, T> {
+        let n = x.len();
+        let mut d = self.data.borrow_mut();
+        let fl = d.operands(l);
+        let fx = d.operands_with_values(x);
+        d.args
+            .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
+        let (mut v, mut off) = (T::zero(), 0);
+        for r in 0..n {
+            let mut acc = T::zero();
+            for (lv, xv) in l[off..off + r + 1].iter().zip(&x[..=r]) {
+                acc += lv.v * xv.v;
+            }
+            off += r + 1;
+            d.parts.push(acc);
+            v += acc * acc;
+        }
+        let i = d.record(sweep::TRI_SQ, v);
+        drop(d);
+        self.wrap(i, v)
+    }
+}
