@@ -214,8 +214,8 @@ fn logsumexp_edge_cases() {
     assert_eq!(g, [0.0]);
 }
 
-/// `‖L x‖²` of order 34 (above the stack-buffered path) and of order 3, over one input
-/// vector `[L packed, x]`.
+/// `‖L x‖²` of order 34 (above the sweep's stack buffer for `x̄`) and of order 3, over
+/// one input vector `[L packed, x]`.
 fn tri_sq_order<S: Real>(v: &[S]) -> S {
     let n = if v.len() == 34 * 35 / 2 + 34 { 34 } else { 3 };
     let (l, x) = v.split_at(n * (n + 1) / 2);

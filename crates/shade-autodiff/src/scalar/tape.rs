@@ -41,6 +41,8 @@ pub(super) struct TraceData<T> {
     pub(super) overflow: bool,
     /// Reused buffer for operand lists that need copies recorded first.
     scratch: Vec<u32>,
+    /// Reused buffer for operand values gathered into a dense slice.
+    dense: Vec<T>,
 }
 
 impl<T: Real> TraceData<T> {
@@ -74,6 +76,7 @@ impl<T: Real> Trace<T> {
                 parts: Vec::new(),
                 overflow: false,
                 scratch: Vec::new(),
+                dense: Vec::new(),
             }),
         }
     }
@@ -85,13 +88,13 @@ impl<T: Real> Trace<T> {
             Some(idx) => Var {
                 v,
                 idx,
-                shifted: false,
+                state: RECORDED,
                 tape: Some(self),
             },
             None => Var {
                 v,
                 idx: 0,
-                shifted: false,
+                state: CONSTANT,
                 tape: None,
             },
         }
@@ -123,6 +126,15 @@ impl<T: Real> Trace<T> {
     }
 }
 
+/// [`Var::state`]: the value is record `idx`'s.
+const RECORDED: u8 = 0;
+/// [`Var::state`]: the value differs from record `idx`'s by a constant (`x ± c` shares
+/// its operand's record), so kinds whose sweep reads operand values from the records
+/// must not use `idx`'s.
+const SHIFTED: u8 = 1;
+/// [`Var::state`]: a constant (`tape` is `None`).
+const CONSTANT: u8 = 2;
+
 /// The reverse-mode number type: a value recorded on a [`Tape`].
 ///
 /// `Copy`, three words. Operations between variables of one recording append records;
@@ -136,9 +148,9 @@ impl<T: Real> Trace<T> {
 pub struct Var<'t, T = f64> {
     v: T,
     idx: u32,
-    /// `v` differs from the value of record `idx` by a constant (`x ± c` shares its
-    /// operand's record): kinds whose sweep reads operand values must not read `idx`'s.
-    shifted: bool,
+    /// [`RECORDED`], [`SHIFTED`] or [`CONSTANT`] (one byte, so that fused records
+    /// check a whole operand list with one `or` per entry).
+    state: u8,
     tape: Option<&'t Trace<T>>,
 }
 
@@ -193,7 +205,7 @@ impl<'t, T: Real> Lift for Var<'t, T> {
         Var {
             v,
             idx: 0,
-            shifted: false,
+            state: CONSTANT,
             tape: None,
         }
     }
@@ -233,7 +245,7 @@ impl<'t, T: Real> Lift for Var<'t, T> {
         // `x`'s record and only remembers that its value differs.
         Var {
             v,
-            shifted: self.tape.is_some(),
+            state: self.state.max(SHIFTED),
             ..self
         }
     }
@@ -266,7 +278,9 @@ impl<'t, T: Real> Lift for Var<'t, T> {
     fn times(self, o: Self, v: T) -> Self {
         match (self.tape, o.tape) {
             // A shifted operand's value is not its record's: store the partials.
-            (Some(_), Some(_)) if self.shifted | o.shifted => self.binary(o, v, o.v, self.v),
+            (Some(_), Some(_)) if self.state | o.state != RECORDED => {
+                self.binary(o, v, o.v, self.v)
+            }
             (Some(t), Some(_)) => t.push2(sweep::MUL, self.idx, o.idx, v),
             (Some(_), None) => self.unary(v, o.v),
             (None, Some(_)) => o.unary(v, self.v),

@@ -2,11 +2,8 @@
 //! whole operation, operand lists stored as ranges when contiguous (see [`sweep`] for the
 //! layouts).
 
-use super::{Trace, TraceData, Var, sweep};
+use super::{RECORDED, SHIFTED, Trace, TraceData, Var, sweep};
 use crate::scalar::real::Real;
-
-/// Largest order of `‖L x‖²` recorded in one pass with its rows on the stack.
-const ROWS: usize = 32;
 
 impl<T: Real> TraceData<T> {
     /// Pushes the operand list of `xs` for a kind whose sweep reads the operands' values
@@ -23,12 +20,12 @@ impl<T: Real> TraceData<T> {
         };
         // One branch-free pass for the checks, one copy of the indices.
         let i0 = first.idx;
-        let (mut live, mut contiguous) = (true, true);
+        let (mut state, mut contiguous) = (RECORDED, true);
         for (k, x) in xs.iter().enumerate() {
-            live &= x.tape.is_some() & !x.shifted;
+            state |= x.state;
             contiguous &= x.idx == i0.wrapping_add(k as u32);
         }
-        if live {
+        if state == RECORDED {
             if contiguous {
                 self.args.push(i0);
             } else {
@@ -41,7 +38,7 @@ impl<T: Real> TraceData<T> {
         for x in xs {
             // On overflow the recording is discarded: any index will do.
             let i = match x.tape {
-                Some(_) if x.shifted => {
+                Some(_) if x.state == SHIFTED => {
                     self.args.push(x.idx);
                     self.record(sweep::COPY, x.v).unwrap_or(0)
                 }
@@ -129,7 +126,7 @@ impl<T: Real> Trace<T> {
             v += x.v * y.v;
         }
         let mut d = self.data.borrow_mut();
-        let i = if a.iter().chain(b).any(|x| x.shifted) {
+        let i = if a.iter().chain(b).any(|x| x.state == SHIFTED) {
             // Operand values are not all in `vals`: store the partials.
             let mut len = 0u32;
             for (x, y) in a.iter().zip(b) {
@@ -154,7 +151,7 @@ impl<T: Real> Trace<T> {
         for x in a {
             v += x.v * x.v;
         }
-        if a.iter().any(|x| x.shifted) {
+        if a.iter().any(|x| x.state == SHIFTED) {
             return self.linear(a, |x| x.v + x.v, v);
         }
         let mut d = self.data.borrow_mut();
@@ -198,33 +195,18 @@ impl<T: Real> Trace<T> {
     /// shapes checked).
     pub(super) fn lower_tri_matvec_sum_sq(&self, l: &[Var<'_, T>], x: &[Var<'_, T>]) -> Var<'_, T> {
         let n = x.len();
-        if n > ROWS {
-            return self.lower_tri_matvec_sum_sq_large(l, x);
-        }
-        let mut d = self.data.borrow_mut();
-        let mut xv = [T::zero(); ROWS];
-        for (v, xj) in xv.iter_mut().zip(x) {
-            *v = xj.v;
-        }
-        let mut yv = [T::zero(); ROWS];
-        // One pass over `L`: the rows of `L x` (kept: the sweep needs them for
-        // `ȳ = 2 ȳ' L x`), `L`'s indices, and whether they can be used as they are.
+        let mut guard = self.data.borrow_mut();
+        let d = &mut *guard;
+        // `L`'s indices, and whether they can be used as they are, in one pass; its
+        // values to a dense buffer so that `L x` is computed as by the plain `f64`
+        // code (`T::dot` per row), not as one chain of dependent additions.
         let base = d.args.len();
-        d.args.reserve(n * (n + 1) / 2);
-        let (mut v, mut off, mut live) = (T::zero(), 0, true);
-        for (r, yr) in yv[..n].iter_mut().enumerate() {
-            let mut acc = T::zero();
-            d.args
-                .extend(l[off..off + r + 1].iter().zip(&xv[..=r]).map(|(lv, &xj)| {
-                    acc += lv.v * xj;
-                    live &= lv.tape.is_some() & !lv.shifted;
-                    lv.idx
-                }));
-            off += r + 1;
-            *yr = acc;
-            v += acc * acc;
-        }
-        let fl = if live {
+        let mut state = RECORDED;
+        d.args.extend(l.iter().map(|lv| {
+            state |= lv.state;
+            lv.idx
+        }));
+        let fl = if state == RECORDED {
             let i0 = d.args[base];
             let contiguous = d.args[base..]
                 .iter()
@@ -241,33 +223,22 @@ impl<T: Real> Trace<T> {
         let fx = d.operands_with_values(x);
         d.args
             .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
-        d.parts.extend_from_slice(&yv[..n]);
-        let i = d.record(sweep::TRI_SQ, v);
-        drop(d);
-        self.wrap(i, v)
-    }
-
-    /// [`Self::lower_tri_matvec_sum_sq`] for orders above [`ROWS`].
-    #[cold]
-    fn lower_tri_matvec_sum_sq_large(&self, l: &[Var<'_, T>], x: &[Var<'_, T>]) -> Var<'_, T> {
-        let n = x.len();
-        let mut d = self.data.borrow_mut();
-        let fl = d.operands(l);
-        let fx = d.operands_with_values(x);
-        d.args
-            .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
-        let (mut v, mut off) = (T::zero(), 0);
-        for r in 0..n {
-            let mut acc = T::zero();
-            for (lv, xv) in l[off..off + r + 1].iter().zip(&x[..=r]) {
-                acc += lv.v * xv.v;
-            }
-            off += r + 1;
-            d.parts.push(acc);
-            v += acc * acc;
+        // The rows of `L x` follow `x`'s values in `parts`: the sweep needs them
+        // (`ȳ = 2 ȳ' L x`).
+        let mut dense = core::mem::take(&mut d.dense);
+        dense.clear();
+        dense.extend(l.iter().map(|lv| lv.v));
+        let p0 = d.parts.len() - n;
+        d.parts.resize(p0 + 2 * n, T::zero());
+        let (xv, yv) = d.parts[p0..].split_at_mut(n);
+        T::lower_tri_matvec(&dense, xv, yv);
+        let mut v = T::zero();
+        for &y in yv.iter() {
+            v += y * y;
         }
+        d.dense = dense;
         let i = d.record(sweep::TRI_SQ, v);
-        drop(d);
+        drop(guard);
         self.wrap(i, v)
     }
 }
