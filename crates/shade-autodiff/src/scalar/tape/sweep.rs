@@ -46,6 +46,8 @@ pub(super) const TRI_SQ: u8 = 13;
 /// An operand list: where its `k`-th index is.
 trait Operands: Copy {
     fn at(self, k: usize) -> usize;
+    /// The indices of entries `off .. off + len`.
+    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize>;
 }
 
 /// Contiguous indices from a first one.
@@ -57,6 +59,10 @@ impl Operands for Range {
     fn at(self, k: usize) -> usize {
         self.0 + k
     }
+    #[inline(always)]
+    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize> {
+        self.0 + off..self.0 + off + len
+    }
 }
 
 /// Gathered indices.
@@ -67,6 +73,10 @@ impl Operands for List<'_> {
     #[inline(always)]
     fn at(self, k: usize) -> usize {
         self.0[k] as usize
+    }
+    #[inline(always)]
+    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize> {
+        self.0[off..off + len].iter().map(|&i| i as usize)
     }
 }
 
@@ -167,11 +177,9 @@ fn tri_back<T: Real, L: Operands, X: Operands>(
     let mut off = 0;
     for r in 0..n {
         let g = gy(adj, r);
-        #[allow(clippy::needless_range_loop)] // three arrays in step: indices read best
-        for j in 0..=r {
-            let li = l.at(off + j);
-            adj[li] += xv[j] * g;
-            xb[j] += vals[li] * g;
+        for ((li, &vx), b) in l.seg(off, r + 1).zip(&xv[..=r]).zip(&mut xb[..=r]) {
+            adj[li] += vx * g;
+            *b += vals[li] * g;
         }
         off += r + 1;
     }
@@ -198,6 +206,9 @@ macro_rules! with_list {
 /// Accumulates adjoints from record `top` down to the first (`adj` holds the seeds).
 pub(super) fn sweep<T: Real>(d: &TraceData<T>, adj: &mut [T], top: usize) {
     let (kinds, vals, args, parts) = (&d.kinds[..], &d.vals[..], &d.args[..], &d.parts[..]);
+    // One length for values and adjoints: an index checked against one is checked
+    // against both.
+    let adj = &mut adj[..vals.len()];
     let (mut ac, mut pc) = (args.len(), parts.len());
     // Records above the highest seed have zero adjoints: only move the cursors.
     for &kind in kinds[top + 1..].iter().rev() {
