@@ -2,7 +2,7 @@
 //! whole operation, operand lists stored as ranges when contiguous (see [`sweep`] for the
 //! layouts).
 
-use super::{RECORDED, SHIFTED, Trace, TraceData, Var, sweep};
+use super::{CONSTANT, RECORDED, SHIFTED, Trace, TraceData, Var, sweep};
 use crate::scalar::real::Real;
 
 impl<T: Real> TraceData<T> {
@@ -62,12 +62,12 @@ impl<T: Real> TraceData<T> {
         let Some(first) = xs.first() else {
             return false;
         };
-        let i0 = first.idx as usize;
-        if xs
-            .iter()
-            .enumerate()
-            .all(|(k, x)| x.tape.is_some() & (x.idx as usize == i0 + k))
-        {
+        let i0 = first.idx;
+        let mut contiguous = true;
+        for (k, x) in xs.iter().enumerate() {
+            contiguous &= (x.state != CONSTANT) & (x.idx == i0.wrapping_add(k as u32));
+        }
+        if contiguous {
             self.args.push(first.idx);
             return true;
         }
