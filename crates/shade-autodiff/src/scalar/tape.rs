@@ -41,8 +41,6 @@ pub(super) struct TraceData<T> {
     pub(super) overflow: bool,
     /// Reused buffer for operand lists that need copies recorded first.
     scratch: Vec<u32>,
-    /// Reused buffer for operand values gathered into a dense slice.
-    dense: Vec<T>,
 }
 
 impl<T: Real> TraceData<T> {
@@ -76,7 +74,6 @@ impl<T: Real> Trace<T> {
                 parts: Vec::new(),
                 overflow: false,
                 scratch: Vec::new(),
-                dense: Vec::new(),
             }),
         }
     }

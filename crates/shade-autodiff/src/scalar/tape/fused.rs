@@ -5,6 +5,25 @@
 use super::{CONSTANT, RECORDED, SHIFTED, Trace, TraceData, Var, sweep};
 use crate::scalar::real::Real;
 
+/// `Σ a[k].v b[k]` with four accumulators, as `f64`'s [`Real::dot`] sums (so that
+/// recorded rows equal the plain `f64` ones and the sum is not one dependency chain).
+#[inline(always)]
+fn dot_values<T: Real>(a: &[Var<'_, T>], b: &[T]) -> T {
+    let mut acc = [T::zero(); 4];
+    let mut ca = a.chunks_exact(4);
+    let mut cb = b.chunks_exact(4);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for l in 0..4 {
+            acc[l] += x[l].v * y[l];
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+        s += x.v * *y;
+    }
+    s
+}
+
 impl<T: Real> TraceData<T> {
     /// Pushes the operand list of `xs` for a kind whose sweep reads the operands' values
     /// from `vals`: a range if all are recorded, unshifted and contiguous (`[first]`,
@@ -197,9 +216,7 @@ impl<T: Real> Trace<T> {
         let n = x.len();
         let mut guard = self.data.borrow_mut();
         let d = &mut *guard;
-        // `L`'s indices, and whether they can be used as they are, in one pass; its
-        // values to a dense buffer so that `L x` is computed as by the plain `f64`
-        // code (`T::dot` per row), not as one chain of dependent additions.
+        // `L`'s indices, and whether they can be used as they are, in one pass.
         let base = d.args.len();
         let mut state = RECORDED;
         d.args.extend(l.iter().map(|lv| {
@@ -225,18 +242,15 @@ impl<T: Real> Trace<T> {
             .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
         // The rows of `L x` follow `x`'s values in `parts`: the sweep needs them
         // (`ȳ = 2 ȳ' L x`).
-        let mut dense = core::mem::take(&mut d.dense);
-        dense.clear();
-        dense.extend(l.iter().map(|lv| lv.v));
         let p0 = d.parts.len() - n;
         d.parts.resize(p0 + 2 * n, T::zero());
         let (xv, yv) = d.parts[p0..].split_at_mut(n);
-        T::lower_tri_matvec(&dense, xv, yv);
-        let mut v = T::zero();
-        for &y in yv.iter() {
-            v += y * y;
+        let (mut v, mut off) = (T::zero(), 0);
+        for (r, y) in yv.iter_mut().enumerate() {
+            *y = dot_values(&l[off..=off + r], &xv[..=r]);
+            off += r + 1;
+            v += *y * *y;
         }
-        d.dense = dense;
         let i = d.record(sweep::TRI_SQ, v);
         drop(guard);
         self.wrap(i, v)
