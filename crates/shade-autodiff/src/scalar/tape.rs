@@ -380,12 +380,23 @@ impl<'t, T: Real> Real for Var<'t, T> {
             let s: T = a.iter().map(|x| (x.v - mx).exp()).sum();
             return Self::constant(if mx.is_finite() { s.ln() + mx } else { mx });
         };
-        let mut s = T::zero();
+        // The partials are the softmax: keep each `exp(x - max)` and scale by `1/s`.
+        let mut d = t.data.borrow_mut();
+        let p0 = d.parts.len();
+        let (mut s, mut len) = (T::zero(), 0u32);
         for x in a {
-            s += (x.v - mx).exp();
+            let e = (x.v - mx).exp();
+            s += e;
+            d.term(x, e, &mut len);
         }
         let y = s.ln() + mx;
-        t.linear(a, |x| (x.v - y).exp(), y)
+        let r = s.recip();
+        for p in &mut d.parts[p0..] {
+            *p *= r;
+        }
+        let i = d.linear(len, y);
+        drop(d);
+        t.wrap(i, y)
     }
     #[track_caller]
     fn lower_tri_matvec(l: &[Self], x: &[Self], y: &mut [Self]) {
