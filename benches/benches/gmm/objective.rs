@@ -88,7 +88,6 @@ pub fn gmm_objective<S: Real>(params: &[S], data: &GmmData) -> S {
     }
 
     let mut xc: Vec<S> = vec![S::zero(); d];
-    let mut qxc: Vec<S> = vec![S::zero(); d];
     let mut main: Vec<S> = vec![S::zero(); k];
     let base: Vec<S> = (0..k).map(|c| alphas[c] + sum_qs[c]).collect();
     let mut slse = S::zero();
@@ -99,8 +98,8 @@ pub fn gmm_objective<S: Real>(params: &[S], data: &GmmData) -> S {
             for j in 0..d {
                 xc[j] = means[c * d + j] - xi[j];
             }
-            S::lower_tri_matvec(&rows[c * icf_sz..(c + 1) * icf_sz], &xc, &mut qxc);
-            main[c] = base[c] - S::sum_sq(&qxc) * 0.5;
+            let maha = S::lower_tri_matvec_sum_sq(&rows[c * icf_sz..(c + 1) * icf_sz], &xc);
+            main[c] = base[c] - maha * 0.5;
         }
         slse += S::logsumexp(&main);
     }

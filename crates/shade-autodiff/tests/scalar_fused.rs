@@ -1,7 +1,9 @@
-//! The fused n-ary helpers of `Real` (`sum_sq`, `logsumexp`, `lower_tri_matvec`, and
-//! `dot` with one constant side): values match plain `f64` references, and the reverse
-//! gradient = forward tangents = central differences, with operands recorded
-//! contiguously, gathered, or mixed with constants. Each records one tape entry.
+//! The fused n-ary helpers of `Real` (`sum_sq`, `logsumexp`, `lower_tri_matvec`,
+//! `lower_tri_matvec_sum_sq`, and `dot` with one constant side), and values shifted by
+//! constants (which share their operand's record): values match plain `f64`
+//! references, and the reverse gradient = forward tangents = central differences, with
+//! operands recorded contiguously, gathered, shifted, or mixed with constants. Each
+//! helper records one tape entry.
 
 use proptest::prelude::*;
 use shade_autodiff::scalar::{
@@ -64,6 +66,35 @@ fn tri<S: Real>(v: &[S]) -> S {
     a + y[0] * y[1] + y[2].sin()
 }
 
+/// `‖L x‖²` with `L` gathered (exp on the diagonal) and `x = μ - c` (shifted inputs,
+/// as GMM's Mahalanobis term), then contiguous `L` with a gathered `x` holding a
+/// constant, then `L` with shifted entries and a constant.
+fn tri_sq<S: Real>(v: &[S]) -> S {
+    let l: Vec<S> = (0..6)
+        .map(|i| if i % 3 == 2 { v[i].exp() } else { v[5 - i] })
+        .collect();
+    let xc: Vec<S> = (0..3).map(|j| v[6 + j] - 0.25 * j as f64).collect();
+    let a = S::lower_tri_matvec_sum_sq(&l, &xc);
+    let b = S::lower_tri_matvec_sum_sq(&v[..6], &[v[7], S::cst(0.7)]);
+    let ls = [v[0] + 1.0, S::cst(-0.5), v[2] - 2.0];
+    let c = S::lower_tri_matvec_sum_sq(&ls, &[v[8], v[6] * 2.0]);
+    a * 0.5 + b.sin() + c
+}
+
+/// Shifted values (`x ± c` shares `x`'s record) through every kind that reads operand
+/// values: products, `dot`, `sum_sq`, `lower_tri_matvec`, and mixed with plain ones.
+fn shifted<S: Real>(x: &[S]) -> S {
+    let a = x[0] + 1.5;
+    let b = x[1] - 0.5;
+    let c = S::cst(2.0) - x[2];
+    let p = a * b + (a * x[1]) * (b + 0.25);
+    let d = S::dot(&[a, x[1], b], &[b, a, x[2] + 3.0]) + S::dot(&[a, b], &[x[2], x[0]]);
+    let q = S::sum_sq(&[a, b, c]) + S::sum_sq(&[x[0], b]);
+    let mut y = [S::zero(); 2];
+    S::lower_tri_matvec(&[a, b, x[2] + 0.1], &[c, a], &mut y);
+    p + d * 0.5 + q + y[0] * y[1] + (a + 1.0).sin()
+}
+
 /// `dot` with one side constant (a linear combination) and both orders.
 fn dot_const<S: Real>(x: &[S]) -> S {
     let c = [S::cst(2.0), S::cst(-1.0), S::cst(0.5)];
@@ -95,6 +126,19 @@ proptest! {
         for (a, b) in y.iter().zip(want) {
             prop_assert!(close(*a, b, 1e-14));
         }
+    }
+
+    #[test]
+    fn lower_tri_matvec_sum_sq_gradient(v in prop::collection::vec(-1.5..1.5f64, 9)) {
+        check(shade_fn!(tri_sq(&[S])), &v, 1e-6)?;
+        let (l, x) = ([v[0], v[1], v[2]], [v[3], v[4]]);
+        let want = (l[0] * x[0]).powi(2) + (l[1] * x[0] + l[2] * x[1]).powi(2);
+        prop_assert!(close(f64::lower_tri_matvec_sum_sq(&l, &x), want, 1e-13));
+    }
+
+    #[test]
+    fn shifted_operands_gradient(x in prop::collection::vec(-2.0..2.0f64, 3)) {
+        check(shade_fn!(shifted(&[S])), &x, 1e-6)?;
     }
 
     #[test]
@@ -151,6 +195,11 @@ fn fused_helpers_record_one_entry_each() {
     // One block record plus one placeholder per further output.
     assert_eq!(tape.len(), n0 + 4);
     assert_eq!([y[0].val(), y[1].val()], [0.25, -0.5 - 2.0]);
+    // `x` may be shifted at no cost: one record.
+    let q = Real::lower_tri_matvec_sum_sq(&x, &[x[0] - 1.0, x[1] + 2.0]);
+    assert_eq!(tape.len(), n0 + 5);
+    // x' = [-0.5, 1]: (L x')₀ = -0.25, (L x')₁ = 0.5 + 2 = 2.5.
+    assert_eq!(q.val(), 0.0625 + 6.25);
 }
 
 #[test]
@@ -163,4 +212,58 @@ fn logsumexp_edge_cases() {
     }
     let g = gradient(shade_fn!(f(&[S])), &[1.0], ()).unwrap();
     assert_eq!(g, [0.0]);
+}
+
+/// `‖L x‖²` of order 34 (above the sweep's stack buffer for `x̄`) and of order 3, over
+/// one input vector `[L packed, x]`.
+fn tri_sq_order<S: Real>(v: &[S]) -> S {
+    let n = if v.len() == 34 * 35 / 2 + 34 { 34 } else { 3 };
+    let (l, x) = v.split_at(n * (n + 1) / 2);
+    S::lower_tri_matvec_sum_sq(l, x)
+}
+
+#[test]
+fn lower_tri_matvec_sum_sq_large_order_matches_hand_gradient() {
+    for n in [3usize, 34] {
+        let nl = n * (n + 1) / 2;
+        let v: Vec<f64> = (0..nl + n).map(|i| (0.37 * i as f64).sin()).collect();
+        let (l, x) = v.split_at(nl);
+        let g = gradient(shade_fn!(tri_sq_order(&[S])), &v, ()).unwrap();
+        // y = L x; ∂/∂L[r][j] = 2 y_r x_j, ∂/∂x_j = 2 Σ_r L[r][j] y_r.
+        let mut want = vec![0.0; nl + n];
+        let mut off = 0;
+        for r in 0..n {
+            let y: f64 = (0..=r).map(|j| l[off + j] * x[j]).sum();
+            for j in 0..=r {
+                want[off + j] = 2.0 * y * x[j];
+                want[nl + j] += 2.0 * l[off + j] * y;
+            }
+            off += r + 1;
+        }
+        for (a, b) in g.iter().zip(&want) {
+            assert!(close(*a, *b, 1e-12), "order {n}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn constant_offsets_share_their_operand_record() {
+    let mut tape = Tape::<f64>::new();
+    let (x, y) = {
+        let t = tape.trace();
+        let x = t.var(2.0);
+        let n0 = tape.len();
+        let s = (x + 1.0) - 3.0;
+        // No record: `s` is `x`'s record with its own value.
+        assert_eq!(tape.len(), n0);
+        assert_eq!((s.val(), s.id()), (0.0, x.id()));
+        // A product of shifted values stores its partials (one record).
+        let y = s * (x + 0.5);
+        assert_eq!(tape.len(), n0 + 1);
+        assert_eq!(y.val(), 0.0);
+        (x.id().unwrap(), y.id().unwrap())
+    };
+    // y = (x - 2)(x + 0.5): y' = 2x - 1.5 = 2.5 at x = 2.
+    let adj = tape.backward(y, 1.0).unwrap();
+    assert_eq!(adj[x.index()], 2.5);
 }

@@ -59,21 +59,21 @@ macro_rules! impl_number {
     (impl[$($g:tt)*] $ty:ty where [$($w:tt)*]) => {
         impl<$($g)*> core::ops::Add for $ty where $($w)* {
             type Output = Self;
-            #[inline]
+            #[inline(always)]
             fn add(self, o: Self) -> Self {
                 self.plus(o, self.val() + o.val())
             }
         }
         impl<$($g)*> core::ops::Sub for $ty where $($w)* {
             type Output = Self;
-            #[inline]
+            #[inline(always)]
             fn sub(self, o: Self) -> Self {
                 self.minus(o, self.val() - o.val())
             }
         }
         impl<$($g)*> core::ops::Mul for $ty where $($w)* {
             type Output = Self;
-            #[inline]
+            #[inline(always)]
             fn mul(self, o: Self) -> Self {
                 self.times(o, self.val() * o.val())
             }

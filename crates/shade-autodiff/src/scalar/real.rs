@@ -137,6 +137,36 @@ pub trait Real:
         }
     }
 
+    /// `‖L x‖² = Σ_r (Σ_{j ≤ r} L[r][j] x[j])²` for a lower-triangular `L` packed by rows
+    /// as in [`Real::lower_tri_matvec`], `n = x.len()`: the `sum_sq` of that product
+    /// (a Mahalanobis-type quadratic form with a Cholesky factor).
+    ///
+    /// Reverse mode records one entry for the whole form, holding `x`'s values, so `x`
+    /// may be built with constant offsets (`μ - c`) at no tape cost.
+    ///
+    /// # Panics
+    /// If `l.len() < n(n+1)/2` (a programming error, as for `lower_tri_matvec`).
+    ///
+    /// ```
+    /// use shade_autodiff::scalar::Real;
+    ///
+    /// let l = [1.0, 2.0, 3.0]; // [[1, 0], [2, 3]]
+    /// assert_eq!(f64::lower_tri_matvec_sum_sq(&l, &[1.0, 1.0]), 1.0 + 25.0);
+    /// ```
+    #[inline]
+    #[track_caller]
+    fn lower_tri_matvec_sum_sq(l: &[Self], x: &[Self]) -> Self {
+        let n = x.len();
+        check_tri(l.len(), n, n);
+        let (mut acc, mut off) = (Self::zero(), 0);
+        for r in 0..n {
+            let yr = Self::dot(&l[off..off + r + 1], &x[..r + 1]);
+            acc += yr * yr;
+            off += r + 1;
+        }
+        acc
+    }
+
     /// Applies a function with user-supplied derivative rules to `x`.
     ///
     /// Forward modes call [`ScalarRule::forward`], reverse mode calls

@@ -5,6 +5,12 @@
 //! record holding its operands' indices and local partials; constants record nothing.
 //! The reverse sweep walks the records backwards once, accumulating adjoints.
 //!
+//! Shifts by a constant (`x + c`, `x - c`) record nothing either: their adjoint is the
+//! adjoint of `x`, so the result shares `x`'s record ([`Var::id`] is `x`'s) and only
+//! carries its own value. Consequently the adjoint that [`Tape::backward`] reports at an
+//! intermediate variable is not a promise: at a shifted value it is its operand's total
+//! adjoint. Adjoints of the inputs (what every entry point returns) are exact.
+//!
 //! Storage is reused: after [`Tape::reset`] the record vectors keep their capacity and
 //! the bump arena (which holds the input variables handed to the function) keeps its
 //! largest chunk, so a warm tape records and sweeps without touching the heap.
@@ -17,6 +23,7 @@ use core::cell::RefCell;
 #[allow(unused_imports)]
 use num_traits::{Float, One, ToPrimitive, Zero};
 
+mod fused;
 mod sweep;
 
 /// Largest number of records one recording may hold (indices are `u32`).
@@ -32,6 +39,8 @@ pub(super) struct TraceData<T> {
     pub(super) args: Vec<u32>,
     pub(super) parts: Vec<T>,
     pub(super) overflow: bool,
+    /// Reused buffer for operand lists that need copies recorded first.
+    scratch: Vec<u32>,
 }
 
 impl<T: Real> TraceData<T> {
@@ -46,34 +55,6 @@ impl<T: Real> TraceData<T> {
         self.kinds.push(kind);
         self.vals.push(v);
         Some(idx as u32)
-    }
-
-    /// Pushes the operand list of `xs`: a range if all are recorded and contiguous
-    /// (`[first]`, returns `true`), else their indices, constants materialised as leaves
-    /// so the sweep finds their values (returns `false`).
-    #[inline]
-    fn operands(&mut self, xs: &[Var<'_, T>]) -> bool {
-        let Some(first) = xs.first() else {
-            return false;
-        };
-        if xs.iter().all(|x| x.tape.is_some()) {
-            let i0 = first.idx as usize;
-            if xs.iter().enumerate().all(|(k, x)| x.idx as usize == i0 + k) {
-                self.args.push(first.idx);
-                return true;
-            }
-            self.args.extend(xs.iter().map(|x| x.idx));
-            return false;
-        }
-        for x in xs {
-            let i = match x.tape {
-                Some(_) => x.idx,
-                // On overflow the recording is discarded: any index will do.
-                None => self.record(sweep::LEAF, x.v).unwrap_or(0),
-            };
-            self.args.push(i);
-        }
-        false
     }
 }
 
@@ -92,6 +73,7 @@ impl<T: Real> Trace<T> {
                 args: Vec::new(),
                 parts: Vec::new(),
                 overflow: false,
+                scratch: Vec::new(),
             }),
         }
     }
@@ -103,11 +85,13 @@ impl<T: Real> Trace<T> {
             Some(idx) => Var {
                 v,
                 idx,
+                state: RECORDED,
                 tape: Some(self),
             },
             None => Var {
                 v,
                 idx: 0,
+                state: CONSTANT,
                 tape: None,
             },
         }
@@ -137,71 +121,33 @@ impl<T: Real> Trace<T> {
         let i = self.data.borrow_mut().record(sweep::LEAF, v);
         self.wrap(i, v)
     }
-
-    /// Records `Σ a_i b_i` over the common length (`n > 0`).
-    fn dot(&self, a: &[Var<'_, T>], b: &[Var<'_, T>]) -> Var<'_, T> {
-        let n = a.len().min(b.len());
-        let (a, b) = (&a[..n], &b[..n]);
-        let mut v = T::zero();
-        for (x, y) in a.iter().zip(b) {
-            v += x.v * y.v;
-        }
-        let mut d = self.data.borrow_mut();
-        let fa = d.operands(a);
-        let fb = d.operands(b);
-        d.args
-            .extend_from_slice(&[u32::from(fa) | u32::from(fb) << 1, n as u32]);
-        let i = d.record(sweep::DOT, v);
-        drop(d);
-        self.wrap(i, v)
-    }
-
-    /// Records `Σ a_i²` (`a` non-empty, every entry live or a constant).
-    fn sum_sq(&self, a: &[Var<'_, T>]) -> Var<'_, T> {
-        let mut v = T::zero();
-        for x in a {
-            v += x.v * x.v;
-        }
-        let mut d = self.data.borrow_mut();
-        let fa = d.operands(a);
-        d.args.extend_from_slice(&[u32::from(fa), a.len() as u32]);
-        let i = d.record(sweep::SUM_SQ, v);
-        drop(d);
-        self.wrap(i, v)
-    }
-
-    /// Records `y = L x` for `L` lower-triangular, packed by rows (`d = y.len()`).
-    fn lower_tri_matvec<'s>(&'s self, l: &[Var<'_, T>], x: &[Var<'_, T>], y: &mut [Var<'s, T>]) {
-        let n = y.len();
-        let mut d = self.data.borrow_mut();
-        let fl = d.operands(l);
-        let fx = d.operands(x);
-        d.args
-            .extend_from_slice(&[u32::from(fl) | u32::from(fx) << 1, n as u32]);
-        // The block record sits at the first output; the others are placeholders the
-        // sweep passes over (their adjoints are read by the block record).
-        let mut off = 0;
-        for r in 0..n {
-            let mut v = T::zero();
-            for (lv, xv) in l[off..off + r + 1].iter().zip(&x[..r + 1]) {
-                v += lv.v * xv.v;
-            }
-            off += r + 1;
-            let kind = if r == 0 { sweep::TRI } else { sweep::LEAF };
-            let i = d.record(kind, v);
-            y[r] = self.wrap(i, v);
-        }
-    }
 }
+
+/// [`Var::state`]: the value is record `idx`'s.
+const RECORDED: u8 = 0;
+/// [`Var::state`]: the value differs from record `idx`'s by a constant (`x ± c` shares
+/// its operand's record), so kinds whose sweep reads operand values from the records
+/// must not use `idx`'s.
+const SHIFTED: u8 = 1;
+/// [`Var::state`]: a constant (`tape` is `None`).
+const CONSTANT: u8 = 2;
 
 /// The reverse-mode number type: a value recorded on a [`Tape`].
 ///
 /// `Copy`, three words. Operations between variables of one recording append records;
 /// operations with constants record nothing or a one-parent record.
+///
+/// Shifts by a constant (`x + c`, `x - c`) record nothing: the result shares `x`'s record
+/// (same [`Var::id`]) and carries its own value. Adjoints at intermediate variables are
+/// therefore not a promise ([`Tape::backward`] reports `x`'s total adjoint at `x + c`);
+/// adjoints of inputs are exact.
 #[derive(Clone, Copy)]
 pub struct Var<'t, T = f64> {
     v: T,
     idx: u32,
+    /// [`RECORDED`], [`SHIFTED`] or [`CONSTANT`] (one byte, so that fused records
+    /// check a whole operand list with one `or` per entry).
+    state: u8,
     tape: Option<&'t Trace<T>>,
 }
 
@@ -221,7 +167,8 @@ impl<'t, T: Real> Var<'t, T> {
         self.v
     }
 
-    /// The record index, or `None` for a constant.
+    /// The record index, or `None` for a constant. A value shifted by a constant
+    /// (`x + c`) has its operand's index (see [`Var`]).
     #[inline]
     pub fn id(&self) -> Option<VarId> {
         self.tape.map(|_| VarId(self.idx))
@@ -255,6 +202,7 @@ impl<'t, T: Real> Lift for Var<'t, T> {
         Var {
             v,
             idx: 0,
+            state: CONSTANT,
             tape: None,
         }
     }
@@ -290,9 +238,12 @@ impl<'t, T: Real> Lift for Var<'t, T> {
     }
     #[inline(always)]
     fn shift(self, v: T) -> Self {
-        match self.tape {
-            Some(t) => t.push1(sweep::COPY, self.idx, v),
-            None => Self::constant(v),
+        // No record: the adjoint of `x + c` is the adjoint of `x`, so the result shares
+        // `x`'s record and only remembers that its value differs.
+        Var {
+            v,
+            state: self.state.max(SHIFTED),
+            ..self
         }
     }
     #[inline(always)]
@@ -323,6 +274,10 @@ impl<'t, T: Real> Lift for Var<'t, T> {
     #[inline(always)]
     fn times(self, o: Self, v: T) -> Self {
         match (self.tape, o.tape) {
+            // A shifted operand's value is not its record's: store the partials.
+            (Some(_), Some(_)) if self.state | o.state != RECORDED => {
+                self.binary(o, v, o.v, self.v)
+            }
             (Some(t), Some(_)) => t.push2(sweep::MUL, self.idx, o.idx, v),
             (Some(_), None) => self.unary(v, o.v),
             (None, Some(_)) => o.unary(v, self.v),
@@ -370,14 +325,9 @@ impl<'t, T: Real> Real for Var<'t, T> {
                 let mut d = t.data.borrow_mut();
                 let mut len = 0u32;
                 for (xi, ci) in x.iter().zip(c) {
-                    if xi.tape.is_some() {
-                        d.args.push(xi.idx);
-                        d.parts.push(ci.v);
-                        len += 1;
-                    }
+                    d.term(xi, ci.v, &mut len);
                 }
-                d.args.push(len);
-                let i = d.record(sweep::LINEAR, v);
+                let i = d.linear(len, v);
                 drop(d);
                 t.wrap(i, v)
             }
@@ -430,22 +380,21 @@ impl<'t, T: Real> Real for Var<'t, T> {
             let s: T = a.iter().map(|x| (x.v - mx).exp()).sum();
             return Self::constant(if mx.is_finite() { s.ln() + mx } else { mx });
         };
-        let mut s = T::zero();
+        // The partials are the softmax: keep each `exp(x - max)` and scale by `1/s`.
+        let mut d = t.data.borrow_mut();
+        let p0 = d.parts.len();
+        let (mut s, mut len) = (T::zero(), 0u32);
         for x in a {
-            s += (x.v - mx).exp();
+            let e = (x.v - mx).exp();
+            s += e;
+            d.term(x, e, &mut len);
         }
         let y = s.ln() + mx;
-        let mut d = t.data.borrow_mut();
-        let mut len = 0u32;
-        for x in a {
-            if x.tape.is_some() {
-                d.args.push(x.idx);
-                d.parts.push((x.v - y).exp());
-                len += 1;
-            }
+        let r = s.recip();
+        for p in &mut d.parts[p0..] {
+            *p *= r;
         }
-        d.args.push(len);
-        let i = d.record(sweep::LINEAR, y);
+        let i = d.linear(len, y);
         drop(d);
         t.wrap(i, y)
     }
@@ -469,6 +418,27 @@ impl<'t, T: Real> Real for Var<'t, T> {
             }
         }
     }
+    #[track_caller]
+    fn lower_tri_matvec_sum_sq(l: &[Self], x: &[Self]) -> Self {
+        let n = x.len();
+        super::real::check_tri(l.len(), n, n);
+        let l = &l[..n * (n + 1) / 2];
+        match Self::trace_of(l).or(Self::trace_of(x)) {
+            Some(t) if n > 0 => t.lower_tri_matvec_sum_sq(l, x),
+            _ => {
+                let (mut v, mut off) = (T::zero(), 0);
+                for r in 0..n {
+                    let mut yr = T::zero();
+                    for (lv, xv) in l[off..off + r + 1].iter().zip(x) {
+                        yr += lv.v * xv.v;
+                    }
+                    off += r + 1;
+                    v += yr * yr;
+                }
+                Self::constant(v)
+            }
+        }
+    }
     fn custom<R: ScalarRule<N>, const N: usize>(rule: &R, x: [Self; N]) -> Self {
         let xv = x.map(|xi| xi.v);
         let y = rule.primal(xv);
@@ -479,14 +449,9 @@ impl<'t, T: Real> Real for Var<'t, T> {
         let mut d = t.data.borrow_mut();
         let mut len = 0u32;
         for (xi, p) in x.iter().zip(partials) {
-            if xi.tape.is_some() {
-                d.args.push(xi.idx);
-                d.parts.push(p);
-                len += 1;
-            }
+            d.term(xi, p, &mut len);
         }
-        d.args.push(len);
-        let i = d.record(sweep::LINEAR, y);
+        let i = d.linear(len, y);
         drop(d);
         t.wrap(i, y)
     }
@@ -594,7 +559,9 @@ impl<T: Real> Tape<T> {
     }
 
     /// Runs the reverse sweep from `out` with adjoint `seed`, returning the adjoints of
-    /// every record (index them with [`VarId::index`]).
+    /// every record (index them with [`VarId::index`]). Those of the inputs are the
+    /// gradient; an intermediate shifted by a constant shares its operand's (see
+    /// [`Var`]).
     pub fn backward(&mut self, out: VarId, seed: T) -> AdResult<&[T]> {
         self.check_overflow()?;
         self.sweep(&[(out.0, seed)]);

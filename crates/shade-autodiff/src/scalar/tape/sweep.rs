@@ -18,7 +18,12 @@
 //! | `LINEAR` | `i₀ … iₙ₋₁ n` | `p₀ … pₙ₋₁` | `f` with `∂f/∂v[iₖ] = pₖ` |
 //! | `DOT` | `L(n) L(n) flags n` | – | `Σ v[aₖ] v[bₖ]` |
 //! | `SUM_SQ` | `L(n) flags n` | – | `Σ v[aₖ]²` |
-//! | `TRI` | `L(n(n+1)/2) L(n) flags n` | – | `y = L x`, outputs at `i … i+n-1` |
+//! | `TRI` | `L(n(n+1)/2) L(n) flags n` | `x₀ … xₙ₋₁` | `y = L x`, outputs at `i … i+n-1` |
+//! | `TRI_SQ` | `L(n(n+1)/2) L(n) flags n` | `x₀ … xₙ₋₁ (Lx)₀ … (Lx)ₙ₋₁` | `‖L x‖²` |
+//!
+//! `COPY` records are only made for shifted operands of kinds that read operand values
+//! from `vals` (`x + c` itself shares `x`'s record); `TRI` and `TRI_SQ` keep `x`'s
+//! values in `parts` instead.
 
 use super::TraceData;
 use crate::scalar::real::Real;
@@ -36,10 +41,13 @@ pub(super) const LINEAR: u8 = 9;
 pub(super) const DOT: u8 = 10;
 pub(super) const SUM_SQ: u8 = 11;
 pub(super) const TRI: u8 = 12;
+pub(super) const TRI_SQ: u8 = 13;
 
 /// An operand list: where its `k`-th index is.
 trait Operands: Copy {
     fn at(self, k: usize) -> usize;
+    /// The indices of entries `off .. off + len`.
+    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize>;
 }
 
 /// Contiguous indices from a first one.
@@ -51,6 +59,10 @@ impl Operands for Range {
     fn at(self, k: usize) -> usize {
         self.0 + k
     }
+    #[inline(always)]
+    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize> {
+        self.0 + off..self.0 + off + len
+    }
 }
 
 /// Gathered indices.
@@ -61,6 +73,10 @@ impl Operands for List<'_> {
     #[inline(always)]
     fn at(self, k: usize) -> usize {
         self.0[k] as usize
+    }
+    #[inline(always)]
+    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize> {
+        self.0[off..off + len].iter().map(|&i| i as usize)
     }
 }
 
@@ -84,16 +100,18 @@ fn extent(kind: u8, args: &[u32], ac: usize) -> (usize, usize) {
             let n = args[ac - 1] as usize;
             (1 + n, n)
         }
-        DOT | SUM_SQ | TRI => {
+        DOT | SUM_SQ => {
             let n = args[ac - 1] as usize;
             let f = args[ac - 2];
-            let na = if kind == TRI { n * (n + 1) / 2 } else { n };
-            let nb = if kind == DOT || kind == TRI {
-                words(f & 2 != 0, n)
-            } else {
-                0
-            };
-            (2 + words(f & 1 != 0, na) + nb, 0)
+            let nb = if kind == DOT { words(f & 2 != 0, n) } else { 0 };
+            (2 + words(f & 1 != 0, n) + nb, 0)
+        }
+        TRI | TRI_SQ => {
+            let n = args[ac - 1] as usize;
+            let f = args[ac - 2];
+            let nb = words(f & 2 != 0, n);
+            let np = if kind == TRI { n } else { 2 * n };
+            (2 + words(f & 1 != 0, n * (n + 1) / 2) + nb, np)
         }
         _ => unreachable!("unknown record kind {kind}"),
     }
@@ -128,23 +146,25 @@ fn sum_sq_back<T: Real, A: Operands>(a: A, n: usize, g: T, vals: &[T], adj: &mut
 /// Largest order whose `x̄` [`tri_back`] accumulates in a local buffer.
 const TRI_LOCAL: usize = 32;
 
-/// `y = L x` with outputs at `out .. out + n`: `x̄ += Lᵀ ȳ`, `L̄ += ȳ xᵀ`.
+/// `y = L x` with `x`'s values `xv` (`n = xv.len()`) and `ȳ_r` given by `gy(adj, r)`:
+/// `x̄ += Lᵀ ȳ`, `L̄ += ȳ xᵀ`.
 #[inline(always)]
 fn tri_back<T: Real, L: Operands, X: Operands>(
     l: L,
     x: X,
-    n: usize,
-    out: usize,
+    xv: &[T],
     vals: &[T],
     adj: &mut [T],
+    gy: impl Fn(&[T], usize) -> T,
 ) {
+    let n = xv.len();
     if n > TRI_LOCAL {
         let mut off = 0;
         for r in 0..n {
-            let g = adj[out + r];
-            for j in 0..=r {
+            let g = gy(adj, r);
+            for (j, &vx) in xv[..=r].iter().enumerate() {
                 let (li, xi) = (l.at(off + j), x.at(j));
-                let (vl, vx) = (vals[li], vals[xi]);
+                let vl = vals[li];
                 adj[li] += vx * g;
                 adj[xi] += vl * g;
             }
@@ -152,20 +172,14 @@ fn tri_back<T: Real, L: Operands, X: Operands>(
         }
         return;
     }
-    // Values and adjoints of `x` in registers/stack: no store-to-load chains through
-    // `adj` across rows.
-    let mut xv = [T::zero(); TRI_LOCAL];
+    // Adjoints of `x` on the stack: no store-to-load chains through `adj` across rows.
     let mut xb = [T::zero(); TRI_LOCAL];
-    for (j, v) in xv[..n].iter_mut().enumerate() {
-        *v = vals[x.at(j)];
-    }
     let mut off = 0;
     for r in 0..n {
-        let g = adj[out + r];
-        for j in 0..=r {
-            let li = l.at(off + j);
-            adj[li] += xv[j] * g;
-            xb[j] += vals[li] * g;
+        let g = gy(adj, r);
+        for ((li, &vx), b) in l.seg(off, r + 1).zip(&xv[..=r]).zip(&mut xb[..=r]) {
+            adj[li] += vx * g;
+            *b += vals[li] * g;
         }
         off += r + 1;
     }
@@ -192,6 +206,9 @@ macro_rules! with_list {
 /// Accumulates adjoints from record `top` down to the first (`adj` holds the seeds).
 pub(super) fn sweep<T: Real>(d: &TraceData<T>, adj: &mut [T], top: usize) {
     let (kinds, vals, args, parts) = (&d.kinds[..], &d.vals[..], &d.args[..], &d.parts[..]);
+    // One length for values and adjoints: an index checked against one is checked
+    // against both.
+    let adj = &mut adj[..vals.len()];
     let (mut ac, mut pc) = (args.len(), parts.len());
     // Records above the highest seed have zero adjoints: only move the cursors.
     for &kind in kinds[top + 1..].iter().rev() {
@@ -270,16 +287,30 @@ pub(super) fn sweep<T: Real>(d: &TraceData<T>, adj: &mut [T], top: usize) {
                 ac -= 2;
                 with_list!(args, ac, f & 1 != 0, n, |a| sum_sq_back(a, n, g, vals, adj));
             }
-            TRI => {
+            TRI | TRI_SQ => {
                 let (n, f) = (args[ac - 1] as usize, args[ac - 2]);
                 ac -= 2;
+                let tri = kinds[i] == TRI;
+                // `TRI_SQ` keeps the rows of `L x` after `x`.
+                let (xv, yv) = if tri {
+                    pc -= n;
+                    (&parts[pc..pc + n], &parts[pc..pc])
+                } else {
+                    pc -= 2 * n;
+                    parts[pc..pc + 2 * n].split_at(n)
+                };
                 let nl = n * (n + 1) / 2;
+                let g2 = g + g;
                 with_list!(args, ac, f & 2 != 0, n, |x| with_list!(
                     args,
                     ac,
                     f & 1 != 0,
                     nl,
-                    |l| tri_back(l, x, n, i, vals, adj)
+                    |l| if tri {
+                        tri_back(l, x, xv, vals, adj, |adj, r| adj[i + r])
+                    } else {
+                        tri_back(l, x, xv, vals, adj, |_, r| yv[r] * g2)
+                    }
                 ));
             }
             kind => unreachable!("unknown record kind {kind}"),
