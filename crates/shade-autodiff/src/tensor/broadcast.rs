@@ -138,6 +138,28 @@ pub(crate) fn acc_reduced<T: Element>(
     }
 }
 
+/// `f(full[i, j], row[j])` for the rows of `full` (length `row.len() > 0`), as a new
+/// array of shape `shape` (of `full.len()` elements).
+fn rows<T: Element>(
+    pool: &mut Pool<T>,
+    shape: &[usize],
+    full: &[T],
+    row: &[T],
+    f: impl Fn(T, T) -> T,
+) -> ArrayD<T> {
+    let mut out = pool.zeros(shape);
+    let o = out.as_slice_mut().expect("standard layout");
+    for (orow, frow) in o
+        .chunks_exact_mut(row.len())
+        .zip(full.chunks_exact(row.len()))
+    {
+        for ((o, &a), &b) in orow.iter_mut().zip(frow).zip(row) {
+            *o = f(a, b);
+        }
+    }
+    out
+}
+
 /// `kind(x, y)` through contiguous slices when both operands are in standard layout
 /// and either have the output's shape or are a row repeated along the leading axes (a
 /// bias); `None` otherwise (the caller takes the generic path).
@@ -158,17 +180,20 @@ fn fast_binary<T: Element>(
         let lead = s.iter().take_while(|&&k| k == 1).count();
         len > 0 && shape.ends_with(&s[lead..])
     };
+    // The operation is chosen outside the loops so that each loop is branch-free.
+    let row_op = |pool: &mut Pool<T>, full: &[T], row: &[T], swap: bool| match (kind, swap) {
+        (Bin::Add, _) => rows(pool, shape, full, row, |a, b| a + b),
+        (Bin::Mul, _) => rows(pool, shape, full, row, |a, b| a * b),
+        (Bin::Sub, false) => rows(pool, shape, full, row, |a, b| a - b),
+        (Bin::Sub, true) => rows(pool, shape, full, row, |a, b| b - a),
+        (Bin::Div, false) => rows(pool, shape, full, row, |a, b| a / b),
+        (Bin::Div, true) => rows(pool, shape, full, row, |a, b| b / a),
+    };
     if xs.len() == n && is_row(y.shape(), ys.len()) {
-        let it = xs
-            .chunks_exact(ys.len())
-            .flat_map(|r| r.iter().zip(ys).map(|(&a, &b)| kind.f(a, b)));
-        return Some(pool.collect(shape, it));
+        return Some(row_op(pool, xs, ys, false));
     }
     if ys.len() == n && is_row(x.shape(), xs.len()) {
-        let it = ys
-            .chunks_exact(xs.len())
-            .flat_map(|r| xs.iter().zip(r).map(|(&a, &b)| kind.f(a, b)));
-        return Some(pool.collect(shape, it));
+        return Some(row_op(pool, ys, xs, true));
     }
     None
 }
