@@ -109,3 +109,69 @@ fn warm_calls_allocate_nothing() {
     assert_eq!(allocs, 0, "a warm call allocated {allocs} times");
     assert!(bufs.pooled_buffers() > 0);
 }
+
+/// `x ↦ 2x` through the custom-rule mechanism: its output is a fresh array each call.
+struct Double;
+
+impl tensor::TensorRule<f64> for Double {
+    fn name(&self) -> &'static str {
+        "double"
+    }
+    fn forward(
+        &self,
+        x: &[ndarray::ArrayViewD<'_, f64>],
+    ) -> shade_autodiff::AdResult<ndarray::ArrayD<f64>> {
+        Ok(x[0].mapv(|v| 2.0 * v))
+    }
+    fn vjp(
+        &self,
+        _x: &[ndarray::ArrayViewD<'_, f64>],
+        _y: ndarray::ArrayViewD<'_, f64>,
+        g: ndarray::ArrayViewD<'_, f64>,
+        _input: usize,
+        mut dx: ndarray::ArrayViewMutD<'_, f64>,
+    ) {
+        dx.zip_mut_with(&g, |d, &g| *d += 2.0 * g);
+    }
+    fn jvp(
+        &self,
+        _x: &[ndarray::ArrayViewD<'_, f64>],
+        _y: ndarray::ArrayViewD<'_, f64>,
+        t: &[Option<ndarray::ArrayViewD<'_, f64>>],
+        mut ty: ndarray::ArrayViewMutD<'_, f64>,
+    ) {
+        if let Some(t) = &t[0] {
+            ty.zip_mut_with(t, |o, &t| *o = 2.0 * t);
+        }
+    }
+}
+
+#[test]
+fn custom_outputs_do_not_grow_the_pool() {
+    let x = Array2::from_shape_fn((20, 7), |(i, j)| (i as f64) - 0.3 * j as f64);
+    let mut dx = Array2::zeros((20, 7));
+    let mut bufs = TapeBuffers::new();
+    let mut counts = Vec::new();
+    for _ in 0..50 {
+        dx.fill(0.0);
+        let y = tensor::gradient(
+            &mut bufs,
+            |t, (x,)| {
+                let a = t.custom(Double, &[x])?;
+                let b = t.custom(Double, &[a])?;
+                let c = t.relu(b)?;
+                let d = t.custom(Double, &[c])?;
+                t.sum(d)
+            },
+            (Duplicated(&x, &mut dx),),
+        )
+        .unwrap();
+        let want: f64 = x.iter().map(|&v| 8.0 * v.max(0.0)).sum();
+        assert!((y - want).abs() < 1e-9);
+        let dwant = x.mapv(|v| if v > 0.0 { 8.0 } else { 0.0 });
+        assert_eq!(dx, dwant);
+        counts.push(bufs.pooled_buffers());
+    }
+    assert!(counts.iter().all(|&n| n == counts[1]), "{counts:?}");
+    assert!(counts[1] > 0);
+}

@@ -1,13 +1,14 @@
 //! Two tensor operations with hand-written rules (through the core's custom-rule
 //! mechanism) that the layers use on their hot path:
 //!
-//! - [`transpose2`]: the transpose of a 2-D value in one cache-blocked pass (the
-//!   weights are stored in PyTorch's `[out, in]` layout and multiplied as `X · Wᵀ`).
+//! - [`transpose2`]: the transpose of a 2-D value (the weights are stored in
+//!   PyTorch's `[out, in]` layout and multiplied as `X · Wᵀ`); the core's 2-D
+//!   transpose is cache-blocked and pooled, so this only checks the rank.
 //! - [`dropout`]: inverted dropout whose mask comes from a fast counter-based
 //!   generator (SplitMix64) seeded by one draw from the caller's RNG; four 16-bit
 //!   draws per 64 bits.
 //!
-//! Rules: transpose `dX += Gᵀ`, `Ẏ = Ẋᵀ`; dropout `dX += G ⊙ M`, `Ẏ = Ẋ ⊙ M`.
+//! Rules: dropout `dX += G ⊙ M`, `Ẏ = Ẋ ⊙ M`.
 
 use crate::ctx::Float;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
@@ -16,84 +17,20 @@ use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, TensorRule, Var};
 use shade_autodiff::{AdError, AdResult};
 
-const BLOCK: usize = 32;
-
-/// `dst[j * r + i] (op)= src[i * c + j]` for an `r × c` row-major `src`, blocked.
-fn transpose_into<T: Float>(src: &[T], r: usize, c: usize, dst: &mut [T], acc: bool) {
-    for i0 in (0..r).step_by(BLOCK) {
-        for j0 in (0..c).step_by(BLOCK) {
-            for i in i0..(i0 + BLOCK).min(r) {
-                let row = &src[i * c..(i + 1) * c];
-                for j in j0..(j0 + BLOCK).min(c) {
-                    if acc {
-                        dst[j * r + i] += row[j];
-                    } else {
-                        dst[j * r + i] = row[j];
-                    }
-                }
-            }
-        }
-    }
-}
-
-struct Transpose2;
-
-impl<T: Float> TensorRule<T> for Transpose2 {
-    fn name(&self) -> &'static str {
-        "transpose2"
-    }
-
-    fn forward(&self, x: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
-        let x = &x[0];
-        if x.ndim() != 2 {
-            return Err(AdError::RankMismatch {
-                op: "transpose2",
-                expected: 2,
-                shape: x.shape().to_vec(),
-            });
-        }
-        let (r, c) = (x.shape()[0], x.shape()[1]);
-        let xs = x.as_standard_layout();
-        let src = xs.as_slice().expect("standard layout");
-        let mut out = vec![T::zero(); r * c];
-        transpose_into(src, r, c, &mut out, false);
-        Ok(ArrayD::from_shape_vec(IxDyn(&[c, r]), out).expect("c * r values"))
-    }
-
-    fn vjp(
-        &self,
-        _x: &[ArrayViewD<'_, T>],
-        _y: ArrayViewD<'_, T>,
-        g: ArrayViewD<'_, T>,
-        _input: usize,
-        mut dx: ArrayViewMutD<'_, T>,
-    ) {
-        // g is [c, r]; dx is [r, c].
-        let (c, r) = (g.shape()[0], g.shape()[1]);
-        let gs = g.as_standard_layout();
-        let src = gs.as_slice().expect("standard layout");
-        match dx.as_slice_mut() {
-            Some(d) => transpose_into(src, c, r, d, true),
-            None => dx.zip_mut_with(&gs.t(), |d, &v| *d += v),
-        }
-    }
-
-    fn jvp(
-        &self,
-        _x: &[ArrayViewD<'_, T>],
-        _y: ArrayViewD<'_, T>,
-        t: &[Option<ArrayViewD<'_, T>>],
-        mut ty: ArrayViewMutD<'_, T>,
-    ) {
-        if let Some(t) = &t[0] {
-            ty.assign(&t.t());
-        }
-    }
-}
-
-/// The transpose of a 2-D value.
+/// The transpose of a 2-D value (the core's `transpose` has a cache-blocked 2-D path
+/// whose output comes from the tape's pool).
+///
+/// Errors with [`AdError::RankMismatch`] unless the value is 2-D.
 pub(crate) fn transpose2<T: Float>(t: &mut Tape<'_, T>, x: Var) -> AdResult<Var> {
-    t.custom(Transpose2, &[x])
+    let shape = t.shape(x)?;
+    if shape.len() != 2 {
+        return Err(AdError::RankMismatch {
+            op: "transpose2",
+            expected: 2,
+            shape: shape.to_vec(),
+        });
+    }
+    t.transpose(x)
 }
 
 struct MaskMul<T> {

@@ -4,10 +4,10 @@
 //! The reverse rule sums the incoming adjoint over the stretched axes of each operand,
 //! in one pass without temporaries.
 
-use super::tape::{Bwd, Op, Sink, Tan};
+use super::tape::{Bwd, Op, Pool, Sink, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
-use ndarray::{ArrayViewD, Dimension, IxDyn, Zip, aview0};
+use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn, Zip, aview0};
 use smallvec::SmallVec;
 
 /// Which arithmetic operation.
@@ -138,6 +138,66 @@ pub(crate) fn acc_reduced<T: Element>(
     }
 }
 
+/// `f(full[i, j], row[j])` for the rows of `full` (length `row.len() > 0`), as a new
+/// array of shape `shape` (of `full.len()` elements).
+fn rows<T: Element>(
+    pool: &mut Pool<T>,
+    shape: &[usize],
+    full: &[T],
+    row: &[T],
+    f: impl Fn(T, T) -> T,
+) -> ArrayD<T> {
+    let mut out = pool.zeros(shape);
+    let o = out.as_slice_mut().expect("standard layout");
+    for (orow, frow) in o
+        .chunks_exact_mut(row.len())
+        .zip(full.chunks_exact(row.len()))
+    {
+        for ((o, &a), &b) in orow.iter_mut().zip(frow).zip(row) {
+            *o = f(a, b);
+        }
+    }
+    out
+}
+
+/// `kind(x, y)` through contiguous slices when both operands are in standard layout
+/// and either have the output's shape or are a row repeated along the leading axes (a
+/// bias); `None` otherwise (the caller takes the generic path).
+fn fast_binary<T: Element>(
+    pool: &mut Pool<T>,
+    kind: Bin,
+    x: &ArrayViewD<'_, T>,
+    y: &ArrayViewD<'_, T>,
+    shape: &[usize],
+) -> Option<ArrayD<T>> {
+    let (xs, ys) = (x.as_slice()?, y.as_slice()?);
+    let n: usize = shape.iter().product();
+    if xs.len() == n && ys.len() == n {
+        return Some(pool.collect(shape, xs.iter().zip(ys).map(|(&a, &b)| kind.f(a, b))));
+    }
+    // A row operand: its shape, without leading ones, ends the output's shape.
+    let is_row = |s: &[usize], len: usize| {
+        let lead = s.iter().take_while(|&&k| k == 1).count();
+        len > 0 && shape.ends_with(&s[lead..])
+    };
+    // The operation is chosen outside the loops so that each loop is branch-free.
+    let row_op = |pool: &mut Pool<T>, full: &[T], row: &[T], swap: bool| match (kind, swap) {
+        (Bin::Add, _) => rows(pool, shape, full, row, |a, b| a + b),
+        (Bin::Mul, _) => rows(pool, shape, full, row, |a, b| a * b),
+        (Bin::Sub, false) => rows(pool, shape, full, row, |a, b| a - b),
+        (Bin::Sub, true) => rows(pool, shape, full, row, |a, b| b - a),
+        (Bin::Div, false) => rows(pool, shape, full, row, |a, b| a / b),
+        (Bin::Div, true) => rows(pool, shape, full, row, |a, b| b / a),
+    };
+    if xs.len() == n && is_row(y.shape(), ys.len()) {
+        return Some(row_op(pool, xs, ys, false));
+    }
+    if ys.len() == n && is_row(x.shape(), xs.len()) {
+        return Some(row_op(pool, ys, xs, true));
+    }
+    None
+}
+
 /// Backward record of a broadcasting binary operation.
 #[derive(Debug)]
 pub(crate) struct Rec {
@@ -203,11 +263,17 @@ impl<'a, T: Element> Tape<'a, T> {
         let x = self.vals[ia].view();
         let y = self.vals[ib].view();
         let shape = broadcast_shape(kind.name(), x.shape(), y.shape())?;
-        let mut out = self.pool.zeros(shape.slice());
-        Zip::from(&mut out)
-            .and_broadcast(&x)
-            .and_broadcast(&y)
-            .for_each(|o, &x, &y| *o = kind.f(x, y));
+        let out = match fast_binary(&mut self.pool, kind, &x, &y, shape.slice()) {
+            Some(out) => out,
+            None => {
+                let mut out = self.pool.zeros(shape.slice());
+                Zip::from(&mut out)
+                    .and_broadcast(&x)
+                    .and_broadcast(&y)
+                    .for_each(|o, &x, &y| *o = kind.f(x, y));
+                out
+            }
+        };
         let tracked = self.tracked[ia] || self.tracked[ib];
         let mut tan = Tan::None;
         if self.forward() && tracked {

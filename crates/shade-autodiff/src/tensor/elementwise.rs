@@ -189,6 +189,15 @@ impl<T: Element> Rec<T> {
         let y = b.vals[me].view();
         if let Some(mut ga) = b.gs.acc(self.a, x.shape()) {
             let k = self.kind;
+            if let (Some(d), Some(gs), Some(xs), Some(ys)) =
+                (ga.as_slice_mut(), g.as_slice(), x.as_slice(), y.as_slice())
+            {
+                // All in standard layout: one pass over contiguous slices.
+                for (d, ((&g, &x), &y)) in d.iter_mut().zip(gs.iter().zip(xs).zip(ys)) {
+                    *d += g * k.df(x, y);
+                }
+                return;
+            }
             Zip::from(&mut ga)
                 .and(&g)
                 .and(&x)

@@ -4,11 +4,90 @@
 //! adjoint back through the same view (a transposed, reshaped or sliced window of the
 //! input's adjoint), and the forward rule applies the operation to the tangent.
 
+use super::tape::Pool;
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
-use ndarray::{ArrayViewD, Axis, Dimension, IxDyn, Slice};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, Dimension, Ix2, IxDyn, Slice};
 use smallvec::SmallVec;
+
+/// Side of the square tiles of the blocked 2-D transpose (elements).
+const BLOCK: usize = 32;
+
+/// `dst[j * r + i] (=|+=) src[i * c + j]` for a row-major `r × c` `src`, in
+/// `BLOCK × BLOCK` tiles so that both sides stay in cache.
+fn transpose_block<T: Element>(src: &[T], r: usize, c: usize, dst: &mut [T], acc: bool) {
+    debug_assert!(src.len() == r * c && dst.len() == r * c);
+    for i0 in (0..r).step_by(BLOCK) {
+        let i1 = (i0 + BLOCK).min(r);
+        for j0 in (0..c).step_by(BLOCK) {
+            let j1 = (j0 + BLOCK).min(c);
+            for i in i0..i1 {
+                let row = &src[i * c + j0..i * c + j1];
+                if acc {
+                    for (j, &v) in (j0..j1).zip(row) {
+                        dst[j * r + i] += v;
+                    }
+                } else {
+                    for (j, &v) in (j0..j1).zip(row) {
+                        dst[j * r + i] = v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `dst (=|+=) xᵀ` for a 2-D `x` and a standard-layout `dst` of the transposed shape,
+/// through contiguous slices when `x` or `xᵀ` is contiguous; `false` when neither is
+/// (the caller then takes the generic path).
+pub(crate) fn transpose2_into<T: Element>(x: &ArrayViewD<'_, T>, dst: &mut [T], acc: bool) -> bool {
+    let Ok(x2) = x.view().into_dimensionality::<Ix2>() else {
+        return false;
+    };
+    let (r, c) = x2.dim();
+    if dst.len() != r * c {
+        return false;
+    }
+    if let Some(src) = x2.as_slice() {
+        transpose_block(src, r, c, dst, acc);
+        return true;
+    }
+    // `x` is column-major: its transpose is a plain copy.
+    if let Some(src) = x2.t().as_slice() {
+        if acc {
+            dst.iter_mut().zip(src).for_each(|(d, &s)| *d += s);
+        } else {
+            dst.copy_from_slice(src);
+        }
+        return true;
+    }
+    false
+}
+
+/// The transpose of `x` (all axes reversed) as a new standard-layout array.
+fn transposed<T: Element>(pool: &mut Pool<T>, x: &ArrayViewD<'_, T>) -> ArrayD<T> {
+    if x.ndim() == 2 {
+        let mut out = pool.zeros(&[x.shape()[1], x.shape()[0]]);
+        if transpose2_into(x, out.as_slice_mut().expect("standard layout"), false) {
+            return out;
+        }
+        pool.give(out);
+    }
+    let xt = x.t();
+    pool.collect(xt.shape(), xt.iter().copied())
+}
+
+/// `gj += gᵀ`, through the 2-D fast path when it applies.
+fn add_transposed<T: Element>(gj: &mut ArrayViewMutD<'_, T>, g: &ArrayViewD<'_, T>) {
+    if g.ndim() == 2
+        && let Some(d) = gj.as_slice_mut()
+        && transpose2_into(g, d, true)
+    {
+        return;
+    }
+    *gj += &g.t();
+}
 
 /// What the shape operation did.
 #[derive(Debug)]
@@ -67,7 +146,7 @@ impl Rec {
             };
             if let Some(mut gj) = bw.gs.acc(j, x.shape()) {
                 match self.kind {
-                    Kind::Transpose => gj += &g.t(),
+                    Kind::Transpose => add_transposed(&mut gj, &g),
                     Kind::Reshape => gj.iter_mut().zip(g.iter()).for_each(|(d, &s)| *d += s),
                     Kind::Concat { axis } => {
                         gj += &g.slice_axis(Axis(axis), Slice::from(off..off + len));
@@ -103,14 +182,12 @@ impl<'a, T: Element> Tape<'a, T> {
     pub fn transpose(&mut self, a: Var) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
-        let xt = x.t();
-        let out = self.pool.collect(xt.shape(), xt.iter().copied());
+        let out = transposed(&mut self.pool, &x);
         let mut tan = Tan::None;
         if self.forward()
             && let Some(ta) = self.tans[ia].view()
         {
-            let tt = ta.t();
-            tan = Tan::Own(self.pool.collect(tt.shape(), tt.iter().copied()));
+            tan = Tan::Own(transposed(&mut self.pool, &ta));
         }
         Ok(self.finish_shape(out, SmallVec::from_slice(&[ia]), Kind::Transpose, tan))
     }

@@ -32,6 +32,14 @@ impl Var {
 pub(crate) struct Pool<T> {
     free: Vec<Vec<T>>,
     free_idx: Vec<Vec<usize>>,
+    /// Element buffers handed out since the last [`Pool::trim`].
+    taken: usize,
+    /// Index buffers handed out since the last [`Pool::trim`].
+    taken_idx: usize,
+    /// The most buffers any one call has needed (the pool keeps no more than this).
+    keep: usize,
+    /// The same for index buffers.
+    keep_idx: usize,
 }
 
 fn best_fit<X>(free: &mut Vec<Vec<X>>, len: usize) -> Vec<X> {
@@ -55,11 +63,13 @@ fn best_fit<X>(free: &mut Vec<Vec<X>>, len: usize) -> Vec<X> {
 impl<T: Element> Pool<T> {
     /// An empty vector with room for `len` elements.
     pub(crate) fn vec(&mut self, len: usize) -> Vec<T> {
+        self.taken += 1;
         best_fit(&mut self.free, len)
     }
 
     /// An empty index vector with room for `len` entries.
     pub(crate) fn idx(&mut self, len: usize) -> Vec<usize> {
+        self.taken_idx += 1;
         best_fit(&mut self.free_idx, len)
     }
 
@@ -120,6 +130,31 @@ impl<T: Element> Pool<T> {
         if v.capacity() > 0 {
             self.free_idx.push(v);
         }
+    }
+}
+
+/// Keeps the `keep` largest buffers of `free` and drops the rest.
+fn trim_free<X>(free: &mut Vec<Vec<X>>, keep: usize) {
+    if free.len() > keep {
+        free.sort_unstable_by_key(|v| std::cmp::Reverse(v.capacity()));
+        free.truncate(keep);
+    }
+}
+
+impl<T> Pool<T> {
+    /// Ends one call: drops the buffers beyond the most any call has taken.
+    ///
+    /// Buffers that entered the tape from outside the pool (custom-rule outputs) are
+    /// given back like the others; without this bound the pool would grow by them at
+    /// every call. Keeping the largest buffers keeps every request of a repeated
+    /// program satisfiable without allocation.
+    pub(crate) fn trim(&mut self) {
+        self.keep = self.keep.max(self.taken);
+        self.keep_idx = self.keep_idx.max(self.taken_idx);
+        self.taken = 0;
+        self.taken_idx = 0;
+        trim_free(&mut self.free, self.keep);
+        trim_free(&mut self.free_idx, self.keep_idx);
     }
 }
 
@@ -341,10 +376,7 @@ impl<T: Element> TapeBuffers<T> {
     /// Empty storage; the first call sizes it.
     pub fn new() -> Self {
         TapeBuffers {
-            pool: Pool {
-                free: Vec::new(),
-                free_idx: Vec::new(),
-            },
+            pool: Pool::default(),
             vals: Vec::new(),
             tracked: Vec::new(),
             tans: Vec::new(),
@@ -743,6 +775,7 @@ impl<T: Element> Drop for Tape<'_, T> {
             op.release(&mut self.pool);
         }
         self.tracked.clear();
+        self.pool.trim();
         self.bufs.vals = recycle(std::mem::take(&mut self.vals));
         self.bufs.tans = recycle(std::mem::take(&mut self.tans));
         self.bufs.grads = recycle(std::mem::take(&mut self.grads));
