@@ -2,7 +2,7 @@
 
 use super::{ShadeCall, ShadeState, chunks};
 use crate::backend::AutoShade;
-use crate::context::Contexts;
+use crate::context::{ContextKind, Contexts};
 use crate::error::InterfaceResult;
 use crate::explain::Report;
 use crate::form::{InTail, OneArg, ScalarForm, Tail, TwoArg, VecForm};
@@ -70,10 +70,14 @@ fn gradient_into<F, C>(
 ) -> InterfaceResult<f64>
 where
     F: ScalarFn,
-    C: ShadeCall<F>,
+    F::Kinds: Join<Slice>,
+    C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
     match b.mode {
+        // Constants only: the tape's prepared gradient, the leanest core entry point
+        // (it overwrites `g`; nothing to accumulate, no shadow to check).
+        ModeKind::Reverse if !C::CACHES => Ok(st.tape.value_and_gradient_into(&f.0, x, ctx, g)?),
         ModeKind::Reverse => {
             g.fill(0.0);
             Ok(ctx.reverse(&mut st.tape, &f.0, 1.0, x, g, &mut st.scratch)?)
@@ -83,7 +87,24 @@ where
 }
 
 fn gradient_report(b: &AutoShade, st: &ShadeState, meta: &Meta) -> Report {
+    let caches = meta
+        .ctx
+        .kinds
+        .iter()
+        .flatten()
+        .any(|k| matches!(k, ContextKind::Cache(_)));
     match b.mode {
+        ModeKind::Reverse if !caches => st.report(
+            b,
+            meta,
+            format!(
+                "shade-autodiff reverse tape, `Tape::value_and_gradient_into(f, x, (Const(..), ..), g)`, 1 call per {}",
+                meta.operator.name()
+            ),
+            false,
+            1,
+            1,
+        ),
         ModeKind::Reverse => st.report(
             b,
             meta,
@@ -112,7 +133,8 @@ fn gradient_report(b: &AutoShade, st: &ShadeState, meta: &Meta) -> Report {
 impl<F, C> GradientBackend<F, C> for AutoShade
 where
     F: ScalarFn,
-    C: ShadeCall<F> + Contexts,
+    F::Kinds: Join<Slice>,
+    C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
@@ -245,7 +267,8 @@ where
 impl<F, C> JacobianBackend<OneArg<F>, C> for AutoShade
 where
     F: ScalarFn,
-    C: ShadeCall<F> + Contexts,
+    F::Kinds: Join<Slice>,
+    C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
@@ -344,7 +367,8 @@ where
 impl<F, C> PushforwardBackend<OneArg<F>, C> for AutoShade
 where
     F: ScalarFn,
-    C: ShadeCall<F> + Contexts,
+    F::Kinds: Join<Slice>,
+    C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
@@ -514,7 +538,8 @@ where
 impl<F, C> PullbackBackend<OneArg<F>, C> for AutoShade
 where
     F: ScalarFn,
-    C: ShadeCall<F> + Contexts,
+    F::Kinds: Join<Slice>,
+    C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
     type State = ShadeState;
