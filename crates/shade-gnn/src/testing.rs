@@ -185,11 +185,16 @@ pub struct GradCheck<'g> {
     pub check_input: bool,
     /// Training mode (dropout and BatchNorm with a fixed random stream).
     pub training: bool,
+    /// The largest fraction of coordinates that may sit exactly on a kink (one-sided
+    /// slopes that stay apart as the step shrinks: a relu at 0, a max with a tie).
+    /// Such coordinates have no derivative to compare with and are not judged; past
+    /// this fraction the check fails as meaningless. `0.0` demands a smooth point.
+    pub max_kink_fraction: f64,
 }
 
 impl<'g> GradCheck<'g> {
     /// Defaults: seed 0, `h = 1e-6`, `rtol = 1e-5`, `atol = 1e-6`, input checked,
-    /// evaluation mode.
+    /// evaluation mode, at most half the coordinates on a kink.
     pub fn new(graph: Option<&'g Graph>, x: &Array2<f64>) -> Self {
         GradCheck {
             graph,
@@ -201,6 +206,7 @@ impl<'g> GradCheck<'g> {
             atol: 1e-6,
             check_input: true,
             training: false,
+            max_kink_fraction: 0.5,
         }
     }
 
@@ -265,52 +271,140 @@ impl<'g> GradCheck<'g> {
         let mut gx = ArrayD::zeros(x0.raw_dim());
         loss(&params, &x0, Some((&mut gp, &mut gx)))
             .map_err(|e| format!("{}: {e}", layer.name()))?;
-        let mut worst: Option<(f64, String, f64, f64)> = None;
-        let mut consider = |what: String, g: f64, fd: f64| {
-            let tol = self.atol + self.rtol * g.abs().max(fd.abs());
-            let excess = (g - fd).abs() / tol;
-            if excess > 1.0 && worst.as_ref().is_none_or(|w| excess > w.0) {
-                worst = Some((excess, what, g, fd));
+        // The loss with one coordinate moved by `d`: a parameter entry `(k, j)` or,
+        // for `k == usize::MAX`, input entry `j`.
+        let fd_err = |e: shade_autodiff::AdError| format!("{}: {e}", layer.name());
+        let moved = |k: usize, j: usize, d: f64| -> Result<f64, String> {
+            if k == usize::MAX {
+                let mut x = x0.clone();
+                x.as_slice_mut().expect("standard layout")[j] += d;
+                loss(&params, &x, None).map_err(fd_err)
+            } else {
+                let mut p = params.clone();
+                p.values_mut()[k].as_slice_mut().expect("standard layout")[j] += d;
+                loss(&p, &x0, None).map_err(fd_err)
             }
         };
-        let fd_err = |e: shade_autodiff::AdError| format!("{}: {e}", layer.name());
+        let close =
+            |g: f64, fd: f64| (g - fd).abs() <= self.atol + self.rtol * g.abs().max(fd.abs());
+        let mut worst: Option<(f64, String)> = None;
+        let mut kinks = 0usize;
+        let mut coords: Vec<(usize, usize, String, f64)> = Vec::new();
         for k in 0..params.len() {
-            for j in 0..params.values()[k].len() {
-                let mut p = params.clone();
-                let v = &mut p.values_mut()[k].as_slice_mut().expect("standard layout")[j];
-                let v0 = *v;
-                *v = v0 + self.h;
-                let up = loss(&p, &x0, None).map_err(fd_err)?;
-                p.values_mut()[k].as_slice_mut().expect("standard layout")[j] = v0 - self.h;
-                let down = loss(&p, &x0, None).map_err(fd_err)?;
-                let fd = (up - down) / (2.0 * self.h);
-                let g = gp.values()[k].as_slice().expect("standard layout")[j];
-                consider(format!("{}[{j}]", params.names()[k]), g, fd);
+            let g = gp.values()[k].as_slice().expect("standard layout");
+            for (j, &gj) in g.iter().enumerate() {
+                coords.push((k, j, format!("{}[{j}]", params.names()[k]), gj));
             }
         }
         if self.check_input {
-            for j in 0..x0.len() {
-                let mut x = x0.clone();
-                let s = x.as_slice_mut().expect("standard layout");
-                s[j] += self.h;
-                let up = loss(&params, &x, None).map_err(fd_err)?;
-                x.as_slice_mut().expect("standard layout")[j] -= 2.0 * self.h;
-                let down = loss(&params, &x, None).map_err(fd_err)?;
-                let fd = (up - down) / (2.0 * self.h);
-                consider(
-                    format!("input[{j}]"),
-                    gx.as_slice().expect("standard layout")[j],
-                    fd,
-                );
+            let g = gx.as_slice().expect("standard layout");
+            for (j, &gj) in g.iter().enumerate() {
+                coords.push((usize::MAX, j, format!("input[{j}]"), gj));
             }
+        }
+        let total = coords.len();
+        for (k, j, what, g) in coords {
+            let central = |h: f64| -> Result<f64, String> {
+                Ok((moved(k, j, h)? - moved(k, j, -h)?) / (2.0 * h))
+            };
+            let fd = central(self.h)?;
+            if close(g, fd) {
+                continue;
+            }
+            match self.judge_mismatch(g, &central, &|d| moved(k, j, d))? {
+                Mismatch::KinkNearby => {}
+                Mismatch::KinkHere => kinks += 1,
+                Mismatch::Wrong(detail) => {
+                    let tol = self.atol + self.rtol * g.abs().max(fd.abs());
+                    let excess = (g - fd).abs() / tol;
+                    if worst.as_ref().is_none_or(|w| excess > w.0) {
+                        worst = Some((
+                            excess,
+                            format!(
+                                "{}: gradient of {what} is {g}, finite differences give {fd}{detail}",
+                                layer.name()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        // A point where most coordinates sit on a kink would test little.
+        if worst.is_none() && kinks as f64 > self.max_kink_fraction * total as f64 {
+            return Err(format!(
+                "{}: {kinks} of {total} coordinates sit on a kink (a relu or max \
+                 switching exactly here), more than the allowed fraction {}; check at \
+                 other inputs",
+                layer.name(),
+                self.max_kink_fraction
+            ));
         }
         match worst {
             None => Ok(()),
-            Some((_, what, g, fd)) => Err(format!(
-                "{}: gradient of {what} is {g}, finite differences give {fd}",
-                layer.name()
-            )),
+            Some((_, message)) => Err(message),
         }
+    }
+}
+
+/// What a coordinate whose gradient disagrees with the central difference turned out to
+/// be.
+enum Mismatch {
+    /// A kink (a relu or max switching) lies within the step of the point: smaller
+    /// steps agree with the gradient.
+    KinkNearby,
+    /// A kink at the point itself: the one-sided slopes stay apart as the step
+    /// shrinks. The function has no derivative in this direction, and what AD returns
+    /// is a convention (`relu'(0) = 0` in every unit at once), which need not even lie
+    /// between the one-sided slopes when several units switch together; the
+    /// coordinate is not judged (and [`GradCheck::run`] fails when most are like it).
+    KinkHere,
+    /// A wrong gradient; the text adds the one-sided slopes to the message.
+    Wrong(String),
+}
+
+impl GradCheck<'_> {
+    /// Tells a kink from a wrong gradient once `g` disagrees with the central
+    /// difference at step `h`. `central(s)` is the central difference at step `s`,
+    /// `moved(d)` the loss with the coordinate moved by `d`.
+    ///
+    /// A smooth function's central differences converge to its derivative as the step
+    /// shrinks, and its one-sided slopes converge to each other; so where a
+    /// smaller-step difference disagrees too and the slopes converge, the gradient is
+    /// wrong. A jump in the function (say, a random mask that changed between
+    /// evaluations) makes the slopes grow like `1 / step`, which is also judged wrong.
+    fn judge_mismatch(
+        &self,
+        g: f64,
+        central: &dyn Fn(f64) -> Result<f64, String>,
+        moved: &dyn Fn(f64) -> Result<f64, String>,
+    ) -> Result<Mismatch, String> {
+        let tol = |a: f64, b: f64| self.atol + self.rtol * a.abs().max(b.abs());
+        // Steps well below `h` but far enough above rounding (the losses are O(1)).
+        let steps = [self.h / 16.0, self.h / 256.0];
+        for s in steps {
+            let fd = central(s)?;
+            if (g - fd).abs() <= tol(g, fd) {
+                return Ok(Mismatch::KinkNearby);
+            }
+        }
+        let f0 = moved(0.0)?;
+        let slopes = |s: f64| -> Result<(f64, f64), String> {
+            Ok(((f0 - moved(-s)?) / s, (moved(s)? - f0) / s))
+        };
+        let (left, right) = slopes(steps[0])?;
+        let (left2, right2) = slopes(steps[1])?;
+        // A kink here: the slopes differ, and by the same amount at both steps (a smooth
+        // function's gap shrinks with the step).
+        let gap = (right - left).abs();
+        let kink = gap > tol(left, right)
+            && ((right2 - left2).abs() - gap).abs() <= tol(gap, gap) + 0.5 * gap;
+        if kink {
+            return Ok(Mismatch::KinkHere);
+        }
+        Ok(Mismatch::Wrong(format!(
+            " (one-sided slopes {left} and {right} at step {})",
+            steps[0]
+        )))
     }
 }
 
@@ -348,4 +442,110 @@ pub fn check_layer_gradient<L: Layer<f64> + ?Sized>(
     x: &Array2<f64>,
 ) -> Result<(), String> {
     GradCheck::new(graph, x).run(layer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layer::{Env, Input};
+    use crate::params::{ParamVars, State, StateScope};
+    use ndarray::{ArrayViewD, ArrayViewMutD};
+    use shade_autodiff::AdResult;
+    use shade_autodiff::tensor::{Tape, TensorRule};
+
+    /// `x²` elementwise, or `relu(x)`, or `x²` with a rule that forgets the factor 2.
+    #[derive(Clone, Copy)]
+    enum Probe {
+        Square,
+        Relu,
+        WrongSquare,
+    }
+
+    struct HalfSquareRule;
+
+    impl TensorRule<f64> for HalfSquareRule {
+        fn name(&self) -> &'static str {
+            "wrong_square"
+        }
+        fn forward(&self, x: &[ArrayViewD<'_, f64>]) -> AdResult<ArrayD<f64>> {
+            Ok(x[0].mapv(|v| v * v))
+        }
+        fn vjp(
+            &self,
+            x: &[ArrayViewD<'_, f64>],
+            _y: ArrayViewD<'_, f64>,
+            g: ArrayViewD<'_, f64>,
+            _input: usize,
+            mut dx: ArrayViewMutD<'_, f64>,
+        ) {
+            dx.zip_mut_with(&(&g * &x[0]), |d, &v| *d += v);
+        }
+        fn jvp(
+            &self,
+            x: &[ArrayViewD<'_, f64>],
+            _y: ArrayViewD<'_, f64>,
+            t: &[Option<ArrayViewD<'_, f64>>],
+            mut ty: ArrayViewMutD<'_, f64>,
+        ) {
+            if let Some(t) = &t[0] {
+                ty.assign(&(t * &x[0]));
+            }
+        }
+    }
+
+    impl Layer<f64> for Probe {
+        fn name(&self) -> &'static str {
+            "Probe"
+        }
+        fn init(&self, _rng: &mut StdRng) -> (Params<f64>, State<f64>) {
+            (Params::new(), State::new())
+        }
+        fn forward<'a>(
+            &self,
+            t: &mut Tape<'a, f64>,
+            _env: &mut Env<'a, '_, f64>,
+            x: Input<'a, f64>,
+            _p: ParamVars<'_>,
+            _st: StateScope<'_, f64>,
+        ) -> AdResult<Var> {
+            let x = x.dense(t)?;
+            match self {
+                Probe::Square => t.mul(x, x),
+                Probe::Relu => t.relu(x),
+                Probe::WrongSquare => t.custom(HalfSquareRule, &[x]),
+            }
+        }
+    }
+
+    #[test]
+    fn a_wrong_rule_fails_the_check_and_a_right_one_passes() {
+        let x = random_features(4, 3, 1);
+        let strict = GradCheck {
+            max_kink_fraction: 0.0,
+            ..GradCheck::new(None, &x)
+        };
+        strict.run(&Probe::Square).unwrap();
+        strict.run(&Probe::Relu).unwrap();
+        let err = strict.run(&Probe::WrongSquare).unwrap_err();
+        assert!(err.starts_with("Probe: gradient of input["), "{err}");
+        assert!(err.contains("one-sided slopes"), "{err}");
+    }
+
+    #[test]
+    fn kinks_are_skipped_only_up_to_the_allowed_fraction() {
+        // Four of twelve inputs exactly at relu's kink.
+        let mut x = random_features(4, 3, 2);
+        x.row_mut(1).fill(0.0);
+        x[[3, 0]] = 0.0;
+        GradCheck::new(None, &x).run(&Probe::Relu).unwrap();
+        let strict = GradCheck {
+            max_kink_fraction: 0.25,
+            ..GradCheck::new(None, &x)
+        };
+        let err = strict.run(&Probe::Relu).unwrap_err();
+        assert!(err.contains("4 of 12 coordinates sit on a kink"), "{err}");
+        // A kink does not hide a wrong rule elsewhere.
+        let err = GradCheck::new(None, &x).run(&Probe::WrongSquare).unwrap_err();
+        assert!(err.contains("gradient of input["), "{err}");
+    }
 }

@@ -189,6 +189,7 @@ mod tests {
     use ndarray::{Array2, Ix3};
     use proptest::prelude::*;
     use rand::SeedableRng;
+    use shade_graph::Graph;
 
     fn reference(
         conv: &GATv2Conv,
@@ -300,6 +301,57 @@ mod tests {
         let f = Features::dense(x);
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
         assert_eq!(err.code(), "SHADE-E0114");
+    }
+
+    /// A case the fuzzer found: with zero features and zero biases the scores sit
+    /// exactly on the LeakyReLU's kink, so central differences average two slopes and
+    /// AD's convention matches neither. `GradCheck` must tell such coordinates (one-sided
+    /// slopes that stay apart) from wrong gradients; and at a nearby smooth point the
+    /// gradient must match everywhere.
+    #[test]
+    fn kinks_at_the_point_are_told_from_wrong_gradients() {
+        let g = Graph::new(5, vec![2, 2, 0, 2, 2, 0, 2], vec![2, 1, 2, 3, 0, 0, 2]);
+        let mut x = Array2::zeros((5, 3));
+        x[[2, 2]] = -0.5792655263654448;
+        let conv = GATv2Conv::new(3, 2).with_heads(2);
+        let dropout = GATv2Conv {
+            dropout: 0.4,
+            ..conv
+        };
+        check_layer_gradient(&conv, Some(&g), &x).unwrap();
+        let train = GradCheck {
+            training: true,
+            ..GradCheck::new(Some(&g), &x)
+        };
+        train.run(&dropout).unwrap();
+        // Demanding a smooth point fails here...
+        let strict = GradCheck {
+            max_kink_fraction: 0.0,
+            ..GradCheck::new(Some(&g), &x)
+        };
+        assert!(strict.run(&conv).unwrap_err().contains("sit on a kink"));
+        // ... and passes a small step away.
+        let nudged = &x + &random_features(5, 3, 9).mapv(|v| 1e-3 * v);
+        for check in [
+            GradCheck::new(Some(&g), &nudged),
+            GradCheck {
+                training: true,
+                ..GradCheck::new(Some(&g), &nudged)
+            },
+        ] {
+            GradCheck {
+                max_kink_fraction: 0.0,
+                ..check
+            }
+            .run(&dropout)
+            .unwrap();
+        }
+        GradCheck {
+            max_kink_fraction: 0.0,
+            ..GradCheck::new(Some(&g), &nudged)
+        }
+        .run(&conv)
+        .unwrap();
     }
 
     proptest! {

@@ -109,8 +109,9 @@ mod tests {
         arb_graph_and_features, assert_close, check_layer_gradient, dense_adjacency, layer_output,
         proptest_config, random_features, random_graph,
     };
-    use ndarray::{Ix1, Ix2};
+    use ndarray::{Array2, Ix1, Ix2};
     use proptest::prelude::*;
+    use shade_graph::Graph;
 
     fn mlp() -> Chain<f64> {
         Chain::new()
@@ -146,6 +147,25 @@ mod tests {
             let r = z.dot(&m("nn.2.weight").t()) + v("nn.2.bias");
             assert_close(&y, &r, 1e-12);
         }
+    }
+
+    /// A case the fuzzer found: five nodes with zero features put the first linear
+    /// layer's outputs exactly at the relu's kink (see `GradCheck`'s kink handling).
+    #[test]
+    fn kinks_at_the_point_are_told_from_wrong_gradients() {
+        let g = Graph::new(
+            6,
+            vec![3, 2, 3, 1, 1, 1, 0, 3],
+            vec![1, 1, 2, 0, 1, 0, 0, 1],
+        );
+        let mut x = Array2::zeros((6, 3));
+        x.row_mut(5).assign(&ndarray::arr1(&[
+            -0.15019678649784796,
+            0.2818797185875785,
+            -0.013389478587416294,
+        ]));
+        check_layer_gradient(&GINConv::new(mlp()), Some(&g), &x).unwrap();
+        check_layer_gradient(&GINConv::new(mlp()).with_train_eps(0.1), Some(&g), &x).unwrap();
     }
 
     proptest! {
