@@ -9,7 +9,8 @@
 //! with self-loops used by attention layers, and the batch vector of a batched graph.
 //! Build one context per graph and reuse it for every step.
 
-use ndarray::{Array2, ArrayD, IxDyn};
+use crate::layers::ChebNorm;
+use ndarray::{Array1, Array2, ArrayD, IxDyn};
 use shade_autodiff::tensor::{Element, SparseMatrix};
 use shade_graph::{GcnNorm, Graph, GraphFloat};
 use std::sync::OnceLock;
@@ -190,7 +191,30 @@ pub struct GraphCtx<T: Float> {
     edges: EdgeIndex<T>,
     self_loops: OnceLock<EdgeIndex<T>>,
     gcn: [OnceLock<SparseMatrix<T>>; 4],
+    cheb: [OnceLock<ChebLaplacian<T>>; 3],
     batch: Vec<usize>,
+}
+
+/// `L̂ = 2L / λ_max - I` for one normalisation, built for the first `λ_max` asked.
+#[derive(Debug)]
+struct ChebLaplacian<T: Element> {
+    lambda_max: f64,
+    /// Every edge's entry (self-loops dropped, duplicates summed) and the whole
+    /// diagonal, zeros included, so that any `λ_max` fits the same structure.
+    matrix: SparseMatrix<T>,
+    /// Whether each stored entry lies on the diagonal.
+    on_diagonal: Vec<bool>,
+}
+
+/// The rescaled Laplacian of [`GraphCtx::cheb_laplacian`]: the cached matrix, with
+/// other values for its structure when `λ_max` is not the cached one.
+#[derive(Debug)]
+pub struct ScaledLaplacian<'c, T: Element> {
+    /// The cached `L̂`'s structure (and values, when `values` is `None`).
+    pub matrix: &'c SparseMatrix<T>,
+    /// The nonzero values for the asked `λ_max`, in `matrix`'s order, when it differs
+    /// from the cached one.
+    pub values: Option<ArrayD<T>>,
 }
 
 impl<T: Float> GraphCtx<T> {
@@ -216,6 +240,7 @@ impl<T: Float> GraphCtx<T> {
             graph: graph.clone(),
             self_loops: OnceLock::new(),
             gcn: Default::default(),
+            cheb: Default::default(),
             batch,
         }
     }
@@ -283,6 +308,92 @@ impl<T: Float> GraphCtx<T> {
             a.prepare_transpose();
             a
         })
+    }
+
+    /// ChebConv's rescaled Laplacian `L̂ = 2L / λ_max - I` (rows = destination), with
+    /// PyG's `get_laplacian`: self-loops dropped, the degree `D` weighted and taken by
+    /// source, `L = D - A` (`None`), `I - D^-1/2 A D^-1/2` (`Sym`) or `I - D^-1 A`
+    /// (`Rw`). Built once per normalisation; a `λ_max` other than the first one asked
+    /// rescales the cached values (`O(E)`) instead of rebuilding the matrix.
+    pub fn cheb_laplacian(&self, norm: ChebNorm, lambda_max: f64) -> ScaledLaplacian<'_, T> {
+        let slot = match norm {
+            ChebNorm::None => 0,
+            ChebNorm::Sym => 1,
+            ChebNorm::Rw => 2,
+        };
+        let cached = self.cheb[slot].get_or_init(|| self.build_cheb(norm, lambda_max));
+        let values = (cached.lambda_max != lambda_max).then(|| {
+            // L̂' = (λ / λ')(L̂ + I) - I.
+            let r = cached.lambda_max / lambda_max;
+            let v: Array1<T> = cached
+                .matrix
+                .csr()
+                .data()
+                .iter()
+                .zip(&cached.on_diagonal)
+                .map(|(&x, &d)| {
+                    let x = x.to_f64().unwrap_or(0.0);
+                    T::cst(if d { r * (x + 1.0) - 1.0 } else { r * x })
+                })
+                .collect();
+            v.into_dyn()
+        });
+        ScaledLaplacian {
+            matrix: &cached.matrix,
+            values,
+        }
+    }
+
+    fn build_cheb(&self, norm: ChebNorm, lambda_max: f64) -> ChebLaplacian<T> {
+        let e = &self.edges;
+        let n = e.num_nodes;
+        let keep: Vec<usize> = (0..e.num_edges())
+            .filter(|&i| e.src[i] != e.dst[i])
+            .collect();
+        let mut deg = vec![0.0f64; n];
+        for &i in &keep {
+            deg[e.src[i]] += e.weight(i).to_f64().unwrap_or(0.0);
+        }
+        let pow = |d: f64, p: f64| if d == 0.0 { 0.0 } else { d.powf(p) };
+        let scale = 2.0 / lambda_max;
+        let mut rows: Vec<usize> = keep.iter().map(|&i| e.dst[i]).collect();
+        let mut cols: Vec<usize> = keep.iter().map(|&i| e.src[i]).collect();
+        let mut vals: Vec<f64> = keep
+            .iter()
+            .map(|&i| {
+                let (s, w) = (e.src[i], e.weight(i).to_f64().unwrap_or(0.0));
+                scale
+                    * match norm {
+                        ChebNorm::None => -w,
+                        ChebNorm::Sym => -w * pow(deg[e.dst[i]], -0.5) * pow(deg[s], -0.5),
+                        ChebNorm::Rw => -w * pow(deg[s], -1.0),
+                    }
+            })
+            .collect();
+        rows.extend(0..n);
+        cols.extend(0..n);
+        vals.extend((0..n).map(|i| {
+            let l = if norm == ChebNorm::None { deg[i] } else { 1.0 };
+            scale * l - 1.0
+        }));
+        let matrix = csr_from_triples(n, n, &rows, &cols, |k| T::cst(vals[k]));
+        let m = matrix.csr();
+        let on_diagonal = m
+            .outer_iterator()
+            .enumerate()
+            .flat_map(|(i, row)| {
+                row.indices()
+                    .iter()
+                    .map(move |&j| i == j)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        matrix.prepare_transpose();
+        ChebLaplacian {
+            lambda_max,
+            matrix,
+            on_diagonal,
+        }
     }
 
     /// The node count of every graph in the batch, as a `[num_graphs, 1]` array.

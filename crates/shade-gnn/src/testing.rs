@@ -545,7 +545,9 @@ mod tests {
         let err = strict.run(&Probe::Relu).unwrap_err();
         assert!(err.contains("4 of 12 coordinates sit on a kink"), "{err}");
         // A kink does not hide a wrong rule elsewhere.
-        let err = GradCheck::new(None, &x).run(&Probe::WrongSquare).unwrap_err();
+        let err = GradCheck::new(None, &x)
+            .run(&Probe::WrongSquare)
+            .unwrap_err();
         assert!(err.contains("gradient of input["), "{err}");
     }
 }

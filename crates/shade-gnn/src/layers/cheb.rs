@@ -5,10 +5,9 @@ use crate::ctx::Float;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
-use ndarray::{Array1, Array2, ArrayD};
 use rand::rngs::StdRng;
 use shade_autodiff::AdResult;
-use shade_autodiff::tensor::{SparseMatrix, Tape, Var};
+use shade_autodiff::tensor::{Tape, Var};
 
 /// The graph Laplacian of [`ChebConv`] (PyG's `normalization`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -66,49 +65,6 @@ impl ChebConv {
     }
 }
 
-/// The values of `L̂`'s off-diagonal part on the structure of `a` (the weighted sum
-/// matrix: rows = destination, duplicates summed; its diagonal is dropped) and the
-/// diagonal of `L̂` as an `[N, 1]` column.
-fn scaled_laplacian<T: Float>(
-    a: &SparseMatrix<T>,
-    norm: ChebNorm,
-    lambda_max: f64,
-) -> (ArrayD<T>, ArrayD<T>) {
-    let m = a.csr();
-    let n = m.rows();
-    let mut deg = vec![0.0f64; n];
-    for (i, row) in m.outer_iterator().enumerate() {
-        for (j, &w) in row.iter() {
-            if i != j {
-                deg[j] += w.to_f64().unwrap_or(0.0);
-            }
-        }
-    }
-    let scale = 2.0 / lambda_max;
-    let inv = |d: f64, p: f64| if d == 0.0 { 0.0 } else { d.powf(p) };
-    let mut vals = Vec::with_capacity(m.nnz());
-    for (i, row) in m.outer_iterator().enumerate() {
-        for (j, &w) in row.iter() {
-            let w = w.to_f64().unwrap_or(0.0);
-            let l = if i == j {
-                0.0
-            } else {
-                match norm {
-                    ChebNorm::None => -w,
-                    ChebNorm::Sym => -w * inv(deg[i], -0.5) * inv(deg[j], -0.5),
-                    ChebNorm::Rw => -w * inv(deg[j], -1.0),
-                }
-            };
-            vals.push(T::cst(scale * l));
-        }
-    }
-    let diag: Array2<T> = Array2::from_shape_fn((n, 1), |(i, _)| {
-        let l = if norm == ChebNorm::None { deg[i] } else { 1.0 };
-        T::cst(scale * l - 1.0)
-    });
-    (Array1::from(vals).into_dyn(), diag.into_dyn())
-}
-
 impl<T: Float> Layer<T> for ChebConv {
     fn name(&self) -> &'static str {
         "ChebConv"
@@ -149,14 +105,14 @@ impl<T: Float> Layer<T> for ChebConv {
         }
         let mut out = x.linear(t, p.get("lins.0.weight")?)?;
         if self.k > 1 {
-            let a = g.edges().weighted_sum_matrix();
-            let (vals, diag) = scaled_laplacian(a, self.normalization, self.lambda_max);
-            let vals = t.constant(&vals);
-            let diag = t.constant(&diag);
+            // Built once per graph and normalisation (see `GraphCtx::cheb_laplacian`).
+            let l = g.cheb_laplacian(self.normalization, self.lambda_max);
+            let (a, vals) = (l.matrix, l.values.map(|v| t.constant(&v)));
             let lhat = |t: &mut Tape<'a, T>, h: Var| -> AdResult<Var> {
-                let off = t.spmm_values(a, vals, h)?;
-                let d = t.mul(h, diag)?;
-                t.add(off, d)
+                match vals {
+                    None => t.spmm(a, h),
+                    Some(v) => t.spmm_values(a, v, h),
+                }
             };
             let mut t0 = x.dense(t)?;
             let mut t1 = lhat(t, t0)?;
@@ -191,6 +147,7 @@ mod tests {
         random_features, random_graph,
     };
     use crate::{Features, GraphCtx, Inputs, apply};
+    use ndarray::Array2;
     use proptest::prelude::*;
     use rand::SeedableRng;
 
@@ -252,6 +209,60 @@ mod tests {
             }
             let r = r + v(&p, "bias");
             assert_close(&y, &r, 1e-12);
+        }
+    }
+
+    /// The context builds `L̂` once per normalisation; another `λ_max` on the same
+    /// context rescales the cached values and still gives the right matrix.
+    #[test]
+    fn laplacian_is_cached_per_normalisation_and_rescaled_for_other_lambdas() {
+        let g = random_graph(6, 14, 3);
+        let ne = g.num_edges();
+        let g = g
+            .with_weights((0..ne).map(|e| 0.3 + 0.2 * e as f64).collect())
+            .unwrap();
+        let ctx = GraphCtx::<f64>::new(&g);
+        for norm in [ChebNorm::Sym, ChebNorm::None, ChebNorm::Rw] {
+            let first = ctx.cheb_laplacian(norm, 2.0).matrix as *const _;
+            for lambda in [2.0, 1.5, 3.7, 2.0] {
+                let l = ctx.cheb_laplacian(norm, lambda);
+                assert!(std::ptr::eq(l.matrix, first), "rebuilt for {lambda}");
+                assert_eq!(l.values.is_some(), lambda != 2.0);
+                let mut dense = l.matrix.csr().to_dense();
+                if let Some(v) = &l.values {
+                    let m = l.matrix.csr();
+                    let mut k = 0;
+                    for (i, row) in m.outer_iterator().enumerate() {
+                        for (j, _) in row.iter() {
+                            dense[[i, j]] = v[k];
+                            k += 1;
+                        }
+                    }
+                }
+                let want = lhat(&g, norm, lambda);
+                assert_close(&dense, &want, 1e-12);
+            }
+        }
+        // Layers with different λ_max on one context each match the reference.
+        let x = random_features(7, 3, 4);
+        let f = Features::dense(x.clone());
+        for lambda in [1.5, 2.0] {
+            let conv = ChebConv {
+                lambda_max: lambda,
+                ..ChebConv::new(3, 2, 3)
+            };
+            let (want, p) = layer_output(&conv, Some(&g), &x, 1);
+            let mut rng = StdRng::seed_from_u64(0);
+            let (y, _) = apply(
+                &conv,
+                &Inputs::new(&ctx, &f),
+                &p,
+                &State::new(),
+                false,
+                &mut rng,
+            )
+            .unwrap();
+            assert_close(&y.into_dimensionality().unwrap(), &want, 1e-12);
         }
     }
 
