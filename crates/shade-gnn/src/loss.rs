@@ -7,6 +7,7 @@
 //! ([`DenseTargets`]: MSE, BCE with logits).
 
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use ndarray::{ArrayD, Axis};
 use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Rows, Tape, Var};
@@ -67,9 +68,31 @@ pub fn bce_with_logits<'a, T: Float>(
 
 /// Fraction of `nodes` whose arg-max over the row of `scores` (`[N, C]`) equals the
 /// label (0 for an empty set). Ties go to the first class.
-pub fn accuracy<T: Float>(scores: &ArrayD<T>, labels: &[usize], nodes: &[usize]) -> f64 {
-    if nodes.is_empty() || scores.ndim() != 2 {
-        return 0.0;
+///
+/// Errors with [`GnnError::DataMismatch`] when `scores` is not 2-D or a node id has no
+/// row in `scores` or no label.
+pub fn accuracy<T: Float>(scores: &ArrayD<T>, labels: &[usize], nodes: &[usize]) -> GnnResult<f64> {
+    if scores.ndim() != 2 {
+        return Err(GnnError::DataMismatch {
+            what: "accuracy: the scores' shape".into(),
+            expected: "a 2-D [nodes, classes] array".into(),
+            found: format!("{:?}", scores.shape()),
+        });
+    }
+    let rows = scores.shape()[0].min(labels.len());
+    if let Some(&v) = nodes.iter().find(|&&v| v >= rows) {
+        return Err(GnnError::DataMismatch {
+            what: "accuracy: a node id".into(),
+            expected: format!(
+                "below {rows} ({} score rows, {} labels)",
+                scores.shape()[0],
+                labels.len()
+            ),
+            found: v.to_string(),
+        });
+    }
+    if nodes.is_empty() {
+        return Ok(0.0);
     }
     let hits = nodes
         .iter()
@@ -81,17 +104,34 @@ pub fn accuracy<T: Float>(scores: &ArrayD<T>, labels: &[usize], nodes: &[usize])
                     best = c;
                 }
             }
-            labels.get(v) == Some(&best)
+            labels[v] == best
         })
         .count();
-    hits as f64 / nodes.len() as f64
+    Ok(hits as f64 / nodes.len() as f64)
 }
 
 /// Area under the ROC curve of `scores` for binary `labels` (the probability that a
-/// random positive scores above a random negative; ties count half). `NaN` without
-/// both classes.
-pub fn roc_auc(scores: &[f64], labels: &[bool]) -> f64 {
-    let mut idx: Vec<usize> = (0..scores.len().min(labels.len())).collect();
+/// random positive scores above a random negative; ties count half).
+///
+/// Errors with [`GnnError::DataMismatch`] when the lengths differ or `labels` lacks
+/// one of the two classes (the area is then undefined, as scikit-learn says too).
+pub fn roc_auc(scores: &[f64], labels: &[bool]) -> GnnResult<f64> {
+    if scores.len() != labels.len() {
+        return Err(GnnError::DataMismatch {
+            what: "roc_auc: the number of labels".into(),
+            expected: format!("{} (one per score)", scores.len()),
+            found: labels.len().to_string(),
+        });
+    }
+    let pos = labels.iter().filter(|&&l| l).count();
+    if pos == 0 || pos == labels.len() {
+        return Err(GnnError::DataMismatch {
+            what: "roc_auc: the labels".into(),
+            expected: "both classes (the area is undefined otherwise)".into(),
+            found: format!("{pos} positive of {}", labels.len()),
+        });
+    }
+    let mut idx: Vec<usize> = (0..scores.len()).collect();
     idx.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
     // Average ranks (1-based) over ties.
     let mut rank = vec![0.0; idx.len()];
@@ -105,10 +145,9 @@ pub fn roc_auc(scores: &[f64], labels: &[bool]) -> f64 {
         idx[i..=j].iter().for_each(|&k| rank[k] = r);
         i = j + 1;
     }
-    let pos = labels.iter().take(idx.len()).filter(|&&l| l).count() as f64;
-    let neg = idx.len() as f64 - pos;
+    let (pos, neg) = (pos as f64, (labels.len() - pos) as f64);
     let sum: f64 = (0..idx.len()).filter(|&k| labels[k]).map(|k| rank[k]).sum();
-    (sum - pos * (pos + 1.0) / 2.0) / (pos * neg)
+    Ok((sum - pos * (pos + 1.0) / 2.0) / (pos * neg))
 }
 
 #[cfg(test)]
@@ -118,12 +157,30 @@ mod tests {
     #[test]
     fn metrics_by_hand() {
         let s = ndarray::array![[0.1, 0.9], [0.8, 0.2], [0.5, 0.5]].into_dyn();
-        assert_eq!(accuracy(&s, &[1, 1, 0], &[0, 1, 2]), 2.0 / 3.0);
-        assert_eq!(accuracy(&s, &[1, 1, 0], &[]), 0.0);
+        assert_eq!(accuracy(&s, &[1, 1, 0], &[0, 1, 2]).unwrap(), 2.0 / 3.0);
+        assert_eq!(accuracy(&s, &[1, 1, 0], &[]).unwrap(), 0.0);
         assert_eq!(
-            roc_auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]),
+            roc_auc(&[0.1, 0.4, 0.35, 0.8], &[false, false, true, true]).unwrap(),
             0.75
         );
-        assert_eq!(roc_auc(&[0.5, 0.5], &[false, true]), 0.5);
+        assert_eq!(roc_auc(&[0.5, 0.5], &[false, true]).unwrap(), 0.5);
+    }
+
+    #[test]
+    fn bad_metric_inputs_are_coded_errors() {
+        let s = ndarray::array![[0.1, 0.9], [0.8, 0.2]].into_dyn();
+        let code = |r: GnnResult<f64>| r.unwrap_err().code();
+        assert_eq!(code(accuracy(&s, &[1, 1], &[0, 2])), "SHADE-E0405");
+        assert_eq!(code(accuracy(&s, &[1], &[1])), "SHADE-E0405");
+        assert_eq!(
+            code(accuracy(
+                &s.clone().into_shape_with_order(4).unwrap().into_dyn(),
+                &[1],
+                &[0]
+            )),
+            "SHADE-E0405"
+        );
+        assert_eq!(code(roc_auc(&[0.1, 0.2], &[true])), "SHADE-E0405");
+        assert_eq!(code(roc_auc(&[0.1, 0.2], &[true, true])), "SHADE-E0405");
     }
 }

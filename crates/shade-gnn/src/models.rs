@@ -269,9 +269,9 @@ pub fn train_node_classifier<T: Float>(
             .to_f64()
             .unwrap_or(f64::NAN);
         let out = ts.predict(&model, &inputs)?;
-        let tr = accuracy(&out, labels, &target.nodes);
-        let va = accuracy(&out, labels, &val);
-        let te = accuracy(&out, labels, &test);
+        let tr = accuracy(&out, labels, &target.nodes)?;
+        let va = accuracy(&out, labels, &val)?;
+        let te = accuracy(&out, labels, &test)?;
         let vl = mean_nll(&out, labels, &val);
         if va > best.0 || (va == best.0 && vl < best.1) {
             best = (va, vl, te, epoch);

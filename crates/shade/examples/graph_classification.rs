@@ -144,7 +144,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 / train.len() as f64;
         }
         let out = ts.predict(&model, &Inputs::new(&test.ctx, &test.x))?;
-        let acc = accuracy(&out, &test.y.labels, &test.y.nodes);
+        let acc = accuracy(&out, &test.y.labels, &test.y.nodes)?;
         curve.push(&[loss, acc]);
         progress.update(epoch, &[("loss", loss), ("test acc", acc)]);
     }

@@ -58,7 +58,7 @@ fn link_loss<'a>(t: &mut Tape<'a, f32>, z: Var, y: &'a Pairs) -> AdResult<Var> {
     t.bce_with_logits(s, l)
 }
 
-fn auc(z: &ndarray::ArrayD<f32>, p: &Pairs) -> f64 {
+fn auc(z: &ndarray::ArrayD<f32>, p: &Pairs) -> Result<f64, shade::gnn::GnnError> {
     let s: Vec<f64> = p
         .src
         .iter()
@@ -126,7 +126,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &mut ts,
         )?);
         let z = ts.predict(&model, &Inputs::new(&ctx, &x))?;
-        let (va, te) = (auc(&z, &val), auc(&z, &test));
+        let (va, te) = (auc(&z, &val)?, auc(&z, &test)?);
         curve.push(&[loss, va, te]);
         progress.update(epoch, &[("loss", loss), ("val auc", va), ("test auc", te)]);
     }
