@@ -192,6 +192,7 @@ pub struct GraphCtx<T: Float> {
     self_loops: OnceLock<EdgeIndex<T>>,
     gcn: [OnceLock<SparseMatrix<T>>; 4],
     cheb: [OnceLock<ChebLaplacian<T>>; 3],
+    propagation: [OnceLock<EdgeEntries<T>>; 3],
     batch: Vec<usize>,
 }
 
@@ -215,6 +216,21 @@ pub struct ScaledLaplacian<'c, T: Element> {
     /// The nonzero values for the asked `λ_max`, in `matrix`'s order, when it differs
     /// from the cached one.
     pub values: Option<ArrayD<T>>,
+}
+
+/// A propagation matrix as the list of edges it sums, for edge dropout
+/// ([`GraphCtx::propagation_edges`]): edge `e` contributes `value[e]` to the stored
+/// entry `position[e]` of `matrix` (multi-edges share an entry, each with its own
+/// value), so that dropping edges is a new value array for the same structure.
+#[derive(Debug)]
+pub struct EdgeEntries<T: Element> {
+    /// The structure (rows = destination, columns sorted, duplicates summed); its
+    /// values are the sums of every edge's `value`.
+    pub matrix: SparseMatrix<T>,
+    /// The stored entry of every edge, in `matrix`'s CSR order.
+    pub position: Vec<usize>,
+    /// The coefficient of every edge.
+    pub value: Vec<T>,
 }
 
 impl<T: Float> GraphCtx<T> {
@@ -241,6 +257,7 @@ impl<T: Float> GraphCtx<T> {
             self_loops: OnceLock::new(),
             gcn: Default::default(),
             cheb: Default::default(),
+            propagation: Default::default(),
             batch,
         }
     }
@@ -401,6 +418,60 @@ impl<T: Float> GraphCtx<T> {
         let mut c = Array2::zeros((self.num_graphs(), 1));
         self.batch.iter().for_each(|&g| c[[g, 0]] += T::one());
         c
+    }
+
+    /// A propagation matrix as the edge list it sums, the form edge dropout needs
+    /// (APPNP's `dropout`): with `normalize`, PyG's `gcn_norm` edge list (the
+    /// non-loop edges in graph order, then one self-loop per node when
+    /// `add_self_loops`, an existing loop keeping its weight) with its coefficients
+    /// `d(dst)^-1/2 · w · d(src)^-1/2`; otherwise the graph's own edges (self-loops
+    /// and multi-edges included) with their weights. The matrix equals
+    /// [`GraphCtx::gcn_adjacency`]`(false, add_self_loops)` or the weighted sum matrix
+    /// up to rounding. Built once per option set.
+    pub fn propagation_edges(&self, normalize: bool, add_self_loops: bool) -> &EdgeEntries<T> {
+        let slot = match (normalize, add_self_loops) {
+            (true, true) => 0,
+            (true, false) => 1,
+            (false, _) => 2,
+        };
+        self.propagation[slot].get_or_init(|| {
+            let (src, dst, value): (Vec<usize>, Vec<usize>, Vec<T>) = if normalize {
+                let ne = self.graph.gcn_norm_edges(GcnNorm {
+                    add_self_loops,
+                    improved: false,
+                    weighted: true,
+                });
+                (
+                    ne.src.iter().map(|&s| s as usize).collect(),
+                    ne.dst.iter().map(|&d| d as usize).collect(),
+                    ne.weight.iter().map(|&w| T::cst(w)).collect(),
+                )
+            } else {
+                let e = &self.edges;
+                let w = (0..e.num_edges()).map(|i| e.weight(i)).collect();
+                (e.src.clone(), e.dst.clone(), w)
+            };
+            let n = self.num_nodes();
+            let matrix = csr_from_triples(n, n, &dst, &src, |e| value[e]);
+            let m = matrix.csr();
+            let indptr = m.indptr();
+            let (indptr, indices) = (indptr.raw_storage(), m.indices());
+            let position = dst
+                .iter()
+                .zip(&src)
+                .map(|(&v, &u)| {
+                    let row = &indices[indptr[v]..indptr[v + 1]];
+                    // Every edge's entry exists: the matrix was built from these edges.
+                    indptr[v] + row.binary_search(&u).expect("the edge's own entry")
+                })
+                .collect();
+            matrix.prepare_transpose();
+            EdgeEntries {
+                matrix,
+                position,
+                value,
+            }
+        })
     }
 }
 

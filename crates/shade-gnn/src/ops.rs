@@ -136,6 +136,27 @@ pub(crate) fn dropout<T: Float>(
     t.custom(MaskMul { mask }, &[x])
 }
 
+/// A keep mask of `n` entries for a drop probability `p` in `[0, 1)`, from the same
+/// counter-based generator as [`dropout`] (one draw from `rng`, then SplitMix64, four
+/// 16-bit draws per 64 bits): entry `i` is kept (`true`) unless its draw falls below
+/// `p` (resolution 2⁻¹⁶). For masks applied to something other than a tape value,
+/// e.g. the edge values of a propagation matrix.
+///
+/// The caller validates `p`; outside `[0, 1)` the mask keeps nothing (`p >= 1`) or
+/// everything (`p <= 0`, NaN).
+pub(crate) fn keep_mask(n: usize, p: f64, rng: &mut StdRng) -> Vec<bool> {
+    let threshold = (p.clamp(0.0, 1.0) * 65536.0).round() as u64;
+    let mut state = rng.next_u64();
+    let mut mask = vec![false; n];
+    for chunk in mask.chunks_mut(4) {
+        let r = splitmix(&mut state);
+        for (k, m) in chunk.iter_mut().enumerate() {
+            *m = ((r >> (16 * k)) & 0xffff) >= threshold;
+        }
+    }
+    mask
+}
+
 struct AddBias;
 
 impl<T: Float> TensorRule<T> for AddBias {
@@ -678,5 +699,20 @@ mod tests {
             let x2 = x.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
             prop_assert_eq!(y, x2.t().to_owned().into_dyn());
         }
+    }
+
+    #[test]
+    fn keep_mask_keeps_the_expected_fraction_and_is_seeded() {
+        let mask = |seed, p| keep_mask(10_000, p, &mut StdRng::seed_from_u64(seed));
+        let m = mask(3, 0.3);
+        let kept = m.iter().filter(|&&k| k).count() as f64 / 1e4;
+        assert!((kept - 0.7).abs() < 0.02, "{kept}");
+        assert_eq!(m, mask(3, 0.3));
+        assert_ne!(m, mask(4, 0.3));
+        assert!(mask(3, 0.0).iter().all(|&k| k));
+        assert!(mask(3, 1.0).iter().all(|&k| !k));
+        // Two draws from one stream differ (a fresh mask per call).
+        let mut rng = StdRng::seed_from_u64(5);
+        assert_ne!(keep_mask(64, 0.5, &mut rng), keep_mask(64, 0.5, &mut rng));
     }
 }

@@ -8,6 +8,13 @@
 //! constant computed from the scores' values, while the gating of the kept features by
 //! their scores stays differentiable.
 //!
+//! | pooling | file | parameters (local names) | options (PyG's defaults) |
+//! |---|---|---|---|
+//! | [`GlobalPool`], [`global_add_pool`], [`global_mean_pool`], [`global_max_pool`] | `global.rs` | none | the aggregation |
+//! | [`GlobalAttentionPool`] | `attention.rs` | `gate_nn.*`, `nn.*` (if given) | the two networks |
+//! | [`TopKPool`] | `topk.rs` | `weight [1, in]` | `ratio` ([`Ratio::Fraction`] `0.5` or [`Ratio::Count`]), `min_score` (none; softmax scores), `multiplier` (1), `nonlinearity` (tanh) |
+//! | [`Set2Set`] | `set2set.rs` | `lstm.weight_ih_l0`, `lstm.weight_hh_l0`, `lstm.bias_ih_l0`, `lstm.bias_hh_l0` | `processing_steps` |
+//!
 //! ```
 //! use rand::{SeedableRng, rngs::StdRng};
 //! use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer};
@@ -37,7 +44,7 @@ mod topk;
 pub use attention::GlobalAttentionPool;
 pub use global::{GlobalPool, global_add_pool, global_max_pool, global_mean_pool};
 pub use set2set::Set2Set;
-pub use topk::{TopKOutput, TopKPool};
+pub use topk::{Ratio, TopKOutput, TopKPool};
 
 #[cfg(test)]
 mod test_util {

@@ -1,9 +1,11 @@
-//! `TopKPool` (Gao & Ji, 2019; Cangea et al., 2018), as PyTorch Geometric's
-//! `TopKPooling`.
+//! `TopKPool` (Gao & Ji, 2019; Cangea et al., 2018; Knyazev et al., 2019), as
+//! PyTorch Geometric's `TopKPooling`: a fraction or a count of nodes per graph, or the
+//! nodes above a softmax score.
 
 use crate::ctx::{Float, GraphCtx};
 use crate::init;
 use crate::layer::{Env, Input, Layer};
+use crate::layers::Activation;
 use crate::layers::blocks::{RowGather, bad_option};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
@@ -11,28 +13,105 @@ use shade_autodiff::tensor::{Tape, Var};
 use shade_autodiff::{AdError, AdResult};
 use shade_graph::Graph;
 
-/// Top-k pooling: scores `s = tanh(X p / ‖p‖)`, keep the `⌈ratio · n_g⌉` best-scored
-/// nodes of every graph `g` of the batch, gate them by their scores,
-/// `X' = multiplier · X[perm] ⊙ s[perm]`, and keep the subgraph they induce.
+/// The tolerance of PyG's `topk` under `min_score`: a graph keeps the nodes scoring
+/// above `min(max score - TOL, min_score)`, so at least its best one.
+const MIN_SCORE_TOL: f64 = 1e-7;
+
+/// How many nodes of each graph [`TopKPool`] keeps: PyG's `ratio`, a float or an int.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Ratio {
+    /// `⌈fraction · n_g⌉` nodes of a graph of `n_g` nodes; the fraction lies in
+    /// `(0, 1]`.
+    Fraction(f64),
+    /// `min(k, n_g)` nodes; `k >= 1`.
+    Count(usize),
+}
+
+impl Ratio {
+    /// The number of nodes kept out of `n`.
+    fn keep(self, n: usize) -> usize {
+        match self {
+            Ratio::Fraction(r) => ((r * n as f64).ceil() as usize).min(n),
+            Ratio::Count(k) => k.min(n),
+        }
+    }
+}
+
+impl From<f64> for Ratio {
+    fn from(r: f64) -> Self {
+        Ratio::Fraction(r)
+    }
+}
+
+impl From<usize> for Ratio {
+    fn from(k: usize) -> Self {
+        Ratio::Count(k)
+    }
+}
+
+/// Top-k pooling: score every node, keep the best-scored nodes of every graph `g` of
+/// the batch, gate them by their scores, `X' = multiplier · X[perm] ⊙ s[perm]`, and keep
+/// the subgraph they induce.
 ///
-/// The kept set `perm` (ordered by graph, then by descending score; ties by node
-/// index) and the pooled graph are constants computed from the scores' values; the
-/// gating is differentiable in `X` and `p`. Parameter (PyG's name): `weight`
-/// `[1, in]` (uniform `±1/√in`). Options and defaults as PyG: `ratio = 0.5` (a fraction
-/// in `(0, 1]`), `multiplier = 1`, nonlinearity tanh; PyG's `min_score` is not
-/// supported.
+/// - Without `min_score` (the default): `s = σ(X p / ‖p‖)` with the `nonlinearity` `σ`,
+///   and each graph keeps its `ratio`'s worth of nodes ([`Ratio::Fraction`]:
+///   `⌈ratio · n_g⌉`, [`Ratio::Count`]: `min(k, n_g)`), ordered by descending score
+///   (ties by node index).
+/// - With `min_score = α̃`: `ratio` and `nonlinearity` are ignored, `s = softmax(X p)`
+///   over each graph's nodes, and a graph keeps, in node order, the nodes with
+///   `s > min(max_g s - 10⁻⁷, α̃)` (PyG's `topk` with `tol = 1e-7`; compared in
+///   `f64`), so every graph with nodes keeps at least one. PyG's softmax adds `1e-16`
+///   to the denominator; shade's does not.
+///
+/// The kept set `perm` (grouped by graph) and the pooled graph are constants computed
+/// from the scores' values; the gating is differentiable in `X` and `p`. Parameter
+/// (PyG's name): `weight` `[1, in]` (uniform `±1/√in`). Options and defaults as PyG:
+/// `ratio = 0.5`, `min_score = None`, `multiplier = 1`, `nonlinearity = tanh` (any
+/// [`Activation`]; PyG resolves the same names). A float `ratio` of exactly `1.0` keeps
+/// every node, as PyG documents (its code takes any float `>= 1` as the count
+/// `int(ratio)`).
 ///
 /// As a [`Layer`] it returns the pooled features only; [`TopKPool::pool`] also returns
 /// the kept nodes, their scores and the pooled graph (with its batch) for the layers
 /// after it.
+///
+/// ```
+/// use rand::{SeedableRng, rngs::StdRng};
+/// use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer, Params, State};
+/// use shade_gnn::pool::{Ratio, TopKPool};
+/// let a = shade_graph::Graph::new(3, vec![0, 1], vec![1, 2]);
+/// let b = shade_graph::Graph::new(2, vec![0], vec![1]);
+/// let batch = shade_graph::Graph::batch(&[a, b])?;
+/// let ctx = GraphCtx::<f64>::new(&batch);
+/// let x = Features::dense(ndarray::array![[1.0], [3.0], [2.0], [-1.0], [4.0]]);
+/// let p = Params::new().with("weight", ndarray::array![[1.0]].into_dyn());
+/// let mut rng = StdRng::seed_from_u64(0);
+/// let inputs = Inputs::new(&ctx, &x);
+/// // Two nodes of each graph at most: nodes 1, 2 of the first, 4, 3 of the second.
+/// let top2 = TopKPool::with_count(1, 2);
+/// let (y, _) = apply(&top2, &inputs, &p, &State::new(), false, &mut rng)?;
+/// assert_eq!(y.len(), 4);
+/// assert!((y[[0, 0]] - 3.0 * 3f64.tanh()).abs() < 1e-12);
+/// // Softmax scores above 0.4 (or each graph's best): nodes 1 and 4.
+/// let min = TopKPool::with_min_score(1, 0.4);
+/// let (y, _) = apply(&min, &inputs, &p, &State::new(), false, &mut rng)?;
+/// assert_eq!(y.len(), 2);
+/// assert_eq!(TopKPool { ratio: Ratio::Count(2), ..TopKPool::new(1, 0.5) }, top2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TopKPool {
     /// Feature width.
     pub in_channels: usize,
-    /// Fraction of the nodes of each graph to keep, in `(0, 1]`.
-    pub ratio: f64,
+    /// How many nodes of each graph to keep (ignored with `min_score`).
+    pub ratio: Ratio,
+    /// Keep the nodes whose softmax score exceeds this value (see the type's
+    /// documentation); must be finite.
+    pub min_score: Option<f64>,
     /// Scale of the pooled features.
     pub multiplier: f64,
+    /// The score's nonlinearity `σ` (ignored with `min_score`).
+    pub nonlinearity: Activation,
 }
 
 /// What [`TopKPool::pool`] returns.
@@ -40,7 +119,8 @@ pub struct TopKPool {
 pub struct TopKOutput {
     /// The pooled features `[k, F]`.
     pub x: Var,
-    /// The kept nodes' scores `[k, 1]` (after tanh).
+    /// The kept nodes' scores `[k, 1]` (after the nonlinearity, or the softmax with
+    /// `min_score`).
     pub score: Var,
     /// The kept nodes (ids in the input graph), in the pooled graph's order.
     pub perm: Vec<usize>,
@@ -50,18 +130,89 @@ pub struct TopKOutput {
 }
 
 impl TopKPool {
-    /// Pooling of `in_channels`-wide features keeping the fraction `ratio`.
+    /// Pooling of `in_channels`-wide features keeping the fraction `ratio` of each
+    /// graph's nodes, with PyG's other defaults.
     pub fn new(in_channels: usize, ratio: f64) -> Self {
         TopKPool {
             in_channels,
-            ratio,
+            ratio: Ratio::Fraction(ratio),
+            min_score: None,
             multiplier: 1.0,
+            nonlinearity: Activation::Tanh,
         }
+    }
+
+    /// Pooling keeping `k` nodes of each graph (all of a smaller graph).
+    pub fn with_count(in_channels: usize, k: usize) -> Self {
+        TopKPool {
+            ratio: Ratio::Count(k),
+            ..TopKPool::new(in_channels, 0.5)
+        }
+    }
+
+    /// Pooling keeping the nodes whose softmax score exceeds `min_score` (and each
+    /// graph's best node).
+    pub fn with_min_score(in_channels: usize, min_score: f64) -> Self {
+        TopKPool {
+            min_score: Some(min_score),
+            ..TopKPool::new(in_channels, 0.5)
+        }
+    }
+
+    /// The options in effect, checked: `ratio` (without `min_score`), `min_score`,
+    /// `multiplier`.
+    fn check(&self) -> AdResult<()> {
+        let what = match (self.min_score, self.ratio) {
+            (Some(m), _) if !m.is_finite() => format!("min_score = {m} (need a finite value)"),
+            (None, Ratio::Fraction(r)) if !(r > 0.0 && r <= 1.0) => {
+                format!("ratio = {r} (need 0 < ratio <= 1, or a count k >= 1)")
+            }
+            (None, Ratio::Count(0)) => "ratio = Count(0) (need k >= 1)".to_string(),
+            _ if !self.multiplier.is_finite() => {
+                format!("multiplier = {} (need a finite value)", self.multiplier)
+            }
+            _ => return Ok(()),
+        };
+        Err(bad_option("TopKPool", what))
+    }
+
+    /// The kept nodes, grouped by graph: each graph's `ratio` best by descending score
+    /// (ties by node index), or, with `min_score`, those above the graph's threshold in
+    /// node order.
+    fn select(&self, batch: &[usize], num_graphs: usize, score: &[f64]) -> Vec<usize> {
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); num_graphs];
+        for (v, &g) in batch.iter().enumerate() {
+            groups[g].push(v);
+        }
+        let mut perm = Vec::with_capacity(batch.len());
+        for nodes in &mut groups {
+            match self.min_score {
+                Some(min_score) => {
+                    let best = nodes
+                        .iter()
+                        .map(|&v| score[v])
+                        .fold(f64::NEG_INFINITY, f64::max);
+                    let threshold = (best - MIN_SCORE_TOL).min(min_score);
+                    perm.extend(nodes.iter().copied().filter(|&v| score[v] > threshold));
+                }
+                None => {
+                    nodes.sort_by(|&a, &b| {
+                        score[b]
+                            .partial_cmp(&score[a])
+                            .unwrap_or(std::cmp::Ordering::Equal)
+                            .then(a.cmp(&b))
+                    });
+                    perm.extend_from_slice(&nodes[..self.ratio.keep(nodes.len())]);
+                }
+            }
+        }
+        perm
     }
 
     /// Pools `x` on the graph `ctx` with the parameter `weight` in `p`.
     ///
-    /// Errors: [`AdError::InvalidArgument`] for a ratio outside `(0, 1]`,
+    /// Errors: [`AdError::InvalidArgument`] for an option out of range (a fraction
+    /// outside `(0, 1]`, a count of 0, a non-finite `min_score` or `multiplier`),
     /// [`AdError::ShapeMismatch`] when `x` does not have one row per node or its width
     /// differs from the weight's.
     pub fn pool<'a, T: Float>(
@@ -71,12 +222,7 @@ impl TopKPool {
         x: Input<'a, T>,
         p: ParamVars<'_>,
     ) -> AdResult<TopKOutput> {
-        if !(self.ratio > 0.0 && self.ratio <= 1.0) {
-            return Err(bad_option(
-                "TopKPool",
-                format!("ratio = {} (need 0 < ratio <= 1)", self.ratio),
-            ));
-        }
+        self.check()?;
         let n = ctx.num_nodes();
         if x.rows(t)? != n {
             return Err(AdError::ShapeMismatch {
@@ -87,29 +233,22 @@ impl TopKPool {
         }
         let w = p.get("weight")?;
         let s = x.linear(t, w)?;
-        let norm = t.norm(w)?;
-        let s = t.div(s, norm)?;
-        let score = t.tanh(s)?;
-        // The selection: a constant computed from the scores' values.
-        let sv: Vec<T> = t.value(score)?.iter().copied().collect();
         let batch = ctx.batch();
-        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); ctx.num_graphs()];
-        for (v, &g) in batch.iter().enumerate() {
-            groups[g].push(v);
-        }
-        let mut perm = Vec::new();
-        let mut new_batch = Vec::new();
-        for (g, nodes) in groups.iter_mut().enumerate() {
-            let k = (self.ratio * nodes.len() as f64).ceil() as usize;
-            nodes.sort_by(|&a, &b| {
-                sv[b]
-                    .partial_cmp(&sv[a])
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then(a.cmp(&b))
-            });
-            perm.extend_from_slice(&nodes[..k.min(nodes.len())]);
-            new_batch.extend(std::iter::repeat_n(g as u32, k.min(nodes.len())));
-        }
+        let score = if self.min_score.is_some() {
+            t.segment_softmax(s, batch, ctx.num_graphs())?
+        } else {
+            let norm = t.norm(w)?;
+            let s = t.div(s, norm)?;
+            self.nonlinearity.apply(t, s)?
+        };
+        // The selection: a constant computed from the scores' values.
+        let sv: Vec<f64> = t
+            .value(score)?
+            .iter()
+            .map(|v| v.to_f64().unwrap_or(f64::NAN))
+            .collect();
+        let perm = self.select(batch, ctx.num_graphs(), &sv);
+        let new_batch: Vec<u32> = perm.iter().map(|&v| batch[v] as u32).collect();
         let ids: Vec<u32> = perm.iter().map(|&v| v as u32).collect();
         let graph_err = |e: shade_graph::GraphError| bad_option("TopKPool", e.to_string());
         let graph = ctx
@@ -180,25 +319,45 @@ mod tests {
 
     #[test]
     fn matches_dense_reference_and_returns_the_induced_subgraph() {
+        // Graph sizes 5, 2 and 6: a count of 3 exceeds the middle graph's size.
         let (g, x) = batch3();
+        assert_eq!(g.graph_node_ptr(), &[0, 5, 7, 13]);
         let ind: Vec<usize> = g.graph_indicator().iter().map(|&i| i as usize).collect();
-        for ratio in [0.5, 0.3, 1.0] {
+        let sigmoid = crate::layers::blocks::reference::sigmoid;
+        type Act = fn(f64) -> f64;
+        let configs: [(Ratio, Activation, Act); 6] = [
+            (Ratio::Fraction(0.5), Activation::Tanh, f64::tanh),
+            (Ratio::Fraction(0.3), Activation::Sigmoid, sigmoid),
+            (Ratio::Fraction(1.0), Activation::Identity, |s| s),
+            (Ratio::Count(3), Activation::Tanh, f64::tanh),
+            (Ratio::Count(1), Activation::Sigmoid, sigmoid),
+            (Ratio::Count(100), Activation::Tanh, f64::tanh),
+        ];
+        for (ratio, nonlinearity, act) in configs {
             let pool = TopKPool {
+                ratio,
+                nonlinearity,
                 multiplier: 2.0,
-                ..TopKPool::new(3, ratio)
+                ..TopKPool::new(3, 0.5)
             };
             let (y, p) = layer_output(&pool, Some(&g), &x, 4);
             let w = m(&p, "weight");
             let wn = w.iter().map(|v| v * v).sum::<f64>().sqrt();
             let score: Vec<f64> = (0..x.nrows())
-                .map(|u| ((0..3).map(|c| x[[u, c]] * w[[0, c]]).sum::<f64>() / wn).tanh())
+                .map(|u| act((0..3).map(|c| x[[u, c]] * w[[0, c]]).sum::<f64>() / wn))
                 .collect();
             let mut perm = Vec::new();
             for gid in 0..3 {
                 let mut nodes: Vec<usize> = (0..x.nrows()).filter(|&u| ind[u] == gid).collect();
                 nodes.sort_by(|&a, &b| score[b].partial_cmp(&score[a]).unwrap());
-                let k = (ratio * nodes.len() as f64).ceil() as usize;
+                let k = match ratio {
+                    Ratio::Fraction(r) => (r * nodes.len() as f64).ceil() as usize,
+                    Ratio::Count(k) => k.min(nodes.len()),
+                };
                 perm.extend_from_slice(&nodes[..k]);
+            }
+            if ratio == Ratio::Count(3) {
+                assert_eq!(perm.len(), 3 + 2 + 3);
             }
             let r = Array2::from_shape_fn((perm.len(), 3), |(i, c)| {
                 2.0 * x[[perm[i], c]] * score[perm[i]]
@@ -244,26 +403,146 @@ mod tests {
         }
     }
 
+    /// The pooled features, the kept nodes and the pooled graph for a given weight.
+    fn pooled(
+        pool: &TopKPool,
+        g: &Graph,
+        x: &Array2<f64>,
+        w: &ArrayD<f64>,
+    ) -> AdResult<(Array2<f64>, Vec<usize>, Graph)> {
+        let ctx = GraphCtx::<f64>::new(g);
+        let xd = x.clone().into_dyn();
+        let mut kept = None;
+        let y = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (xv, wv)| {
+                let names = ["weight".to_string()];
+                let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]))?;
+                kept = Some((o.perm, o.graph));
+                Ok(o.x)
+            },
+            (shade_autodiff::Const(&xd), shade_autodiff::Const(w)),
+        )?;
+        let (perm, graph) = kept.expect("the program ran");
+        Ok((y.into_dimensionality().unwrap(), perm, graph))
+    }
+
+    /// Graphs of 4, 5 and 1 nodes whose scores `x · [1, 0]` make `min_score = 0.3` bite
+    /// differently: the first keeps its two nodes above 0.3, the second (every
+    /// softmax score near 0.2) only its best node, the third its only node.
+    fn min_score_batch() -> (Graph, Array2<f64>) {
+        let a = Graph::new(4, vec![0, 1, 2, 3, 1], vec![1, 2, 3, 0, 0]);
+        let b = Graph::new(5, vec![0, 1, 2, 3, 4, 4], vec![1, 2, 3, 4, 0, 4]);
+        let c = Graph::new(1, vec![0], vec![0]);
+        let g = Graph::batch(&[a, b, c]).unwrap();
+        let s = [2.0, 1.9, 0.0, -1.0, 0.1, 0.2, 0.0, 0.15, 0.05, -3.0];
+        let x = Array2::from_shape_fn((10, 2), |(v, c)| if c == 0 { s[v] } else { 0.5 - v as f64 });
+        (g, x)
+    }
+
     #[test]
-    fn invalid_ratio_is_a_coded_error() {
-        let (g, x) = batch3();
-        let ctx = GraphCtx::<f64>::new(&g);
-        let f = crate::Features::dense(x);
-        let mut rng = StdRng::seed_from_u64(0);
-        for ratio in [0.0, 1.5, f64::NAN] {
-            let pool = TopKPool::new(3, ratio);
-            let (p, st) = Layer::<f64>::init(&pool, &mut rng);
-            let err = crate::apply(
-                &pool,
-                &crate::Inputs::new(&ctx, &f),
-                &p,
-                &st,
-                false,
-                &mut rng,
-            )
-            .unwrap_err();
-            assert_eq!(err.code(), "SHADE-E0114");
+    fn min_score_matches_dense_reference() {
+        let (g, x) = min_score_batch();
+        let ind: Vec<usize> = g.graph_indicator().iter().map(|&i| i as usize).collect();
+        let w = ndarray::array![[1.0, 0.0]].into_dyn();
+        // `ratio` and `nonlinearity` are ignored, whatever they are.
+        for pool in [
+            TopKPool::with_min_score(2, 0.3),
+            TopKPool {
+                ratio: Ratio::Count(1),
+                nonlinearity: Activation::Sigmoid,
+                multiplier: 1.5,
+                ..TopKPool::with_min_score(2, 0.3)
+            },
+        ] {
+            let (y, perm, graph) = pooled(&pool, &g, &x, &w).unwrap();
+            // PyG's definitions with plain loops: softmax of x·p per graph (no norm),
+            // threshold min(max - 1e-7, min_score), kept nodes in node order.
+            let raw: Vec<f64> = (0..10).map(|v| x[[v, 0]]).collect();
+            let mut score = [0.0; 10];
+            let mut want = Vec::new();
+            for gid in 0..3 {
+                let nodes: Vec<usize> = (0..10).filter(|&v| ind[v] == gid).collect();
+                let mx = nodes.iter().map(|&v| raw[v]).fold(f64::MIN, f64::max);
+                let z: f64 = nodes.iter().map(|&v| (raw[v] - mx).exp()).sum();
+                for &v in &nodes {
+                    score[v] = (raw[v] - mx).exp() / z;
+                }
+                let best = nodes.iter().map(|&v| score[v]).fold(f64::MIN, f64::max);
+                let thr = (best - 1e-7).min(0.3);
+                want.extend(nodes.iter().copied().filter(|&v| score[v] > thr));
+            }
+            assert_eq!(want, vec![0, 1, 5, 9]);
+            assert_eq!(perm, want);
+            let r = Array2::from_shape_fn((4, 2), |(i, c)| {
+                pool.multiplier * x[[want[i], c]] * score[want[i]]
+            });
+            assert_close(&y, &r, 1e-12);
+            // The pooled graph: edges 0 -> 1 and 1 -> 0 of the first graph, the loop of
+            // the third; the batch of the kept nodes.
+            let got: Vec<(u32, u32)> = graph
+                .src()
+                .iter()
+                .copied()
+                .zip(graph.dst().iter().copied())
+                .collect();
+            assert_eq!(got, vec![(0, 1), (1, 0), (3, 3)]);
+            assert_eq!(graph.graph_indicator(), &[0, 0, 1, 2]);
         }
+        // A low threshold keeps every node; one above 1 only each graph's best.
+        let all = pooled(&TopKPool::with_min_score(2, 0.0), &g, &x, &w)
+            .unwrap()
+            .1;
+        assert_eq!(all, (0..10).collect::<Vec<_>>());
+        let best = pooled(&TopKPool::with_min_score(2, 2.0), &g, &x, &w)
+            .unwrap()
+            .1;
+        assert_eq!(best, vec![0, 5, 9]);
+    }
+
+    #[test]
+    fn invalid_options_are_coded_errors() {
+        let (g, x) = batch3();
+        let w = ndarray::array![[0.4, -0.7, 0.2]].into_dyn();
+        let bad = [
+            TopKPool::new(3, 0.0),
+            TopKPool::new(3, -0.5),
+            TopKPool::new(3, 1.5),
+            TopKPool::new(3, f64::NAN),
+            TopKPool::with_count(3, 0),
+            TopKPool::with_min_score(3, f64::NAN),
+            TopKPool::with_min_score(3, f64::INFINITY),
+            TopKPool {
+                multiplier: f64::NAN,
+                ..TopKPool::new(3, 0.5)
+            },
+        ];
+        for pool in bad {
+            let err = pooled(&pool, &g, &x, &w).unwrap_err();
+            assert_eq!(err.code(), "SHADE-E0114", "{pool:?}");
+        }
+        // Through `apply` too.
+        let ctx = GraphCtx::<f64>::new(&g);
+        let f = crate::Features::dense(x.clone());
+        let mut rng = StdRng::seed_from_u64(0);
+        let pool = TopKPool::with_count(3, 0);
+        let (p, st) = Layer::<f64>::init(&pool, &mut rng);
+        let err = crate::apply(
+            &pool,
+            &crate::Inputs::new(&ctx, &f),
+            &p,
+            &st,
+            false,
+            &mut rng,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "SHADE-E0114");
+        // A ratio that `min_score` overrides is not checked (PyG ignores it).
+        let pool = TopKPool {
+            ratio: Ratio::Count(0),
+            ..TopKPool::with_min_score(3, 0.1)
+        };
+        assert!(pooled(&pool, &g, &x, &w).is_ok());
     }
 
     /// `sum(global_add_pool(pooled graph, X') ⊙ R)`: the pooled graph's batch is used
@@ -324,8 +603,16 @@ mod tests {
         #![proptest_config(proptest_config(24))]
         #[test]
         fn gradient_matches_finite_differences((g, x) in arb_batch(3)) {
-            check_layer_gradient(&TopKPool::new(3, 0.5), Some(&g), &x).map_err(TestCaseError::fail)?;
-            check_layer_gradient(&TopKPool { multiplier: 1.5, ..TopKPool::new(3, 0.8) }, Some(&g), &x).map_err(TestCaseError::fail)?;
+            for pool in [
+                TopKPool::new(3, 0.5),
+                TopKPool { multiplier: 1.5, ..TopKPool::new(3, 0.8) },
+                TopKPool { nonlinearity: Activation::Sigmoid, ..TopKPool::with_count(3, 2) },
+                TopKPool { nonlinearity: Activation::Identity, ..TopKPool::with_count(3, 9) },
+                TopKPool::with_min_score(3, 0.2),
+                TopKPool { multiplier: 0.7, ..TopKPool::with_min_score(3, 0.6) },
+            ] {
+                check_layer_gradient(&pool, Some(&g), &x).map_err(TestCaseError::fail)?;
+            }
             // Downstream use of the pooled graph, with a hand-rolled central difference.
             let pool = TopKPool::new(3, 0.6);
             let w = ndarray::array![[0.4, -0.7, 0.2]].into_dyn();
