@@ -193,6 +193,7 @@ pub struct GraphCtx<T: Float> {
     gcn: [OnceLock<SparseMatrix<T>>; 4],
     cheb: [OnceLock<ChebLaplacian<T>>; 3],
     propagation: [OnceLock<EdgeEntries<T>>; 3],
+    gcn_edges: [OnceLock<GcnEdges<T>>; 3],
     batch: Vec<usize>,
 }
 
@@ -233,6 +234,25 @@ pub struct EdgeEntries<T: Element> {
     pub value: Vec<T>,
 }
 
+/// PyG's `gcn_norm` edge list as a map from the graph's edges
+/// ([`GraphCtx::gcn_edges`]), for a GCN whose edge weights are values on the tape.
+#[derive(Debug)]
+pub struct GcnEdges<T: Element> {
+    /// Source of every listed edge.
+    pub src: Vec<usize>,
+    /// Destination of every listed edge.
+    pub dst: Vec<usize>,
+    /// The graph edge whose weight each listed edge carries; `None` for an added
+    /// self-loop, which carries `fill`.
+    pub from: Vec<Option<usize>>,
+    /// The weight of an added self-loop (2 with `improved`, else 1).
+    pub fill: f64,
+    /// The structure (rows = destination, duplicates share an entry).
+    pub matrix: SparseMatrix<T>,
+    /// The stored entry of every listed edge, in `matrix`'s CSR order.
+    pub position: Vec<usize>,
+}
+
 impl<T: Float> GraphCtx<T> {
     /// Prepares `graph` (cloned; a clone shares the graph's caches). Only the edge
     /// index is converted now; everything else on first need.
@@ -258,6 +278,7 @@ impl<T: Float> GraphCtx<T> {
             gcn: Default::default(),
             cheb: Default::default(),
             propagation: Default::default(),
+            gcn_edges: Default::default(),
             batch,
         }
     }
@@ -470,6 +491,66 @@ impl<T: Float> GraphCtx<T> {
                 matrix,
                 position,
                 value,
+            }
+        })
+    }
+
+    /// The edge list PyG's `gcn_norm` normalises, as a map from the graph's edges:
+    /// with `add_self_loops`, the non-loop edges in graph order, then one loop per node
+    /// carrying the weight of the node's last existing loop or `fill` (PyG's
+    /// `add_remaining_self_loops`); without, every edge as it is. Built once per option
+    /// set; GCNConv with edge weights from the call's edge features normalises on the
+    /// tape over it.
+    pub fn gcn_edges(&self, improved: bool, add_self_loops: bool) -> &GcnEdges<T> {
+        let slot = match (add_self_loops, improved) {
+            (true, false) => 0,
+            (true, true) => 1,
+            (false, _) => 2,
+        };
+        self.gcn_edges[slot].get_or_init(|| {
+            let e = &self.edges;
+            let n = e.num_nodes;
+            let (mut src, mut dst, mut from) = (Vec::new(), Vec::new(), Vec::new());
+            if add_self_loops {
+                let mut last_loop = vec![None; n];
+                for i in 0..e.num_edges() {
+                    if e.src[i] == e.dst[i] {
+                        last_loop[e.src[i]] = Some(i);
+                    } else {
+                        src.push(e.src[i]);
+                        dst.push(e.dst[i]);
+                        from.push(Some(i));
+                    }
+                }
+                src.extend(0..n);
+                dst.extend(0..n);
+                from.extend(last_loop);
+            } else {
+                src.clone_from(&e.src);
+                dst.clone_from(&e.dst);
+                from.extend((0..e.num_edges()).map(Some));
+            }
+            let matrix = csr_from_triples(n, n, &dst, &src, |_| T::one());
+            let m = matrix.csr();
+            let (indptr, indices) = (m.indptr(), m.indices());
+            let indptr = indptr.raw_storage();
+            let position = dst
+                .iter()
+                .zip(&src)
+                .map(|(&v, &u)| {
+                    let row = &indices[indptr[v]..indptr[v + 1]];
+                    // Every listed edge has its entry: the matrix was built from them.
+                    indptr[v] + row.binary_search(&u).expect("the edge's own entry")
+                })
+                .collect();
+            matrix.prepare_transpose();
+            GcnEdges {
+                src,
+                dst,
+                from,
+                fill: if improved { 2.0 } else { 1.0 },
+                matrix,
+                position,
             }
         })
     }

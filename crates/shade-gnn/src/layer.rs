@@ -317,13 +317,14 @@ impl<'a, T: Float> TensorArg<'a, T> for Arg<'a, T> {
 
 /// The argument list of a model call: every parameter (`Duplicated` when `grads` is
 /// given, constant otherwise), then the dense features (tracked when `dx` is given),
-/// then the edge features. Returns the list and whether features and edge features
-/// are on it.
+/// then the edge features (tracked when `de` is given: gradients with respect to edge
+/// features or edge weights, e.g. for explanations).
 pub fn model_args<'a, T: Float>(
     params: &'a Params<T>,
     grads: Option<&'a mut Params<T>>,
     inputs: &Inputs<'a, T>,
     dx: Option<&'a mut ArrayD<T>>,
+    de: Option<&'a mut ArrayD<T>>,
 ) -> Vec<Arg<'a, T>> {
     let mut args: Vec<Arg<'a, T>> = Vec::with_capacity(params.len() + 2);
     match grads {
@@ -343,7 +344,10 @@ pub fn model_args<'a, T: Float>(
         });
     }
     if let Some(e) = inputs.edge_attr {
-        args.push(Arg::Const(e));
+        args.push(match de {
+            Some(d) => Arg::Dup(e, d),
+            None => Arg::Const(e),
+        });
     }
     args
 }
@@ -416,7 +420,7 @@ pub fn apply<T: Float, L: Layer<T> + ?Sized>(
     let mut st = state.clone();
     let mut bufs = TapeBuffers::new();
     let names = params.names();
-    let args = model_args(params, None, inputs, None);
+    let args = model_args(params, None, inputs, None, None);
     let y = tensor::value(
         &mut bufs,
         |t, h: Vec<Var>| forward_model(t, model, names, &h, inputs, &mut st, training, rng),

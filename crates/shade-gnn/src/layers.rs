@@ -66,7 +66,7 @@ pub use edge_conv::EdgeConv;
 pub use gat::GATConv;
 pub use gated::GatedGraphConv;
 pub use gatv2::GATv2Conv;
-pub use gcn::GCNConv;
+pub use gcn::{GCNConv, GcnEdgeWeight};
 pub use gin::GINConv;
 pub use gine::GINEConv;
 pub use graph_conv::GraphConv;

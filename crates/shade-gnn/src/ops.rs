@@ -8,9 +8,12 @@
 //!   generator (SplitMix64) seeded by one draw from the caller's RNG; four 16-bit
 //!   draws per 64 bits.
 //!
-//! Rules: dropout `dX += G ⊙ M`, `Ẏ = Ẋ ⊙ M`.
+//! - [`gcn_norm_values`]: GCN's normalised adjacency values as a differentiable
+//!   function of edge weights that are values on the tape.
+//!
+//! Rules: dropout `dX += G ⊙ M`, `Ẏ = Ẋ ⊙ M`; for `gcn_norm_values` see its rule.
 
-use crate::ctx::Float;
+use crate::ctx::{Float, GcnEdges};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -566,6 +569,202 @@ pub(crate) fn head_dot<T: Float>(
     t.custom(HeadDot { heads }, &[x, a])
 }
 
+/// The values of `D^-1/2 A_w D^-1/2` on the structure of a [`GcnEdges`] list, from the
+/// graph's edge weights `w` (any shape holding one value per graph edge).
+///
+/// With `wf` the listed edges' weights (`w[from]`, or `fill` for an added loop),
+/// `deg[i] = Σ_{dst = i} wf`, `dis = deg^-1/2` (0 where `deg = 0`, as PyG masks the
+/// infinity) and `c_k = dis[src_k] wf_k dis[dst_k]` summed into the entries. Without
+/// `normalize`, `c_k = wf_k`. Reverse: `∂c_k/∂wf_k = dis_s dis_d`, and through the
+/// degree `∂dis_i/∂deg_i = -dis_i³ / 2`; forward mode likewise.
+struct GcnNormValues<'e, T: Float> {
+    edges: &'e GcnEdges<T>,
+    normalize: bool,
+    num_nodes: usize,
+}
+
+impl<T: Float> GcnNormValues<'_, T> {
+    /// The listed edges' weights, the degrees and `deg^-1/2`.
+    fn prepare(&self, w: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+        let e = self.edges;
+        let wf: Vec<T> = e
+            .from
+            .iter()
+            .map(|f| f.map_or(T::cst(e.fill), |i| w[i]))
+            .collect();
+        let mut deg = vec![T::zero(); self.num_nodes];
+        if self.normalize {
+            e.dst
+                .iter()
+                .zip(&wf)
+                .for_each(|(&d, &x)| deg[d] += x);
+        }
+        let dis = deg
+            .iter()
+            .map(|&d| {
+                if d == T::zero() {
+                    T::zero()
+                } else {
+                    d.powf(T::cst(-0.5))
+                }
+            })
+            .collect();
+        (wf, deg, dis)
+    }
+
+    fn check(&self, w: &ArrayViewD<'_, T>) -> AdResult<()> {
+        let want = self.edges.from.iter().flatten().max().map_or(0, |&m| m + 1);
+        if w.len() < want {
+            return Err(AdError::InvalidArgument {
+                op: "gcn_norm_values",
+                what: format!(
+                    "one edge weight per edge: got {} values for a graph whose edges go up to {}",
+                    w.len(),
+                    want
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<T: Float> TensorRule<T> for GcnNormValues<'_, T> {
+    fn name(&self) -> &'static str {
+        "gcn_norm_values"
+    }
+
+    fn forward(&self, x: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
+        self.check(&x[0])?;
+        let w = x[0].as_standard_layout();
+        let (wf, _, dis) = self.prepare(w.as_slice().expect("standard layout"));
+        let e = self.edges;
+        let mut out = vec![T::zero(); e.matrix.nnz()];
+        for k in 0..wf.len() {
+            let c = if self.normalize {
+                dis[e.src[k]] * wf[k] * dis[e.dst[k]]
+            } else {
+                wf[k]
+            };
+            out[e.position[k]] += c;
+        }
+        Ok(ArrayD::from_shape_vec(IxDyn(&[out.len()]), out).expect("one value per entry"))
+    }
+
+    fn vjp(
+        &self,
+        x: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        g: ArrayViewD<'_, T>,
+        _input: usize,
+        mut dx: ArrayViewMutD<'_, T>,
+    ) {
+        let w = x[0].as_standard_layout();
+        let (wf, deg, dis) = self.prepare(w.as_slice().expect("standard layout"));
+        let g = g.as_standard_layout();
+        let g = g.as_slice().expect("standard layout");
+        let e = self.edges;
+        let gc = |k: usize| g[e.position[k]];
+        let mut gwf: Vec<T> = (0..wf.len()).map(gc).collect();
+        if self.normalize {
+            let mut gdis = vec![T::zero(); self.num_nodes];
+            for k in 0..wf.len() {
+                let (s, d) = (e.src[k], e.dst[k]);
+                gdis[s] += gwf[k] * wf[k] * dis[d];
+                gdis[d] += gwf[k] * wf[k] * dis[s];
+                gwf[k] = gwf[k] * dis[s] * dis[d];
+            }
+            let half = T::cst(-0.5);
+            let gdeg: Vec<T> = (0..self.num_nodes)
+                .map(|i| {
+                    if deg[i] == T::zero() {
+                        T::zero()
+                    } else {
+                        gdis[i] * half * dis[i] * dis[i] * dis[i]
+                    }
+                })
+                .collect();
+            for k in 0..wf.len() {
+                gwf[k] += gdeg[e.dst[k]];
+            }
+        }
+        let mut dxs = dx.iter_mut().collect::<Vec<_>>();
+        for (k, f) in e.from.iter().enumerate() {
+            if let Some(i) = *f {
+                *dxs[i] += gwf[k];
+            }
+        }
+    }
+
+    fn jvp(
+        &self,
+        x: &[ArrayViewD<'_, T>],
+        _y: ArrayViewD<'_, T>,
+        t: &[Option<ArrayViewD<'_, T>>],
+        mut ty: ArrayViewMutD<'_, T>,
+    ) {
+        let Some(tw) = &t[0] else { return };
+        let w = x[0].as_standard_layout();
+        let (wf, deg, dis) = self.prepare(w.as_slice().expect("standard layout"));
+        let tw = tw.as_standard_layout();
+        let tw = tw.as_slice().expect("standard layout");
+        let e = self.edges;
+        let twf: Vec<T> = e
+            .from
+            .iter()
+            .map(|f| f.map_or(T::zero(), |i| tw[i]))
+            .collect();
+        let out = ty.as_slice_mut().expect("a fresh standard-layout tangent");
+        if !self.normalize {
+            for k in 0..wf.len() {
+                out[e.position[k]] += twf[k];
+            }
+            return;
+        }
+        let mut tdeg = vec![T::zero(); self.num_nodes];
+        e.dst
+            .iter()
+            .zip(&twf)
+            .for_each(|(&d, &x)| tdeg[d] += x);
+        let half = T::cst(-0.5);
+        let tdis: Vec<T> = (0..self.num_nodes)
+            .map(|i| {
+                if deg[i] == T::zero() {
+                    T::zero()
+                } else {
+                    half * dis[i] * dis[i] * dis[i] * tdeg[i]
+                }
+            })
+            .collect();
+        for k in 0..wf.len() {
+            let (s, d) = (e.src[k], e.dst[k]);
+            let c = tdis[s] * wf[k] * dis[d] + dis[s] * twf[k] * dis[d] + dis[s] * wf[k] * tdis[d];
+            out[e.position[k]] += c;
+        }
+    }
+}
+
+/// GCN's adjacency values over `edges` (rows = destination, on `edges.matrix`'s
+/// structure, `[nnz]`) from edge weights `w` on the tape, one per graph edge;
+/// normalised as PyG's `gcn_norm` when `normalize`. See [`GcnNormValues`].
+///
+/// Errors with [`AdError::InvalidArgument`] when `w` has fewer values than edges.
+pub(crate) fn gcn_norm_values<'a, T: Float>(
+    t: &mut Tape<'a, T>,
+    edges: &'a GcnEdges<T>,
+    num_nodes: usize,
+    normalize: bool,
+    w: Var,
+) -> AdResult<Var> {
+    t.custom(
+        GcnNormValues {
+            edges,
+            normalize,
+            num_nodes,
+        },
+        &[w],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,6 +897,81 @@ mod tests {
             let y = tensor::value(&mut TapeBuffers::new(), |t, (x,)| transpose2(t, x), (Const(&x),)).unwrap();
             let x2 = x.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
             prop_assert_eq!(y, x2.t().to_owned().into_dyn());
+        }
+    }
+
+    /// `gcn_norm_values` in forward mode against reverse mode and against finite
+    /// differences along a random tangent, for every option set (reverse mode is also
+    /// covered by GCNConv's gradient checks).
+    #[test]
+    fn gcn_norm_values_forward_matches_reverse_and_differences() {
+        let g = crate::testing::random_graph(6, 14, 8);
+        let ctx = crate::GraphCtx::<f64>::new(&g);
+        let ne = ctx.edges().num_edges();
+        let w = crate::testing::random_features(ne, 1, 1)
+            .mapv(|v| 1.2 + v)
+            .into_dyn();
+        let tw = crate::testing::random_features(ne, 1, 2).into_dyn();
+        let r = crate::testing::random_features(1, 64, 3).into_dyn();
+        for (improved, loops, normalize) in [
+            (false, true, true),
+            (true, true, true),
+            (false, false, true),
+            (false, false, false),
+        ] {
+            let edges = ctx.gcn_edges(improved, loops && normalize);
+            let nnz = edges.matrix.nnz();
+            let rv = r
+                .slice(ndarray::s![.., ..nnz])
+                .to_owned()
+                .into_shape_with_order(nnz)
+                .unwrap()
+                .into_dyn();
+            fn program<'a>(
+                t: &mut Tape<'a, f64>,
+                w: Var,
+                edges: &'a GcnEdges<f64>,
+                normalize: bool,
+                rv: &'a ArrayD<f64>,
+            ) -> AdResult<Var> {
+                let v = gcn_norm_values(t, edges, 7, normalize, w)?;
+                let rv = t.constant(rv);
+                let m = t.mul(v, rv)?;
+                let m = t.mul(m, m)?;
+                t.sum(m)
+            }
+            let f = |w: &ArrayD<f64>| {
+                tensor::value(
+                    &mut TapeBuffers::new(),
+                    |t, (w,)| program(t, w, edges, normalize, &rv),
+                    (Const(w),),
+                )
+                .unwrap()
+                .sum()
+            };
+            let mut tw2 = tw.clone();
+            let (_, dy) = tensor::pushforward(
+                &mut TapeBuffers::new(),
+                |t, (w,)| program(t, w, edges, normalize, &rv),
+                (Duplicated(&w, &mut tw2),),
+            )
+            .unwrap();
+            let mut gw = ArrayD::zeros(w.raw_dim());
+            tensor::gradient(
+                &mut TapeBuffers::new(),
+                |t, (w,)| program(t, w, edges, normalize, &rv),
+                (Duplicated(&w, &mut gw),),
+            )
+            .unwrap();
+            let h = 1e-6;
+            let fd = (f(&(&w + &(&tw * h))) - f(&(&w - &(&tw * h)))) / (2.0 * h);
+            let fwd = dy.sum();
+            let rev = (&gw * &tw).sum();
+            assert!((fwd - fd).abs() < 1e-6 * (1.0 + fd.abs()), "{fwd} vs {fd}");
+            assert!(
+                (fwd - rev).abs() < 1e-10 * (1.0 + rev.abs()),
+                "{fwd} vs {rev}"
+            );
         }
     }
 

@@ -4,8 +4,9 @@
 //!   contain an isolated node, a self-loop and a multi-edge.
 //! - [`random_graph`], [`random_features`]: the same from a seed.
 //! - [`check_layer_gradient`] / [`GradCheck`]: the native gradient of
-//!   `sum(layer(x) ⊙ R)` (fixed random `R`) with respect to every parameter and the
-//!   input, against central finite differences in `f64`.
+//!   `sum(layer(x) ⊙ R)` (fixed random `R`) with respect to every parameter, the
+//!   input and the edge features, against central finite differences in `f64`; a
+//!   relu or max kink exactly at the point is told from a wrong gradient.
 //! - [`dense_adjacency`]: `A[v, u]` = summed weight of the edges `u -> v`, for dense
 //!   reference computations written from a layer's definition with plain loops.
 //!
@@ -183,6 +184,10 @@ pub struct GradCheck<'g> {
     pub atol: f64,
     /// Also check the gradient with respect to the input.
     pub check_input: bool,
+    /// Also check the gradient with respect to the edge features, when there are
+    /// some (they enter as tracked values; layers that read them are differentiable
+    /// in them).
+    pub check_edge_attr: bool,
     /// Training mode (dropout and BatchNorm with a fixed random stream).
     pub training: bool,
     /// The largest fraction of coordinates that may sit exactly on a kink (one-sided
@@ -193,8 +198,8 @@ pub struct GradCheck<'g> {
 }
 
 impl<'g> GradCheck<'g> {
-    /// Defaults: seed 0, `h = 1e-6`, `rtol = 1e-5`, `atol = 1e-6`, input checked,
-    /// evaluation mode, at most half the coordinates on a kink.
+    /// Defaults: seed 0, `h = 1e-6`, `rtol = 1e-5`, `atol = 1e-6`, input and edge
+    /// features checked, evaluation mode, at most half the coordinates on a kink.
     pub fn new(graph: Option<&'g Graph>, x: &Array2<f64>) -> Self {
         GradCheck {
             graph,
@@ -205,6 +210,7 @@ impl<'g> GradCheck<'g> {
             rtol: 1e-5,
             atol: 1e-6,
             check_input: true,
+            check_edge_attr: true,
             training: false,
             max_kink_fraction: 0.5,
         }
@@ -236,23 +242,30 @@ impl<'g> GradCheck<'g> {
         .map_err(err)?;
         let r = ArrayD::from_shape_simple_fn(IxDyn(y.shape()), || rng.random::<f64>() * 2.0 - 1.0);
         let names = params.names().to_vec();
+        // The loss at parameters `p`, features `x` and edge features `e`; with `g`, its
+        // gradient into the parameter, feature and (if any) edge-feature shadows.
+        type Shadows<'s> = (
+            &'s mut Params<f64>,
+            &'s mut ArrayD<f64>,
+            Option<&'s mut ArrayD<f64>>,
+        );
         let loss =
-            |p: &Params<f64>, x: &ArrayD<f64>, g: Option<(&mut Params<f64>, &mut ArrayD<f64>)>| {
+            |p: &Params<f64>, x: &ArrayD<f64>, e: Option<&ArrayD<f64>>, g: Option<Shadows<'_>>| {
                 let feats = Features::Dense(x.clone());
                 let inputs = Inputs {
                     graph: ctx.as_ref(),
                     x: &feats,
-                    edge_attr: self.edge_attr.as_ref(),
+                    edge_attr: e,
                 };
                 let mut st = state.clone();
                 let mut run_rng = StdRng::seed_from_u64(run_seed);
                 let mut bufs = TapeBuffers::new();
-                let (grads, dx) = match g {
-                    Some((gp, gx)) => (Some(gp), Some(gx)),
-                    None => (None, None),
+                let (grads, dx, de) = match g {
+                    Some((gp, gx, ge)) => (Some(gp), Some(gx), ge),
+                    None => (None, None, None),
                 };
                 let want = grads.is_some();
-                let args = model_args(p, grads, &inputs, dx);
+                let args = model_args(p, grads, &inputs, dx, de);
                 weighted_loss(
                     &mut bufs,
                     layer,
@@ -267,51 +280,74 @@ impl<'g> GradCheck<'g> {
                 )
             };
         let x0 = self.x.clone().into_dyn();
+        let e0 = self.edge_attr.as_ref();
         let mut gp = params.zeros_like();
         let mut gx = ArrayD::zeros(x0.raw_dim());
-        loss(&params, &x0, Some((&mut gp, &mut gx)))
+        let mut ge = e0.map(|e| ArrayD::zeros(e.raw_dim()));
+        let ge_slot = ge.as_mut().filter(|_| self.check_edge_attr);
+        loss(&params, &x0, e0, Some((&mut gp, &mut gx, ge_slot)))
             .map_err(|e| format!("{}: {e}", layer.name()))?;
-        // The loss with one coordinate moved by `d`: a parameter entry `(k, j)` or,
-        // for `k == usize::MAX`, input entry `j`.
+        // The loss with one coordinate moved by `d`.
         let fd_err = |e: shade_autodiff::AdError| format!("{}: {e}", layer.name());
-        let moved = |k: usize, j: usize, d: f64| -> Result<f64, String> {
-            if k == usize::MAX {
-                let mut x = x0.clone();
-                x.as_slice_mut().expect("standard layout")[j] += d;
-                loss(&params, &x, None).map_err(fd_err)
-            } else {
-                let mut p = params.clone();
-                p.values_mut()[k].as_slice_mut().expect("standard layout")[j] += d;
-                loss(&p, &x0, None).map_err(fd_err)
+        let moved = |c: Coord, d: f64| -> Result<f64, String> {
+            let bump = |a: &mut ArrayD<f64>, j: usize| {
+                a.as_slice_mut().expect("standard layout")[j] += d;
+            };
+            match c {
+                Coord::Param(k, j) => {
+                    let mut p = params.clone();
+                    bump(&mut p.values_mut()[k], j);
+                    loss(&p, &x0, e0, None)
+                }
+                Coord::Input(j) => {
+                    let mut x = x0.clone();
+                    bump(&mut x, j);
+                    loss(&params, &x, e0, None)
+                }
+                Coord::Edge(j) => {
+                    let mut e = e0
+                        .expect("edge coordinates only with edge features")
+                        .clone();
+                    bump(&mut e, j);
+                    loss(&params, &x0, Some(&e), None)
+                }
             }
+            .map_err(fd_err)
         };
         let close =
             |g: f64, fd: f64| (g - fd).abs() <= self.atol + self.rtol * g.abs().max(fd.abs());
         let mut worst: Option<(f64, String)> = None;
         let mut kinks = 0usize;
-        let mut coords: Vec<(usize, usize, String, f64)> = Vec::new();
+        let mut coords: Vec<(Coord, String, f64)> = Vec::new();
+        let slice = |a: &ArrayD<f64>| a.as_slice().expect("standard layout").to_vec();
         for k in 0..params.len() {
-            let g = gp.values()[k].as_slice().expect("standard layout");
-            for (j, &gj) in g.iter().enumerate() {
-                coords.push((k, j, format!("{}[{j}]", params.names()[k]), gj));
+            for (j, gj) in slice(&gp.values()[k]).into_iter().enumerate() {
+                coords.push((
+                    Coord::Param(k, j),
+                    format!("{}[{j}]", params.names()[k]),
+                    gj,
+                ));
             }
         }
         if self.check_input {
-            let g = gx.as_slice().expect("standard layout");
-            for (j, &gj) in g.iter().enumerate() {
-                coords.push((usize::MAX, j, format!("input[{j}]"), gj));
+            for (j, gj) in slice(&gx).into_iter().enumerate() {
+                coords.push((Coord::Input(j), format!("input[{j}]"), gj));
+            }
+        }
+        if let Some(ge) = ge.as_ref().filter(|_| self.check_edge_attr) {
+            for (j, gj) in slice(ge).into_iter().enumerate() {
+                coords.push((Coord::Edge(j), format!("edge_attr[{j}]"), gj));
             }
         }
         let total = coords.len();
-        for (k, j, what, g) in coords {
-            let central = |h: f64| -> Result<f64, String> {
-                Ok((moved(k, j, h)? - moved(k, j, -h)?) / (2.0 * h))
-            };
+        for (c, what, g) in coords {
+            let central =
+                |h: f64| -> Result<f64, String> { Ok((moved(c, h)? - moved(c, -h)?) / (2.0 * h)) };
             let fd = central(self.h)?;
             if close(g, fd) {
                 continue;
             }
-            match self.judge_mismatch(g, &central, &|d| moved(k, j, d))? {
+            match self.judge_mismatch(g, &central, &|d| moved(c, d))? {
                 Mismatch::KinkNearby => {}
                 Mismatch::KinkHere => kinks += 1,
                 Mismatch::Wrong(detail) => {
@@ -344,6 +380,15 @@ impl<'g> GradCheck<'g> {
             Some((_, message)) => Err(message),
         }
     }
+}
+
+/// One coordinate of the check: parameter `k`'s entry `j`, an input entry, or an
+/// edge-feature entry.
+#[derive(Clone, Copy)]
+enum Coord {
+    Param(usize, usize),
+    Input(usize),
+    Edge(usize),
 }
 
 /// What a coordinate whose gradient disagrees with the central difference turned out to

@@ -158,7 +158,7 @@ impl TrainBackend for AutoShade {
         let names = ts.params.names();
         let mut step_rng = step_stream(&mut ts.rng);
         let (state, rng) = (&mut ts.state, &mut step_rng);
-        let args = model_args(&ts.params, Some(&mut ts.grads), &data.inputs, None);
+        let args = model_args(&ts.params, Some(&mut ts.grads), &data.inputs, None, None);
         let v = tensor::gradient(
             &mut ts.bufs,
             |t, h: Vec<Var>| {
@@ -195,7 +195,7 @@ where
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
 {
     let names = params.names();
-    let args = model_args(params, None, &data.inputs, None);
+    let args = model_args(params, None, &data.inputs, None, None);
     let v = tensor::value(
         bufs,
         |t, h: Vec<Var>| {

@@ -1,25 +1,32 @@
 //! `GCNConv` (Kipf & Welling, 2017) with PyTorch Geometric's options and defaults.
 
+use super::blocks::bad_option;
 use crate::ctx::Float;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
+use crate::ops::gcn_norm_values;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
+use shade_autodiff::{AdError, AdResult};
 
 /// `X' = Â · X · Wᵀ + b` with `Â = D^-1/2 (A + I) D^-1/2` (PyG's `GCNConv`).
 ///
 /// Parameters (PyG's names): `lin.weight` `[out, in]` (Glorot), `bias` `[out]` (zeros).
 /// Options and defaults as in PyG: `improved = false` (`A + 2I`), `cached = false`,
-/// `add_self_loops = true`, `normalize = true`, `bias = true`. Edge weights are the
-/// graph's (constants). With `normalize = false` the layer aggregates with the raw
-/// weighted adjacency and adds no self-loops.
+/// `add_self_loops = true`, `normalize = true`, `bias = true`. With `normalize = false`
+/// the layer aggregates with the raw weighted adjacency and adds no self-loops.
 ///
-/// The normalised adjacency is built once per graph by its
+/// Edge weights ([`GcnEdgeWeight`]) are by default the graph's, constants: the
+/// normalised adjacency is then built once per graph by its
 /// [`GraphCtx`](crate::GraphCtx), never inside the differentiated program, so every
 /// call behaves like PyG's `cached = true`; `cached` is kept for parity and has no
-/// further effect. The product runs in the cheaper order: `Â · (X Wᵀ)` when the output
+/// further effect. With [`GcnEdgeWeight::EdgeAttr`] the weights are the call's edge
+/// features (one per edge, e.g. computed by an edge network or learned), and the
+/// normalisation `D^-1/2 (A_w + I) D^-1/2` is differentiated with respect to them
+/// (PyG's `GCNConv(x, edge_index, edge_weight)` with a weight that requires grad);
+/// the edge list and structure stay cached constants. As in PyG, a negative degree
+/// gives NaN. The product runs in the cheaper order: `Â · (X Wᵀ)` when the output
 /// is narrower than the input (always for sparse input), `(Â X) · Wᵀ` otherwise.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GCNConv {
@@ -37,6 +44,19 @@ pub struct GCNConv {
     pub normalize: bool,
     /// Add a bias.
     pub bias: bool,
+    /// Where the edge weights come from.
+    pub edge_weight: GcnEdgeWeight,
+}
+
+/// The source of [`GCNConv`]'s edge weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GcnEdgeWeight {
+    /// The graph's weights (ones without): constants, normalised once per graph.
+    #[default]
+    Graph,
+    /// The call's edge features ([`Inputs::with_edge_attr`](crate::Inputs::with_edge_attr)),
+    /// `[E]` or `[E, 1]`: values on the tape, differentiable.
+    EdgeAttr,
 }
 
 impl GCNConv {
@@ -50,7 +70,14 @@ impl GCNConv {
             add_self_loops: true,
             normalize: true,
             bias: true,
+            edge_weight: GcnEdgeWeight::Graph,
         }
+    }
+
+    /// Takes the edge weights from the call's edge features (differentiable).
+    pub fn with_edge_attr_weights(mut self) -> Self {
+        self.edge_weight = GcnEdgeWeight::EdgeAttr;
+        self
     }
 }
 
@@ -77,20 +104,46 @@ impl<T: Float> Layer<T> for GCNConv {
         _st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let g = env.graph("GCNConv")?;
-        let a = if self.normalize {
-            g.gcn_adjacency(self.improved, self.add_self_loops)
-        } else {
-            g.edges().weighted_sum_matrix()
+        // The adjacency: a cached constant, or cached structure with values on the tape.
+        let (a, values) = match self.edge_weight {
+            GcnEdgeWeight::Graph if self.normalize => {
+                (g.gcn_adjacency(self.improved, self.add_self_loops), None)
+            }
+            GcnEdgeWeight::Graph => (g.edges().weighted_sum_matrix(), None),
+            GcnEdgeWeight::EdgeAttr => {
+                let ew = env.edge_attr.ok_or_else(|| {
+                    bad_option(
+                        "GCNConv",
+                        "edge weights from edge features, but the call has none".into(),
+                    )
+                })?;
+                let shape = t.shape(ew)?.to_vec();
+                let ne = g.edges().num_edges();
+                if !(shape == [ne] || shape == [ne, 1]) {
+                    return Err(AdError::ShapeMismatch {
+                        op: "GCNConv edge weights",
+                        left: vec![ne, 1],
+                        right: shape,
+                    });
+                }
+                let edges = g.gcn_edges(self.improved, self.normalize && self.add_self_loops);
+                let v = gcn_norm_values(t, edges, g.num_nodes(), self.normalize, ew)?;
+                (&edges.matrix, Some(v))
+            }
+        };
+        let prop = |t: &mut Tape<'a, T>, h: Var| match values {
+            None => t.spmm(a, h),
+            Some(v) => t.spmm_values(a, v, h),
         };
         let w = p.get("lin.weight")?;
         let transform_first =
             matches!(x, Input::Sparse(_)) || self.out_channels <= self.in_channels;
         let mut y = if transform_first {
             let h = x.linear(t, w)?;
-            t.spmm(a, h)?
+            prop(t, h)?
         } else {
             let x = x.dense(t)?;
-            let h = t.spmm(a, x)?;
+            let h = prop(t, x)?;
             Input::Dense(h).linear(t, w)?
         };
         if self.bias {
@@ -108,11 +161,13 @@ impl<T: Float> Layer<T> for GCNConv {
 mod tests {
     use super::*;
     use crate::testing::{
-        arb_graph_and_features, assert_close, check_layer_gradient, dense_adjacency, layer_output,
-        random_features, random_graph,
+        GradCheck, arb_graph_and_features, assert_close, check_layer_gradient, dense_adjacency,
+        layer_output, random_features, random_graph,
     };
+    use crate::{Features, GraphCtx, Inputs, apply};
     use ndarray::{Array2, Ix1, Ix2};
     use proptest::prelude::*;
+    use rand::SeedableRng;
 
     /// `D^-1/2 (A + fill·I) D^-1/2` from the definition, with PyG's
     /// `add_remaining_self_loops`: all existing loops of a node are replaced by one
@@ -276,6 +331,75 @@ mod tests {
         assert_eq!(e.code(), "SHADE-E0114", "{e}");
     }
 
+    /// Edge weights from the call's edge features give the same output as the same
+    /// weights on the graph (whose cached path the dense reference checks), for every
+    /// option set; isolated nodes, self-loops and multi-edges included.
+    #[test]
+    fn edge_attr_weights_match_graph_weights() {
+        let g = random_graph(7, 15, 4);
+        let ne = g.num_edges();
+        let w: Vec<f64> = (0..ne).map(|e| 0.3 + 0.17 * e as f64).collect();
+        let gw = g.clone().with_weights(w.clone()).unwrap();
+        let attr = Array2::from_shape_vec((ne, 1), w).unwrap().into_dyn();
+        let x = random_features(8, 3, 5);
+        for base in [
+            GCNConv::new(3, 2),
+            GCNConv::new(3, 4),
+            GCNConv {
+                improved: true,
+                ..GCNConv::new(3, 2)
+            },
+            GCNConv {
+                add_self_loops: false,
+                ..GCNConv::new(3, 2)
+            },
+            GCNConv {
+                normalize: false,
+                ..GCNConv::new(3, 2)
+            },
+        ] {
+            let (want, p) = layer_output(&base, Some(&gw), &x, 3);
+            assert_close(&want, &reference(&base, &gw, &x, &p), 1e-12);
+            let conv = base.with_edge_attr_weights();
+            let ctx = GraphCtx::<f64>::new(&g);
+            let f = Features::dense(x.clone());
+            for e in [
+                attr.clone(),
+                attr.clone().into_shape_with_order(vec![ne]).unwrap(),
+            ] {
+                let inputs = Inputs::new(&ctx, &f).with_edge_attr(&e);
+                let mut rng = StdRng::seed_from_u64(0);
+                let (y, _) = apply(&conv, &inputs, &p, &State::new(), false, &mut rng).unwrap();
+                assert_close(&y.into_dimensionality().unwrap(), &want, 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn edge_attr_weights_errors_are_coded() {
+        let g = random_graph(4, 6, 1);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let f = Features::dense(random_features(5, 3, 2));
+        let conv = GCNConv::new(3, 2).with_edge_attr_weights();
+        let mut rng = StdRng::seed_from_u64(0);
+        let (p, st) = Layer::<f64>::init(&conv, &mut rng);
+        let run = |inputs: &Inputs<'_, f64>| {
+            apply(&conv, inputs, &p, &st, false, &mut StdRng::seed_from_u64(0)).unwrap_err()
+        };
+        assert_eq!(run(&Inputs::new(&ctx, &f)).code(), "SHADE-E0114");
+        let wide = ndarray::ArrayD::zeros(ndarray::IxDyn(&[g.num_edges(), 2]));
+        assert_eq!(
+            run(&Inputs::new(&ctx, &f).with_edge_attr(&wide)).code(),
+            "SHADE-E0110"
+        );
+        // One row per edge is checked for every layer before the call (a data error).
+        let short = ndarray::ArrayD::zeros(ndarray::IxDyn(&[g.num_edges() - 1]));
+        assert_eq!(
+            run(&Inputs::new(&ctx, &f).with_edge_attr(&short)).code(),
+            "SHADE-E0405"
+        );
+    }
+
     proptest! {
         #![proptest_config(crate::testing::proptest_config(32))]
         #[test]
@@ -283,6 +407,26 @@ mod tests {
             check_layer_gradient(&GCNConv::new(3, 2), Some(&g), &x).map_err(TestCaseError::fail)?;
             check_layer_gradient(&GCNConv { improved: true, ..GCNConv::new(3, 4) }, Some(&g), &x).map_err(TestCaseError::fail)?;
             check_layer_gradient(&GCNConv { normalize: false, bias: false, ..GCNConv::new(3, 2) }, Some(&g), &x).map_err(TestCaseError::fail)?;
+        }
+
+        /// Edge weights from edge features: the gradient with respect to the weights
+        /// too (positive weights, as a degree near zero has no stable difference).
+        #[test]
+        fn edge_attr_weight_gradient_matches_finite_differences(
+            (g, x) in arb_graph_and_features(6, 10, 3),
+            seed in 0u64..1000,
+        ) {
+            let w = random_features(g.num_edges(), 1, seed).mapv(|v| 1.1 + 0.9 * v).into_dyn();
+            for conv in [
+                GCNConv::new(3, 2),
+                GCNConv { improved: true, ..GCNConv::new(3, 4) },
+                GCNConv { add_self_loops: false, ..GCNConv::new(3, 2) },
+                GCNConv { normalize: false, ..GCNConv::new(3, 2) },
+            ] {
+                GradCheck { edge_attr: Some(w.clone()), ..GradCheck::new(Some(&g), &x) }
+                    .run(&conv.with_edge_attr_weights())
+                    .map_err(TestCaseError::fail)?;
+            }
         }
     }
 }
