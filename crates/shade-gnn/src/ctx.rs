@@ -6,7 +6,8 @@
 //! first need (then keeps) the sparse matrices of the fused aggregation paths: the
 //! sum and mean aggregation matrices, the GCN-normalised adjacency for each option set
 //! (PyG's `GCNConv(cached=True)` semantics: one normalisation per graph), the edge set
-//! with self-loops used by attention layers, and the batch vector of a batched graph.
+//! with self-loops used by attention layers (and the matrices that fill the edge
+//! features of its self-loops), and the batch vector of a batched graph.
 //! Build one context per graph and reuse it for every step.
 
 use crate::layers::ChebNorm;
@@ -190,11 +191,29 @@ pub struct GraphCtx<T: Float> {
     graph: Graph,
     edges: EdgeIndex<T>,
     self_loops: OnceLock<EdgeIndex<T>>,
+    loop_fill: OnceLock<SelfLoopFill<T>>,
     gcn: [OnceLock<SparseMatrix<T>>; 4],
     cheb: [OnceLock<ChebLaplacian<T>>; 3],
     propagation: [OnceLock<EdgeEntries<T>>; 3],
     gcn_edges: [OnceLock<GcnEdges<T>>; 3],
     batch: Vec<usize>,
+}
+
+/// How the edge features of [`GraphCtx::edges_with_self_loops`] come from the graph's:
+/// the kept (non-loop) edges' rows, then one row per node for its new self-loop, filled
+/// from the features of the kept edges into that node (PyG's `add_self_loops` with a
+/// `fill_value`). Constants, so that the fill is a differentiable product or gather on
+/// the tape.
+#[derive(Debug)]
+pub(crate) struct SelfLoopFill<T: Element> {
+    /// The graph's edge ids that are not self-loops, in order: row `k` of the edge set
+    /// with self-loops is graph edge `kept[k]` for `k < kept.len()`.
+    pub(crate) kept: Vec<usize>,
+    /// `[N, E]`: `S[v, e] = 1` for every kept edge `e` into `v` (`S · E` sums them).
+    pub(crate) sum: SparseMatrix<T>,
+    /// `[N, E]`: `S` with rows divided by the number of kept edges into the node (`M · E`
+    /// averages them; a node without any gets a zero row).
+    pub(crate) mean: SparseMatrix<T>,
 }
 
 /// `L̂ = 2L / λ_max - I` for one normalisation, built for the first `λ_max` asked.
@@ -275,6 +294,7 @@ impl<T: Float> GraphCtx<T> {
             ),
             graph: graph.clone(),
             self_loops: OnceLock::new(),
+            loop_fill: OnceLock::new(),
             gcn: Default::default(),
             cheb: Default::default(),
             propagation: Default::default(),
@@ -328,6 +348,24 @@ impl<T: Float> GraphCtx<T> {
                     .collect()
             });
             EdgeIndex::new(n, src, dst, weights)
+        })
+    }
+
+    /// The constants that fill the edge features of the self-loops of
+    /// [`GraphCtx::edges_with_self_loops`] (see [`SelfLoopFill`]). Built once.
+    pub(crate) fn self_loop_fill(&self) -> &SelfLoopFill<T> {
+        self.loop_fill.get_or_init(|| {
+            let e = &self.edges;
+            let (n, m) = (e.num_nodes, e.num_edges());
+            let kept: Vec<usize> = (0..m).filter(|&i| e.src[i] != e.dst[i]).collect();
+            let rows: Vec<usize> = kept.iter().map(|&i| e.dst[i]).collect();
+            let mut count = vec![0usize; n];
+            rows.iter().for_each(|&v| count[v] += 1);
+            let sum = csr_from_triples(n, m, &rows, &kept, |_| T::one());
+            let mean = csr_from_triples(n, m, &rows, &kept, |k| {
+                T::one() / T::cst(count[rows[k]] as f64)
+            });
+            SelfLoopFill { kept, sum, mean }
         })
     }
 

@@ -8,30 +8,34 @@
 //! | [`Dropout`] | `dropout.rs` | none |
 //! | [`LayerNorm`], [`BatchNorm`] | `norm.rs` | `weight [F]`, `bias [F]`; state `running_mean`, `running_var` |
 //! | [`GCNConv`] | `gcn.rs` | `lin.weight [out, in]`, `bias [out]` |
-//! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `bias` |
+//! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `lin_edge.weight [H·C, D]`, `att_edge` (with `edge_dim`), `bias` |
 //! | [`SAGEConv`] | `sage.rs` | `lin_l.weight`, `lin_l.bias`, `lin_r.weight` |
 //! | [`GINConv`] | `gin.rs` | `nn.*`, `eps [1]` (if trained) |
 //! | [`GraphConv`] | `graph_conv.rs` | `lin_rel.weight`, `lin_rel.bias`, `lin_root.weight` |
 //! | [`GINEConv`] | `gine.rs` | `nn.*`, `eps [1]` (if trained), `lin.*` (with `edge_dim`) |
-//! | [`GATv2Conv`] | `gatv2.rs` | `lin_l.*`, `lin_r.*` (unless shared), `att [1, H, C]`, `bias` |
+//! | [`GATv2Conv`] | `gatv2.rs` | `lin_l.*`, `lin_r.*` (unless shared), `att [1, H, C]`, `lin_edge.weight` (with `edge_dim`), `bias` |
 //! | [`ChebConv`] | `cheb.rs` | `lins.{k}.weight [out, in]` for `k < K`, `bias` |
 //! | [`SGConv`] | `sg.rs` | `lin.weight`, `lin.bias`; state `cache` (if cached) |
 //! | [`TAGConv`] | `tag.rs` | `lins.{k}.weight` for `k <= K`, `bias` |
 //! | [`APPNP`] | `appnp.rs` | none |
 //! | [`EdgeConv`] | `edge_conv.rs` | `nn.*` |
-//! | [`ResGatedGraphConv`] | `res_gated.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*`, `lin_skip.weight`, `bias` |
+//! | [`ResGatedGraphConv`] | `res_gated.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*` (`[out, in + D]` with `edge_dim`), `lin_skip.weight`, `bias` |
 //! | [`GatedGraphConv`] | `gated.rs` | `weight [L, out, out]`, `rnn.weight_ih`, `rnn.weight_hh`, `rnn.bias_ih`, `rnn.bias_hh` |
-//! | [`TransformerConv`] | `transformer.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*`, `lin_edge.weight`, `lin_skip.*`, `lin_beta.weight` |
+//! | [`TransformerConv`] | `transformer.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*`, `lin_edge.weight` (with `edge_dim`), `lin_skip.*`, `lin_beta.weight` |
 //! | [`NNConv`] | `nn_conv.rs` | `nn.*`, `lin.weight`, `bias` |
 //! | [`CGConv`] | `cg.rs` | `lin_f.*`, `lin_s.*`, `bn.*` (with `batch_norm`) |
 //! | [`AGNNConv`] | `agnn.rs` | `beta [1]` (if trained) |
 //!
-//! Pooling layers are in [`crate::pool`]. `blocks.rs` holds the GRU / LSTM cells and
-//! option checks shared by these files.
+//! `D` is the edge-feature width (`edge_dim`); the layers with an `edge_dim` check the
+//! call's edge features against it. Pooling layers are in [`crate::pool`]. `blocks.rs`
+//! holds the GRU / LSTM cells and option checks shared by these files; `attention.rs`
+//! what the attention layers share (edge set and self-loop edge features,
+//! [`FillValue`]; softmax, dropout, weighted sum, heads, bias).
 
 mod activation;
 mod agnn;
 mod appnp;
+mod attention;
 pub(crate) mod blocks;
 mod cg;
 mod chain;
@@ -57,6 +61,7 @@ mod transformer;
 pub use activation::Activation;
 pub use agnn::AGNNConv;
 pub use appnp::APPNP;
+pub use attention::FillValue;
 pub use cg::CGConv;
 pub use chain::Chain;
 pub use cheb::{ChebConv, ChebNorm};

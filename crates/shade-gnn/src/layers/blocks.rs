@@ -215,6 +215,56 @@ pub(crate) mod reference {
             .collect()
     }
 
+    /// The edges `(src, dst)` an attention layer attends over, with their edge
+    /// features: as given, or (with `add_self_loops`) existing loops dropped and one
+    /// loop per node appended whose features come from the remaining edges into the
+    /// node by `fill` (none: zeros), as PyG's `remove_self_loops` + `add_self_loops`.
+    pub(crate) fn attention_edge_list(
+        g: &shade_graph::Graph,
+        e: Option<&Array2<f64>>,
+        add_self_loops: bool,
+        fill: crate::layers::FillValue,
+    ) -> (Vec<(usize, usize)>, Option<Array2<f64>>) {
+        use crate::layers::FillValue;
+        let all = edge_list(g);
+        let keep: Vec<usize> = (0..all.len())
+            .filter(|&k| !add_self_loops || all[k].0 != all[k].1)
+            .collect();
+        let mut edges: Vec<(usize, usize)> = keep.iter().map(|&k| (all[k].0, all[k].1)).collect();
+        let n = g.num_nodes();
+        if add_self_loops {
+            edges.extend((0..n).map(|v| (v, v)));
+        }
+        let attrs = e.map(|e| {
+            let d = e.ncols();
+            let mut rows: Vec<Vec<f64>> = keep.iter().map(|&k| e.row(k).to_vec()).collect();
+            if add_self_loops {
+                for v in 0..n {
+                    let into: Vec<&Vec<f64>> = keep
+                        .iter()
+                        .zip(&rows)
+                        .filter(|(k, _)| all[**k].1 == v)
+                        .map(|(_, r)| r)
+                        .collect();
+                    let col = |c: usize| into.iter().map(move |r| r[c]);
+                    let row: Vec<f64> = (0..d)
+                        .map(|c| match fill {
+                            FillValue::Const(x) => x,
+                            _ if into.is_empty() => 0.0,
+                            FillValue::Add => col(c).sum(),
+                            FillValue::Mean => col(c).sum::<f64>() / into.len() as f64,
+                            FillValue::Max => col(c).fold(f64::NEG_INFINITY, f64::max),
+                            FillValue::Min => col(c).fold(f64::INFINITY, f64::min),
+                        })
+                        .collect();
+                    rows.push(row);
+                }
+            }
+            Array2::from_shape_fn((rows.len(), d), |(i, c)| rows[i][c])
+        });
+        (edges, attrs)
+    }
+
     /// One GRU step from the definition (gate order r, z, n) with parameters under
     /// `pre`.
     pub(crate) fn gru(p: &Params<f64>, pre: &str, x: &Array2<f64>, h: &Array2<f64>) -> Array2<f64> {

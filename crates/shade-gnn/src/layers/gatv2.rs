@@ -1,25 +1,34 @@
 //! `GATv2Conv` (Brody et al., 2022) with PyTorch Geometric's options and defaults.
 
-use super::blocks::{bad_option, linear};
+use super::attention::{
+    Attention, FillValue, Mask, Messages, attention_edges, check_heads, edge_features,
+};
+use super::blocks::linear;
 use crate::ctx::Float;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
-use crate::message::weighted_sum;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Dynamic graph attention: `x'_i = Σ_{j ∈ N(i) ∪ {i}} α_ij W_l x_j` per head, with
-/// `α_ij = softmax_j(aᵀ LeakyReLU(W_l x_j + W_r x_i))` over the edges into `i`.
+/// `α_ij = softmax_j(aᵀ LeakyReLU(W_l x_j + W_r x_i + W_e e_ij))` over the edges into
+/// `i` (the edge term only with `edge_dim`).
 ///
 /// Parameters (PyG's names): `lin_l.weight` `[H·C, in]` (Glorot), `lin_l.bias`
 /// `[H·C]` (zeros), `lin_r.weight` / `lin_r.bias` likewise unless `share_weights`,
-/// `att` `[1, H, C]` (Glorot), `bias` `[H·C]` (concat) or `[C]` (zeros). Options and
+/// `att` `[1, H, C]` (Glorot), with `edge_dim = Some(D)` also `lin_edge.weight`
+/// `[H·C, D]` (Glorot, no bias), `bias` `[H·C]` (concat) or `[C]` (zeros). Options and
 /// defaults as PyG: `heads = 1`, `concat = true` (else the heads are averaged),
 /// `negative_slope = 0.2`, `dropout = 0.0` (on the attention coefficients, in
 /// training), `add_self_loops = true` (existing loops removed, one per node added),
-/// `bias = true`, `share_weights = false`. Edge features are not supported.
+/// `edge_dim = None`, `fill_value = Mean` (the edge features of the added loops, see
+/// [`FillValue`]), `bias = true`, `share_weights = false`.
+///
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
+/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// the call are ignored.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GATv2Conv {
     /// Input width.
@@ -36,6 +45,10 @@ pub struct GATv2Conv {
     pub dropout: f64,
     /// Replace self-loops by one per node.
     pub add_self_loops: bool,
+    /// Width of the edge features, if the attention reads them.
+    pub edge_dim: Option<usize>,
+    /// The edge features of the added self-loops (with `edge_dim` and `add_self_loops`).
+    pub fill_value: FillValue,
     /// Add a bias (also the biases of `lin_l` / `lin_r`).
     pub bias: bool,
     /// Use `W_l` for the target too (`W_r = W_l`).
@@ -53,6 +66,8 @@ impl GATv2Conv {
             negative_slope: 0.2,
             dropout: 0.0,
             add_self_loops: true,
+            edge_dim: None,
+            fill_value: FillValue::Mean,
             bias: true,
             share_weights: false,
         }
@@ -73,6 +88,18 @@ impl GATv2Conv {
     /// Sets whether source and target share the weight.
     pub fn with_share_weights(mut self, share: bool) -> Self {
         self.share_weights = share;
+        self
+    }
+
+    /// Reads edge features of width `d` in the attention scores.
+    pub fn with_edge_dim(mut self, d: usize) -> Self {
+        self.edge_dim = Some(d);
+        self
+    }
+
+    /// Sets how the edge features of the added self-loops are filled.
+    pub fn with_fill_value(mut self, fill: FillValue) -> Self {
+        self.fill_value = fill;
         self
     }
 
@@ -109,6 +136,12 @@ impl<T: Float> Layer<T> for GATv2Conv {
             }
         }
         p.push("att", init::glorot_uniform(rng, &[1, h, c], h, c));
+        if let Some(d) = self.edge_dim {
+            p.push(
+                "lin_edge.weight",
+                init::glorot_uniform(rng, &[h * c, d], d, h * c),
+            );
+        }
         if self.bias {
             p.push("bias", init::zeros(&[self.out_width()]));
         }
@@ -123,16 +156,14 @@ impl<T: Float> Layer<T> for GATv2Conv {
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
     ) -> AdResult<Var> {
+        const NAMES: (&str, &str) = (
+            "GATv2Conv",
+            "GATv2Conv edge features ([E, edge_dim] vs given)",
+        );
         let g = env.graph("GATv2Conv")?;
-        if self.heads == 0 || !(0.0..1.0).contains(&self.dropout) {
-            return Err(bad_option(
-                "GATv2Conv",
-                format!(
-                    "heads = {} and dropout = {} (need heads >= 1, 0 <= dropout < 1)",
-                    self.heads, self.dropout
-                ),
-            ));
-        }
+        check_heads("GATv2Conv", self.heads, self.dropout)?;
+        let e = edge_features(t, env, NAMES, self.edge_dim, g.edges().num_edges())?;
+        let (edges, e) = attention_edges(t, g, self.add_self_loops, e, self.fill_value)?;
         let (h, c) = (self.heads, self.out_channels);
         let n = x.rows(t)?;
         let xl = linear(t, x, &p, "lin_l", self.bias)?;
@@ -143,33 +174,30 @@ impl<T: Float> Layer<T> for GATv2Conv {
             let xr = linear(t, x, &p, "lin_r", self.bias)?;
             t.reshape(xr, &[n, h, c])?
         };
-        let edges = if self.add_self_loops {
-            g.edges_with_self_loops()
-        } else {
-            g.edges()
-        };
         let xj = t.index_select(xl, edges.src())?;
         let xi = t.index_select(xr, edges.dst())?;
-        let s = t.add(xj, xi)?;
+        let mut s = t.add(xj, xi)?;
+        if let Some(e) = e {
+            let we = linear(t, Input::Dense(e), &p, "lin_edge", false)?;
+            let we = t.reshape(we, &[edges.num_edges(), h, c])?;
+            s = t.add(s, we)?;
+        }
         let s = t.leaky_relu(s, T::cst(self.negative_slope))?;
         let s = t.mul(s, p.get("att")?)?;
-        let e = t.sum_axis(s, 2)?;
-        let alpha = t.segment_softmax(e, edges.dst(), edges.num_nodes())?;
-        let alpha = if self.dropout > 0.0 {
-            t.dropout(alpha, self.dropout, env.rng, env.training)?
+        let logits = t.sum_axis(s, 2)?;
+        let bias = if self.bias {
+            Some(p.get("bias")?)
         } else {
-            alpha
+            None
         };
-        let out = weighted_sum(t, edges, alpha, xj)?;
-        let mut y = if self.concat {
-            t.reshape(out, &[n, h * c])?
-        } else {
-            t.mean_axis(out, 1)?
+        let tail = Attention {
+            heads: h,
+            channels: c,
+            concat: self.concat,
+            dropout: self.dropout,
+            mask: Mask::Tape,
         };
-        if self.bias {
-            y = t.add(y, p.get("bias")?)?;
-        }
-        Ok(y)
+        tail.aggregate(t, env, edges, logits, Messages::Edges(xj), bias)
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -179,7 +207,7 @@ impl<T: Float> Layer<T> for GATv2Conv {
 
 #[cfg(test)]
 mod tests {
-    use super::super::blocks::reference::{affine, edge_list, m, v};
+    use super::super::blocks::reference::{affine, attention_edge_list, m, v};
     use super::*;
     use crate::testing::{
         GradCheck, arb_graph_and_features, assert_close, check_layer_gradient, layer_output,
@@ -191,10 +219,13 @@ mod tests {
     use rand::SeedableRng;
     use shade_graph::Graph;
 
+    /// The definition with loops; `e` are the edge features when `edge_dim` (the
+    /// added self-loops' filled by `conv.fill_value`).
     fn reference(
         conv: &GATv2Conv,
         g: &shade_graph::Graph,
         x: &Array2<f64>,
+        e: Option<&Array2<f64>>,
         p: &Params<f64>,
     ) -> Array2<f64> {
         let n = x.nrows();
@@ -211,30 +242,33 @@ mod tests {
             .clone()
             .into_dimensionality::<Ix3>()
             .unwrap();
-        let mut edges: Vec<(usize, usize)> = edge_list(g)
-            .into_iter()
-            .filter(|e| !conv.add_self_loops || e.0 != e.1)
-            .map(|e| (e.0, e.1))
-            .collect();
-        if conv.add_self_loops {
-            edges.extend((0..n).map(|u| (u, u)));
-        }
+        let (edges, attrs) = attention_edge_list(g, e, conv.add_self_loops, conv.fill_value);
+        // W_e e_ij per edge, or zeros.
+        let we = match &attrs {
+            Some(a) => affine(a, &m(p, "lin_edge.weight"), None),
+            None => Array2::zeros((edges.len(), h * c)),
+        };
         let mut out = Array2::zeros((n, conv.out_width()));
         for i in 0..n {
-            let inc: Vec<usize> = edges.iter().filter(|e| e.1 == i).map(|e| e.0).collect();
+            let inc: Vec<(usize, usize)> = edges
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.1 == i)
+                .map(|(id, e)| (id, e.0))
+                .collect();
             for k in 0..h {
-                let score = |j: usize| -> f64 {
+                let score = |id: usize, j: usize| -> f64 {
                     (0..c)
                         .map(|q| {
-                            let s = xl[[j, k * c + q]] + xr[[i, k * c + q]];
+                            let s = xl[[j, k * c + q]] + xr[[i, k * c + q]] + we[[id, k * c + q]];
                             let s = if s > 0.0 { s } else { conv.negative_slope * s };
                             att[[0, k, q]] * s
                         })
                         .sum()
                 };
-                let z: f64 = inc.iter().map(|&j| score(j).exp()).sum();
-                for &j in &inc {
-                    let a = score(j).exp() / z;
+                let z: f64 = inc.iter().map(|&(id, j)| score(id, j).exp()).sum();
+                for &(id, j) in &inc {
+                    let a = score(id, j).exp() / z;
                     for q in 0..c {
                         if conv.concat {
                             out[[i, k * c + q]] += a * xl[[j, k * c + q]];
@@ -284,9 +318,50 @@ mod tests {
             assert_eq!(y.ncols(), conv.out_width());
             assert_close(
                 &y2.into_dimensionality().unwrap(),
-                &reference(&conv, &g, &x, &p),
+                &reference(&conv, &g, &x, None, &p),
                 1e-12,
             );
+        }
+    }
+
+    /// `edge_dim` with the fills of the self-loops' edge features, without loops, with
+    /// shared weights; non-zero biases.
+    #[test]
+    fn edge_features_match_dense_reference() {
+        let g = random_graph(7, 15, 2);
+        let x = random_features(8, 3, 3);
+        let e = random_features(g.num_edges(), 2, 5);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let (f, ed) = (Features::dense(x.clone()), e.clone().into_dyn());
+        let base = GATv2Conv::new(3, 2).with_heads(3).with_edge_dim(2);
+        for conv in [
+            base,
+            base.with_fill_value(FillValue::Add),
+            base.with_fill_value(FillValue::Max),
+            base.with_fill_value(FillValue::Const(-0.3)),
+            GATv2Conv::new(3, 4)
+                .with_heads(2)
+                .with_concat(false)
+                .with_share_weights(true)
+                .with_edge_dim(2),
+            GATv2Conv {
+                add_self_loops: false,
+                ..base
+            },
+        ] {
+            let mut rng = StdRng::seed_from_u64(5);
+            let (mut p, st) = Layer::<f64>::init(&conv, &mut rng);
+            for name in ["lin_l.bias", "bias"] {
+                p.get_mut(name)
+                    .unwrap()
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, v)| *v = 0.1 * i as f64 - 0.2);
+            }
+            let inputs = Inputs::new(&ctx, &f).with_edge_attr(&ed);
+            let (y, _) = apply(&conv, &inputs, &p, &st, false, &mut rng).unwrap();
+            let r = reference(&conv, &g, &x, Some(&e), &p);
+            assert_close(&y.into_dimensionality().unwrap(), &r, 1e-12);
         }
     }
 
@@ -363,6 +438,22 @@ mod tests {
             // Attention dropout in training (a fixed random stream per evaluation).
             GradCheck { training: true, ..GradCheck::new(Some(&g), &x) }
                 .run(&GATv2Conv { dropout: 0.4, ..GATv2Conv::new(3, 2).with_heads(2) }).map_err(TestCaseError::fail)?;
+        }
+
+        /// With edge features: every parameter and the input, the fill by mean and by
+        /// min, shared weights, and attention dropout in training.
+        #[test]
+        fn edge_dim_gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
+            let ne = g.num_edges();
+            let check = |conv: GATv2Conv, training: bool| GradCheck {
+                edge_attr: Some(random_features(ne, 2, 7).into_dyn()),
+                training,
+                ..GradCheck::new(Some(&g), &x)
+            }.run(&conv);
+            let conv = GATv2Conv::new(3, 2).with_heads(2).with_edge_dim(2);
+            check(conv, false).map_err(TestCaseError::fail)?;
+            check(conv.with_concat(false).with_share_weights(true).with_fill_value(FillValue::Min), false).map_err(TestCaseError::fail)?;
+            check(GATv2Conv { dropout: 0.4, ..conv }, true).map_err(TestCaseError::fail)?;
         }
     }
 }

@@ -1,10 +1,10 @@
 //! `TransformerConv` (Shi et al., 2021) with PyTorch Geometric's options and defaults.
 
-use super::blocks::{bad_option, linear};
+use super::attention::{Attention, Mask, Messages, check_heads, edge_features};
+use super::blocks::linear;
 use crate::ctx::Float;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
-use crate::message::weighted_sum;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::AdResult;
@@ -21,6 +21,10 @@ use shade_autodiff::tensor::{Tape, Var};
 /// `bias`), `lin_beta.weight` `[1, 3·(H·C or C)]` (if `beta`). Options and defaults as
 /// PyG: `heads = 1`, `concat = true`, `beta = false`, `dropout = 0` (on `α`, in
 /// training), `edge_dim = None`, `bias = true`, `root_weight = true`.
+///
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
+/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// the call are ignored.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransformerConv {
     /// Input width.
@@ -135,57 +139,47 @@ impl<T: Float> Layer<T> for TransformerConv {
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
     ) -> AdResult<Var> {
+        const NAMES: (&str, &str) = (
+            "TransformerConv",
+            "TransformerConv edge features ([E, edge_dim] vs given)",
+        );
         let g = env.graph("TransformerConv")?;
-        if self.heads == 0 || !(0.0..1.0).contains(&self.dropout) {
-            return Err(bad_option(
-                "TransformerConv",
-                format!(
-                    "heads = {} and dropout = {} (need heads >= 1, 0 <= dropout < 1)",
-                    self.heads, self.dropout
-                ),
-            ));
-        }
+        check_heads("TransformerConv", self.heads, self.dropout)?;
+        let edges = g.edges();
+        let e = edge_features(t, env, NAMES, self.edge_dim, edges.num_edges())?;
         let (h, c) = (self.heads, self.out_channels);
         let n = x.rows(t)?;
-        let edges = g.edges();
-        let ne = edges.num_edges();
-        let heads = |t: &mut Tape<'a, T>, name: &str| -> AdResult<Var> {
-            let y = linear(t, x, &p, name, true)?;
-            t.reshape(y, &[n, h, c])
-        };
-        let q = heads(t, "lin_query")?;
-        let k = heads(t, "lin_key")?;
-        let v = heads(t, "lin_value")?;
+        let heads = |t: &mut Tape<'a, T>, y: Var| t.reshape(y, &[n, h, c]);
+        let q = linear(t, x, &p, "lin_query", true)?;
+        let q = heads(t, q)?;
+        let k = linear(t, x, &p, "lin_key", true)?;
+        let k = heads(t, k)?;
+        let v = linear(t, x, &p, "lin_value", true)?;
         let qi = t.index_select(q, edges.dst())?;
         let mut kj = t.index_select(k, edges.src())?;
-        let mut vj = t.index_select(v, edges.src())?;
-        if self.edge_dim.is_some() {
-            let e = env.edge_attr.ok_or_else(|| {
-                bad_option(
-                    "TransformerConv",
-                    "edge_dim is set but the call has no edge features".into(),
-                )
-            })?;
-            let e = linear(t, Input::Dense(e), &p, "lin_edge", false)?;
-            let e = t.reshape(e, &[ne, h, c])?;
-            kj = t.add(kj, e)?;
-            vj = t.add(vj, e)?;
-        }
+        // The values: node rows `W_2 x_j`, or per edge `W_2 x_j + W_e e_ij`.
+        let msgs = match e {
+            Some(e) => {
+                let we = linear(t, Input::Dense(e), &p, "lin_edge", false)?;
+                let we = t.reshape(we, &[edges.num_edges(), h, c])?;
+                kj = t.add(kj, we)?;
+                let v = heads(t, v)?;
+                let vj = t.index_select(v, edges.src())?;
+                Messages::Edges(t.add(vj, we)?)
+            }
+            None => Messages::Nodes(v),
+        };
         let s = t.mul(qi, kj)?;
         let s = t.sum_axis(s, 2)?;
-        let s = t.scale(s, T::cst(1.0 / (c as f64).sqrt()))?;
-        let alpha = t.segment_softmax(s, edges.dst(), edges.num_nodes())?;
-        let alpha = if self.dropout > 0.0 {
-            t.dropout(alpha, self.dropout, env.rng, env.training)?
-        } else {
-            alpha
+        let logits = t.scale(s, T::cst(1.0 / (c as f64).sqrt()))?;
+        let tail = Attention {
+            heads: h,
+            channels: c,
+            concat: self.concat,
+            dropout: self.dropout,
+            mask: Mask::Tape,
         };
-        let out = weighted_sum(t, edges, alpha, vj)?;
-        let mut y = if self.concat {
-            t.reshape(out, &[n, h * c])?
-        } else {
-            t.mean_axis(out, 1)?
-        };
+        let mut y = tail.aggregate(t, env, edges, logits, msgs, None)?;
         if self.root_weight {
             let r = linear(t, x, &p, "lin_skip", self.bias)?;
             if self.beta {

@@ -1,0 +1,498 @@
+//! What the attention layers share: the option check, the edge features of a layer
+//! with `edge_dim` (checked against it), the edge set with or without self-loops (and
+//! the edge features of the added loops, [`FillValue`]), and the tail after the
+//! per-edge, per-head logits: edge softmax → dropout → weighted sum of the messages →
+//! heads concatenated or averaged → bias.
+//!
+//! `GATConv` and `GATv2Conv` use all of it, `TransformerConv` the option check, the edge
+//! features and the tail, `ResGatedGraphConv` the edge features.
+
+use super::blocks::bad_option;
+use crate::ctx::{EdgeIndex, Float, GraphCtx};
+use crate::layer::Env;
+use crate::message::weighted_sum;
+use ndarray::Array2;
+use shade_autodiff::tensor::{Tape, Var};
+use shade_autodiff::{AdError, AdResult};
+
+/// The edge features of the self-loops that an attention layer adds (PyG's
+/// `fill_value`), computed from the features of the edges into each node after
+/// existing self-loops are removed.
+///
+/// A node without such edges gets zeros from `Mean`, `Add`, `Max` and `Min` (as PyG's
+/// scatter). The fill is part of the differentiated program: gradients reach the
+/// edge features through it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum FillValue {
+    /// The mean of the incoming edges' features (PyG's default, `"mean"`).
+    #[default]
+    Mean,
+    /// Their sum (`"add"`).
+    Add,
+    /// Their column-wise maximum (`"max"`).
+    Max,
+    /// Their column-wise minimum (`"min"`).
+    Min,
+    /// This value in every column (a `float` `fill_value`).
+    Const(f64),
+}
+
+/// Errors with [`AdError::InvalidArgument`] naming `layer` unless `heads >= 1` and
+/// `0 <= dropout < 1`.
+pub(crate) fn check_heads(layer: &'static str, heads: usize, dropout: f64) -> AdResult<()> {
+    if heads == 0 || !(0.0..1.0).contains(&dropout) {
+        return Err(bad_option(
+            layer,
+            format!("heads = {heads} and dropout = {dropout} (need heads >= 1, 0 <= dropout < 1)"),
+        ));
+    }
+    Ok(())
+}
+
+/// The edge features a layer with `edge_dim` reads, as `[E, edge_dim]` in the graph's
+/// edge order (`[E]` is read as `[E, 1]`); `None` when the layer has no `edge_dim`
+/// (edge features of the call are then ignored, as by PyG's attention layers).
+///
+/// Errors: [`AdError::InvalidArgument`] naming `layer` and `edge_dim` when the call has
+/// no edge features; [`AdError::ShapeMismatch`] (op `op`) with the expected
+/// `[E, edge_dim]` and the given shape when they differ.
+pub(crate) fn edge_features<T: Float>(
+    t: &mut Tape<'_, T>,
+    env: &Env<'_, '_, T>,
+    (layer, op): (&'static str, &'static str),
+    edge_dim: Option<usize>,
+    num_edges: usize,
+) -> AdResult<Option<Var>> {
+    let Some(d) = edge_dim else {
+        return Ok(None);
+    };
+    let e = env.edge_attr.ok_or_else(|| {
+        bad_option(
+            layer,
+            format!(
+                "edge_dim = {d} is set but the call has no edge features (give `[E, {d}]` \
+                 edge features, or build the layer without edge_dim)"
+            ),
+        )
+    })?;
+    let shape = t.shape(e)?.to_vec();
+    let e = if shape.len() == 1 {
+        t.reshape(e, &[shape[0], 1])?
+    } else {
+        e
+    };
+    let found = t.shape(e)?;
+    if found != [num_edges, d] {
+        return Err(AdError::ShapeMismatch {
+            op,
+            left: vec![num_edges, d],
+            right: shape,
+        });
+    }
+    Ok(Some(e))
+}
+
+/// The edge set of an attention layer: the graph's edges, or (with `add_self_loops`)
+/// [`GraphCtx::edges_with_self_loops`], with the edge features `e` (`[E, D]`, graph
+/// order) carried over to it: the kept edges' rows, then each node's loop filled by
+/// `fill` from the kept edges into it.
+pub(crate) fn attention_edges<'a, T: Float>(
+    t: &mut Tape<'a, T>,
+    g: &'a GraphCtx<T>,
+    add_self_loops: bool,
+    e: Option<Var>,
+    fill: FillValue,
+) -> AdResult<(&'a EdgeIndex<T>, Option<Var>)> {
+    if !add_self_loops {
+        return Ok((g.edges(), e));
+    }
+    let edges = g.edges_with_self_loops();
+    let Some(e) = e else {
+        return Ok((edges, None));
+    };
+    let f = g.self_loop_fill();
+    let kept = t.index_select(e, &f.kept)?;
+    let n = g.num_nodes();
+    let into = &edges.dst()[..f.kept.len()];
+    let loops = match fill {
+        FillValue::Mean => t.spmm(&f.mean, e)?,
+        FillValue::Add => t.spmm(&f.sum, e)?,
+        FillValue::Max => t.scatter_max(kept, into, n)?,
+        FillValue::Min => {
+            let neg = t.neg(kept)?;
+            let m = t.scatter_max(neg, into, n)?;
+            t.neg(m)?
+        }
+        FillValue::Const(c) => {
+            let d = t.shape(e)?[1];
+            t.constant(&Array2::from_elem((n, d), T::cst(c)))
+        }
+    };
+    Ok((edges, Some(t.concat(&[kept, loops], 0)?)))
+}
+
+/// Which dropout draws the attention mask. Both are inverted dropout; they draw
+/// different masks from the same seed, and each layer keeps the one it has always
+/// used so that seeded training runs stay reproducible.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Mask {
+    /// The crate's counter-based mask (`ops::dropout`).
+    Fast,
+    /// The tape's dropout (`Tape::dropout`).
+    Tape,
+}
+
+/// The messages that the attention coefficients weight.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Messages {
+    /// `x_j`: node values `[N, H·C]`, gathered by source inside the weighted sum.
+    Nodes(Var),
+    /// Per-edge messages `[E, H, C]`.
+    Edges(Var),
+}
+
+/// The tail of an attention layer (see the module documentation).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attention {
+    /// `H`.
+    pub(crate) heads: usize,
+    /// `C`, the width per head.
+    pub(crate) channels: usize,
+    /// Concatenate the heads (`[N, H·C]`) or average them (`[N, C]`).
+    pub(crate) concat: bool,
+    /// Dropout probability on the coefficients, in training.
+    pub(crate) dropout: f64,
+    /// How the dropout mask is drawn.
+    pub(crate) mask: Mask,
+}
+
+impl Attention {
+    /// `out_i = Σ_{e: dst_e = i} α_e m_e` per head with `α = softmax(logits)` (`[E, H]`)
+    /// over the edges into each node and dropout in training, the heads concatenated or
+    /// averaged, plus `bias` if given.
+    pub(crate) fn aggregate<'a, T: Float>(
+        &self,
+        t: &mut Tape<'a, T>,
+        env: &mut Env<'a, '_, T>,
+        edges: &'a EdgeIndex<T>,
+        logits: Var,
+        msgs: Messages,
+        bias: Option<Var>,
+    ) -> AdResult<Var> {
+        let (n, h, c) = (edges.num_nodes(), self.heads, self.channels);
+        let alpha = t.segment_softmax(logits, edges.dst(), n)?;
+        let alpha = if self.dropout > 0.0 {
+            match self.mask {
+                Mask::Fast => crate::ops::dropout(t, alpha, self.dropout, env.rng, env.training)?,
+                Mask::Tape => t.dropout(alpha, self.dropout, env.rng, env.training)?,
+            }
+        } else {
+            alpha
+        };
+        let single = self.concat || h == 1;
+        let y = match msgs {
+            Messages::Nodes(x) => {
+                let out = crate::ops::edge_weighted_sum(t, edges, alpha, x)?;
+                if single {
+                    out
+                } else {
+                    let o3 = t.reshape(out, &[n, h, c])?;
+                    t.mean_axis(o3, 1)?
+                }
+            }
+            Messages::Edges(m) => {
+                let out = weighted_sum(t, edges, alpha, m)?;
+                if single {
+                    t.reshape(out, &[n, h * c])?
+                } else {
+                    t.mean_axis(out, 1)?
+                }
+            }
+        };
+        match bias {
+            Some(b) => crate::ops::add_bias(t, y, b),
+            None => Ok(y),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::{GATConv, GATv2Conv, ResGatedGraphConv, TransformerConv};
+    use crate::testing::{arb_graph_and_features, proptest_config, random_features};
+    use crate::{Arg, Features, Inputs, Layer, apply, forward_model};
+    use ndarray::{ArrayD, IxDyn, array};
+    use proptest::prelude::*;
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
+    use shade_autodiff::tensor::{self, TapeBuffers};
+    use shade_autodiff::{Const, Duplicated};
+    use shade_graph::Graph;
+
+    /// The edge features over the attention edge set, from graph-order features `e`.
+    fn filled(g: &GraphCtx<f64>, e: &ArrayD<f64>, fill: FillValue) -> ArrayD<f64> {
+        tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (e,)| {
+                Ok(attention_edges(t, g, true, Some(e), fill)?
+                    .1
+                    .expect("given"))
+            },
+            (Const(e),),
+        )
+        .unwrap()
+    }
+
+    /// Node 1 receives 0 -> 1 twice and 2 -> 1, and has a self-loop whose features
+    /// (100) must be dropped; node 0 receives 1 -> 0; nodes 2 and 3 receive nothing.
+    #[test]
+    fn self_loops_get_the_fill_of_their_incoming_edges() {
+        let g = Graph::new(4, vec![0, 1, 0, 2, 1], vec![1, 1, 1, 1, 0]);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let e = array![
+            [1.0, -2.0],
+            [100.0, 100.0],
+            [3.0, 4.0],
+            [2.0, 1.0],
+            [5.0, 6.0]
+        ]
+        .into_dyn();
+        let l = ctx.edges_with_self_loops();
+        assert_eq!(l.src(), &[0, 0, 2, 1, 0, 1, 2, 3]);
+        assert_eq!(l.dst(), &[1, 1, 1, 0, 0, 1, 2, 3]);
+        let kept = array![[1.0, -2.0], [3.0, 4.0], [2.0, 1.0], [5.0, 6.0]];
+        for (fill, loops) in [
+            (
+                FillValue::Mean,
+                array![[5.0, 6.0], [2.0, 1.0], [0.0, 0.0], [0.0, 0.0]],
+            ),
+            (
+                FillValue::Add,
+                array![[5.0, 6.0], [6.0, 3.0], [0.0, 0.0], [0.0, 0.0]],
+            ),
+            (
+                FillValue::Max,
+                array![[5.0, 6.0], [3.0, 4.0], [0.0, 0.0], [0.0, 0.0]],
+            ),
+            (
+                FillValue::Min,
+                array![[5.0, 6.0], [1.0, -2.0], [0.0, 0.0], [0.0, 0.0]],
+            ),
+            (FillValue::Const(0.5), Array2::from_elem((4, 2), 0.5)),
+        ] {
+            let want = ndarray::concatenate![ndarray::Axis(0), kept, loops].into_dyn();
+            assert_eq!(filled(&ctx, &e, fill), want, "{fill:?}");
+        }
+        // Without self-loops added, the features pass through unchanged.
+        let same = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (v,)| {
+                Ok(attention_edges(t, &ctx, false, Some(v), FillValue::Mean)?
+                    .1
+                    .expect("given"))
+            },
+            (Const(&e),),
+        )
+        .unwrap();
+        assert_eq!(same, e);
+    }
+
+    /// A layer's output with edge features `e`, and its error if any.
+    fn run<L: Layer<f64>>(
+        layer: &L,
+        g: &Graph,
+        e: Option<&ArrayD<f64>>,
+    ) -> crate::GnnResult<ArrayD<f64>> {
+        let ctx = GraphCtx::<f64>::new(g);
+        let x = Features::dense(random_features(g.num_nodes(), 3, 1));
+        let mut rng = StdRng::seed_from_u64(2);
+        let (p, st) = layer.init(&mut rng);
+        let mut inputs = Inputs::new(&ctx, &x);
+        if let Some(e) = e {
+            inputs = inputs.with_edge_attr(e);
+        }
+        Ok(apply(layer, &inputs, &p, &st, false, &mut rng)?.0)
+    }
+
+    /// One of the layers with an `edge_dim`, by name (`3 -> 2`, edge width `d`).
+    fn edge_layer(name: &str, d: usize) -> Box<dyn Layer<f64>> {
+        match name {
+            "GATConv" => Box::new(GATConv::new(3, 2).with_edge_dim(d)),
+            "GATv2Conv" => Box::new(GATv2Conv::new(3, 2).with_edge_dim(d)),
+            "TransformerConv" => Box::new(TransformerConv::new(3, 2).with_edge_dim(d)),
+            _ => Box::new(ResGatedGraphConv::new(3, 2).with_edge_dim(d)),
+        }
+    }
+
+    /// Missing edge features and features of another width than `edge_dim` are coded
+    /// errors naming the widths; `[E]` is read as `[E, 1]`; without `edge_dim` edge
+    /// features are ignored.
+    #[test]
+    fn edge_feature_widths_are_checked() {
+        let g = crate::testing::random_graph(4, 6, 1);
+        let ne = g.num_edges();
+        let e3 = random_features(ne, 3, 2).into_dyn();
+        let e1 = random_features(ne, 1, 3).into_dyn();
+        let flat = e1.clone().into_shape_with_order(IxDyn(&[ne])).unwrap();
+        for name in [
+            "GATConv",
+            "GATv2Conv",
+            "TransformerConv",
+            "ResGatedGraphConv",
+        ] {
+            let layer = edge_layer(name, 2);
+            let err = run(&layer, &g, None).unwrap_err();
+            assert_eq!(err.code(), "SHADE-E0114", "{err}");
+            let msg = err.to_string();
+            assert!(msg.contains(name) && msg.contains("edge_dim = 2"), "{msg}");
+            let err = run(&layer, &g, Some(&e3)).unwrap_err();
+            assert_eq!(err.code(), "SHADE-E0110", "{err}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains(name)
+                    && msg.contains(&format!("[{ne}, 2]"))
+                    && msg.contains(&format!("[{ne}, 3]")),
+                "{msg}"
+            );
+            // `[E]` is one feature per edge.
+            let layer = edge_layer(name, 1);
+            assert_eq!(
+                run(&layer, &g, Some(&flat)).unwrap(),
+                run(&layer, &g, Some(&e1)).unwrap()
+            );
+        }
+        // Without edge_dim, the features of the call do not matter.
+        let plain = GATConv::new(3, 2);
+        assert_eq!(
+            run(&plain, &g, Some(&e3)).unwrap(),
+            run(&plain, &g, None).unwrap()
+        );
+    }
+
+    /// `sum(R ⊙ filled(e))` and its gradient with respect to `e`.
+    fn fill_loss<'a>(
+        bufs: &'a mut TapeBuffers<f64>,
+        g: &'a GraphCtx<f64>,
+        (e, r): (&'a ArrayD<f64>, &'a ArrayD<f64>),
+        fill: FillValue,
+        de: Option<&'a mut ArrayD<f64>>,
+    ) -> f64 {
+        let program = |t: &mut Tape<'a, f64>, (e, r): (Var, Var)| {
+            let f = attention_edges(t, g, true, Some(e), fill)?
+                .1
+                .expect("given");
+            let m = t.mul(f, r)?;
+            t.sum(m)
+        };
+        match de {
+            Some(de) => tensor::gradient(bufs, program, (Duplicated(e, de), Const(r))).unwrap(),
+            None => tensor::value(bufs, program, (Const(e), Const(r)))
+                .unwrap()
+                .iter()
+                .sum(),
+        }
+    }
+
+    /// The loss of `layer` weighted by `r` at edge features `e`, with the gradient with
+    /// respect to `e` (tracked; parameters and features constant).
+    fn layer_loss<'a, L: Layer<f64> + ?Sized>(
+        bufs: &'a mut TapeBuffers<f64>,
+        layer: &L,
+        (g, x): (&'a GraphCtx<f64>, &'a Features<f64>),
+        (p, r): (&'a crate::Params<f64>, &'a ArrayD<f64>),
+        e: &'a ArrayD<f64>,
+        de: Option<&'a mut ArrayD<f64>>,
+    ) -> f64 {
+        let inputs = Inputs::new(g, x).with_edge_attr(e);
+        let Features::Dense(xd) = x else {
+            unreachable!("dense features")
+        };
+        let mut args: Vec<Arg<'_, f64>> = p.values().iter().map(Arg::Const).collect();
+        args.push(Arg::Const(xd));
+        let want = de.is_some();
+        args.push(match de {
+            Some(de) => Arg::Dup(e, de),
+            None => Arg::Const(e),
+        });
+        let mut st = crate::State::new();
+        let mut rng = StdRng::seed_from_u64(0);
+        let program = |t: &mut Tape<'a, f64>, h: Vec<Var>| {
+            let y = forward_model(t, layer, p.names(), &h, &inputs, &mut st, false, &mut rng)?;
+            let rv = t.constant(r);
+            let m = t.mul(y, rv)?;
+            t.sum(m)
+        };
+        if want {
+            tensor::gradient(bufs, program, args).unwrap()
+        } else {
+            tensor::value(bufs, program, args).unwrap().iter().sum()
+        }
+    }
+
+    /// Central differences of `f` at `e` against the gradient `de`.
+    fn compare(
+        e: &ArrayD<f64>,
+        de: &ArrayD<f64>,
+        f: impl Fn(&ArrayD<f64>) -> f64,
+    ) -> Result<(), TestCaseError> {
+        let h = 1e-6;
+        for j in 0..e.len() {
+            let (mut ep, mut em) = (e.clone(), e.clone());
+            ep.as_slice_mut().unwrap()[j] += h;
+            em.as_slice_mut().unwrap()[j] -= h;
+            let fd = (f(&ep) - f(&em)) / (2.0 * h);
+            let g = de.as_slice().unwrap()[j];
+            prop_assert!(
+                (g - fd).abs() <= 1e-6 + 1e-5 * fd.abs(),
+                "edge feature {j}: {g} vs {fd}"
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(proptest_config(24))]
+        /// The fill of the self-loops' edge features is differentiable: its gradient
+        /// with respect to the edge features matches central differences, every fill.
+        #[test]
+        fn fill_gradient_matches_finite_differences((g, _x) in arb_graph_and_features(6, 10, 1)) {
+            let ctx = GraphCtx::<f64>::new(&g);
+            let e = random_features(g.num_edges(), 2, 4).into_dyn();
+            let rows = ctx.edges_with_self_loops().num_edges();
+            let mut rng = StdRng::seed_from_u64(9);
+            let r = ArrayD::from_shape_simple_fn(IxDyn(&[rows, 2]), || rng.random::<f64>() - 0.5);
+            for fill in [FillValue::Mean, FillValue::Add, FillValue::Max, FillValue::Min, FillValue::Const(0.3)] {
+                let mut de = ArrayD::zeros(e.raw_dim());
+                fill_loss(&mut TapeBuffers::new(), &ctx, (&e, &r), fill, Some(&mut de));
+                compare(&e, &de, |e| fill_loss(&mut TapeBuffers::new(), &ctx, (e, &r), fill, None))?;
+            }
+        }
+
+        /// Each layer's gradient with respect to tracked edge features (through the
+        /// self-loop fill where the layer adds loops) matches central differences.
+        #[test]
+        fn layer_gradient_in_the_edge_features((g, x) in arb_graph_and_features(6, 10, 3)) {
+            let ctx = GraphCtx::<f64>::new(&g);
+            let e = random_features(g.num_edges(), 2, 5).into_dyn();
+            let x = Features::dense(x);
+            let layers: Vec<Box<dyn Layer<f64>>> = vec![
+                Box::new(GATConv::new(3, 2).with_heads(2).with_edge_dim(2)),
+                Box::new(GATConv::new(3, 2).with_edge_dim(2).with_fill_value(FillValue::Max)),
+                Box::new(GATv2Conv::new(3, 2).with_heads(2).with_edge_dim(2)),
+                Box::new(TransformerConv::new(3, 2).with_heads(2).with_edge_dim(2)),
+                Box::new(ResGatedGraphConv::new(3, 2).with_edge_dim(2)),
+            ];
+            for layer in &layers {
+                let mut rng = StdRng::seed_from_u64(1);
+                let (p, _) = layer.init(&mut rng);
+                let y = apply(layer, &Inputs::new(&ctx, &x).with_edge_attr(&e), &p, &crate::State::new(), false, &mut rng).unwrap().0;
+                let r = ArrayD::from_shape_simple_fn(y.raw_dim(), || rng.random::<f64>() - 0.5);
+                let mut de = ArrayD::zeros(e.raw_dim());
+                layer_loss(&mut TapeBuffers::new(), layer.as_ref(), (&ctx, &x), (&p, &r), &e, Some(&mut de));
+                compare(&e, &de, |e| layer_loss(&mut TapeBuffers::new(), layer.as_ref(), (&ctx, &x), (&p, &r), e, None))
+                    .map_err(|err| TestCaseError::fail(format!("{}: {err}", layer.name())))?;
+            }
+        }
+    }
+}
