@@ -594,10 +594,7 @@ impl<T: Float> GcnNormValues<'_, T> {
             .collect();
         let mut deg = vec![T::zero(); self.num_nodes];
         if self.normalize {
-            e.dst
-                .iter()
-                .zip(&wf)
-                .for_each(|(&d, &x)| deg[d] += x);
+            e.dst.iter().zip(&wf).for_each(|(&d, &x)| deg[d] += x);
         }
         let dis = deg
             .iter()
@@ -721,10 +718,7 @@ impl<T: Float> TensorRule<T> for GcnNormValues<'_, T> {
             return;
         }
         let mut tdeg = vec![T::zero(); self.num_nodes];
-        e.dst
-            .iter()
-            .zip(&twf)
-            .for_each(|(&d, &x)| tdeg[d] += x);
+        e.dst.iter().zip(&twf).for_each(|(&d, &x)| tdeg[d] += x);
         let half = T::cst(-0.5);
         let tdis: Vec<T> = (0..self.num_nodes)
             .map(|i| {

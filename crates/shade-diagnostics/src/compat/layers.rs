@@ -139,7 +139,17 @@ pub fn layer_table() -> Vec<LayerRow> {
             &s,
         ),
         row("GATConv(4, 4)", GATConv::new(4, 4), &s),
+        row(
+            "GATConv(4, 4, edge_dim 2)",
+            GATConv::new(4, 4).with_edge_dim(2),
+            &s,
+        ),
         row("GATv2Conv(4, 4)", GATv2Conv::new(4, 4), &s),
+        row(
+            "GATv2Conv(4, 4, edge_dim 2)",
+            GATv2Conv::new(4, 4).with_edge_dim(2),
+            &s,
+        ),
         row("ChebConv(4, 4, K = 3)", ChebConv::new(4, 4, 3), &s),
         row("SGConv(4, 4)", SGConv::new(4, 4), &s),
         row("TAGConv(4, 4)", TAGConv::new(4, 4), &s),
@@ -147,6 +157,11 @@ pub fn layer_table() -> Vec<LayerRow> {
         row("AGNNConv", AGNNConv::new(), &s),
         row("EdgeConv(Dense(8, 4))", EdgeConv::new(Dense::new(8, 4)), &s),
         row("ResGatedGraphConv(4, 4)", ResGatedGraphConv::new(4, 4), &s),
+        row(
+            "ResGatedGraphConv(4, 4, edge_dim 2)",
+            ResGatedGraphConv::new(4, 4).with_edge_dim(2),
+            &s,
+        ),
         row("GatedGraphConv(4, 2 layers)", GatedGraphConv::new(4, 2), &s),
         row(
             "TransformerConv(4, 4, edge_dim 2)",
