@@ -203,3 +203,31 @@ fn transpose_of_higher_rank_reverses_all_axes() {
     assert_eq!(y[[3, 1, 0]], 13.0);
     assert_eq!(y, x.t().to_owned());
 }
+
+/// Elementwise maps over at least 2¹⁵ contiguous elements run on rayon's threads; the
+/// result is the same element for element as the sequential definition (the split
+/// cannot reorder anything), checked on two threads explicitly.
+#[test]
+fn large_elementwise_maps_split_over_threads_and_agree() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        for n in [(1 << 15) - 1, 1 << 15, 100_003] {
+            let x =
+                ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| ((i[0] as f32) * 0.37).sin() * 3.0);
+            let y = tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (x,)| {
+                    let e = t.elu(x, 1.0)?;
+                    t.tanh(e)
+                },
+                (Const(&x),),
+            )
+            .unwrap();
+            let want = x.mapv(|v| if v > 0.0 { v } else { v.exp_m1() }.tanh());
+            assert_eq!(y, want, "n = {n}");
+        }
+    });
+}

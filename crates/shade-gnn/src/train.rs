@@ -36,7 +36,7 @@
 
 use crate::ctx::Float;
 use crate::error::{GnnError, GnnResult};
-use crate::layer::{Inputs, Layer, apply, forward_model, model_args};
+use crate::layer::{Inputs, Layer, forward_model, model_args};
 use crate::optim::{OptState, Optimiser};
 use crate::params::{Params, State};
 use ndarray::ArrayD;
@@ -108,8 +108,19 @@ impl<T: Float> TrainState<T> {
         inputs: &Inputs<'_, T>,
     ) -> GnnResult<ArrayD<T>> {
         // Evaluation draws nothing; a fixed stream keeps the training stream untouched.
+        // The step's tape buffers are reused, so a prediction per epoch allocates
+        // nothing once warm (as `apply` would, with fresh buffers every call).
+        inputs.validate()?;
         let mut rng = StdRng::seed_from_u64(0);
-        apply(model, inputs, &self.params, &self.state, false, &mut rng).map(|r| r.0)
+        let mut st = self.state.clone();
+        let names = self.params.names();
+        let args = model_args(&self.params, None, inputs, None, None);
+        let y = tensor::value(
+            &mut self.bufs,
+            |t, h: Vec<Var>| forward_model(t, model, names, &h, inputs, &mut st, false, &mut rng),
+            args,
+        )?;
+        Ok(y)
     }
 }
 
@@ -309,7 +320,7 @@ mod tests {
     use crate::layers::{Activation, Chain, Dense, Dropout, GCNConv};
     use crate::loss::{NodeTargets, cross_entropy};
     use crate::testing::{random_features, random_graph};
-    use crate::{Features, GraphCtx};
+    use crate::{Features, GraphCtx, apply};
 
     fn small() -> Chain<f64> {
         Chain::new()
@@ -375,11 +386,19 @@ mod tests {
         let mut counts = Vec::new();
         for _ in 0..300 {
             single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts).unwrap();
+            // An evaluation per step, as the training loops do, on the same storage.
+            let p = ts.predict(&model, &data.inputs).unwrap();
             counts.push(ts.pooled_buffers());
+            assert_eq!(p, ts.predict(&model, &data.inputs).unwrap());
         }
         // Custom-rule outputs return to the pool, which keeps no more buffers than one
         // step takes: the storage is constant from the second step on.
         assert!(counts[1..].iter().all(|&n| n == counts[1]), "{counts:?}");
+        // The prediction on reused storage is `apply`'s.
+        let mut rng = StdRng::seed_from_u64(0);
+        let (want, _) =
+            apply(&model, &data.inputs, &ts.params, &ts.state, false, &mut rng).unwrap();
+        assert_eq!(ts.predict(&model, &data.inputs).unwrap(), want);
     }
 
     #[test]

@@ -60,6 +60,9 @@ fn best_fit<X>(free: &mut Vec<Vec<X>>, len: usize) -> Vec<X> {
     }
 }
 
+/// The element count from which [`Pool::map`] runs on several threads.
+pub(crate) const PAR_MAP_MIN: usize = 1 << 15;
+
 impl<T: Element> Pool<T> {
     /// An empty vector with room for `len` elements.
     pub(crate) fn vec(&mut self, len: usize) -> Vec<T> {
@@ -91,9 +94,17 @@ impl<T: Element> Pool<T> {
         wrap(shape, v)
     }
 
-    /// `f` applied to every element of `x`, as a new standard-layout array.
-    pub(crate) fn map(&mut self, x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> ArrayD<T> {
+    /// `f` applied to every element of `x`, as a new standard-layout array; split over
+    /// rayon's threads from [`PAR_MAP_MIN`] contiguous elements (an ELU over a
+    /// 2708 × 64 hidden layer spends microseconds per thousand `expm1` calls).
+    pub(crate) fn map(&mut self, x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T + Sync) -> ArrayD<T> {
         match x.as_slice() {
+            Some(s) if s.len() >= PAR_MAP_MIN && rayon::current_num_threads() > 1 => {
+                use rayon::prelude::*;
+                let mut v = self.vec(s.len());
+                v.par_extend(s.par_iter().with_min_len(PAR_MAP_MIN / 2).map(|&x| f(x)));
+                wrap(x.shape(), v)
+            }
             Some(s) => self.collect(x.shape(), s.iter().map(|&v| f(v))),
             None => self.collect(x.shape(), x.iter().map(|&v| f(v))),
         }
