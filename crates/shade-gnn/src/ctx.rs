@@ -68,6 +68,26 @@ pub(crate) fn csr_from_triples<T: Element>(
         .expect("valid CSR by construction")
 }
 
+/// The stored entry (CSR position) of every edge `src[e] -> dst[e]` of a matrix built
+/// from these edges by [`csr_from_triples`] (rows = destination, columns sorted).
+fn entry_positions<T: Element>(
+    matrix: &SparseMatrix<T>,
+    dst: &[usize],
+    src: &[usize],
+) -> Vec<usize> {
+    let m = matrix.csr();
+    let (indptr, indices) = (m.indptr(), m.indices());
+    let indptr = indptr.raw_storage();
+    dst.iter()
+        .zip(src)
+        .map(|(&v, &u)| {
+            let row = &indices[indptr[v]..indptr[v + 1]];
+            // Every edge has its entry: the matrix was built from these edges.
+            indptr[v] + row.binary_search(&u).expect("the edge's own entry")
+        })
+        .collect()
+}
+
 /// An edge set as constants: `src[e] -> dst[e]` over `num_nodes` nodes, optional edge
 /// weights, and the aggregation matrices built on first need.
 #[derive(Debug)]
@@ -512,18 +532,7 @@ impl<T: Float> GraphCtx<T> {
             };
             let n = self.num_nodes();
             let matrix = csr_from_triples(n, n, &dst, &src, |e| value[e]);
-            let m = matrix.csr();
-            let indptr = m.indptr();
-            let (indptr, indices) = (indptr.raw_storage(), m.indices());
-            let position = dst
-                .iter()
-                .zip(&src)
-                .map(|(&v, &u)| {
-                    let row = &indices[indptr[v]..indptr[v + 1]];
-                    // Every edge's entry exists: the matrix was built from these edges.
-                    indptr[v] + row.binary_search(&u).expect("the edge's own entry")
-                })
-                .collect();
+            let position = entry_positions(&matrix, &dst, &src);
             matrix.prepare_transpose();
             EdgeEntries {
                 matrix,
@@ -569,18 +578,7 @@ impl<T: Float> GraphCtx<T> {
                 from.extend((0..e.num_edges()).map(Some));
             }
             let matrix = csr_from_triples(n, n, &dst, &src, |_| T::one());
-            let m = matrix.csr();
-            let (indptr, indices) = (m.indptr(), m.indices());
-            let indptr = indptr.raw_storage();
-            let position = dst
-                .iter()
-                .zip(&src)
-                .map(|(&v, &u)| {
-                    let row = &indices[indptr[v]..indptr[v + 1]];
-                    // Every listed edge has its entry: the matrix was built from them.
-                    indptr[v] + row.binary_search(&u).expect("the edge's own entry")
-                })
-                .collect();
+            let position = entry_positions(&matrix, &dst, &src);
             matrix.prepare_transpose();
             GcnEdges {
                 src,
