@@ -137,6 +137,14 @@ pub trait Layer<T: Float> {
     fn is_graph_layer(&self) -> bool {
         false
     }
+
+    /// Whether the output's rows are a subset of the graph's nodes (a node-dropping
+    /// pooling such as [`TopKPool`](crate::pool::TopKPool)): graph layers after it
+    /// would need the pooled graph, which a [`Chain`](crate::layers::Chain) does not
+    /// have, so the chain refuses them with a coded error.
+    fn drops_nodes(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Float, L: Layer<T> + ?Sized> Layer<T> for Box<L> {
@@ -158,6 +166,9 @@ impl<T: Float, L: Layer<T> + ?Sized> Layer<T> for Box<L> {
     }
     fn is_graph_layer(&self) -> bool {
         (**self).is_graph_layer()
+    }
+    fn drops_nodes(&self) -> bool {
+        (**self).drops_nodes()
     }
 }
 

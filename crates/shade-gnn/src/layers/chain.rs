@@ -4,8 +4,8 @@ use crate::ctx::Float;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
+use shade_autodiff::{AdError, AdResult};
 
 /// Layers applied in order. Each child's parameters are stored under its name
 /// (`conv1.lin.weight`); children added with [`Chain::push`] are named by position
@@ -98,7 +98,23 @@ impl<T: Float> Layer<T> for Chain<T> {
         mut st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let mut h = x;
+        let mut pooled: Option<&str> = None;
         for (name, l) in &self.layers {
+            if let Some(pool) = pooled.filter(|_| l.is_graph_layer()) {
+                return Err(AdError::InvalidArgument {
+                    op: "Chain",
+                    what: format!(
+                        "layer `{name}` ({}) reads the graph, but layer `{pool}` before it \
+                         dropped nodes, and the chain only has the input graph; call \
+                         `TopKPool::pool`, which returns the pooled graph, and run the \
+                         layers after it on that graph (see TopKPool's documentation)",
+                        l.name()
+                    ),
+                });
+            }
+            if l.drops_nodes() {
+                pooled = Some(name);
+            }
             let y = if l.is_graph_layer() {
                 l.forward(t, env, h, p.scope(name), st.scope(name))?
             } else {
@@ -115,6 +131,10 @@ impl<T: Float> Layer<T> for Chain<T> {
 
     fn is_graph_layer(&self) -> bool {
         self.layers.iter().any(|(_, l)| l.is_graph_layer())
+    }
+
+    fn drops_nodes(&self) -> bool {
+        self.layers.iter().any(|(_, l)| l.drops_nodes())
     }
 }
 
@@ -205,6 +225,45 @@ mod tests {
         let mut c = GradCheck::new(Some(&g), &x);
         c.training = true;
         c.run(&m).unwrap();
+    }
+
+    /// Graph layers after a node-dropping pooling would read the input graph with the
+    /// pooled rows: the chain refuses them with a coded error that says what to do;
+    /// plain layers after the pooling are fine.
+    #[test]
+    fn graph_layers_after_topk_pooling_are_a_coded_error() {
+        use crate::pool::TopKPool;
+        let g = random_graph(6, 12, 2);
+        let x = random_features(7, 3, 3);
+        let bad = Chain::new()
+            .add("conv1", GCNConv::new(3, 4))
+            .add("pool", TopKPool::new(4, 0.5))
+            .add("conv2", GCNConv::new(4, 2));
+        let ctx = crate::GraphCtx::<f64>::new(&g);
+        let f = crate::Features::dense(x.clone());
+        let mut rng = rand::SeedableRng::seed_from_u64(0);
+        let (p, st) = bad.init(&mut rng);
+        let err = crate::apply(
+            &bad,
+            &crate::Inputs::new(&ctx, &f),
+            &p,
+            &st,
+            false,
+            &mut rng,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "SHADE-E0114");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`conv2`") && msg.contains("`pool`") && msg.contains("TopKPool::pool"),
+            "{msg}"
+        );
+        let good = Chain::new()
+            .add("conv1", GCNConv::new(3, 4))
+            .add("pool", TopKPool::new(4, 0.5))
+            .add("dense", Dense::new(4, 2));
+        let (y, _) = layer_output(&good, Some(&g), &x, 0);
+        assert_eq!(y.shape(), &[4, 2]);
     }
 
     proptest! {

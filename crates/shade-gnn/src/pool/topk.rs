@@ -71,9 +71,13 @@ impl From<usize> for Ratio {
 /// every node, as PyG documents (its code takes any float `>= 1` as the count
 /// `int(ratio)`).
 ///
-/// As a [`Layer`] it returns the pooled features only; [`TopKPool::pool`] also returns
-/// the kept nodes, their scores and the pooled graph (with its batch) for the layers
-/// after it.
+/// As a [`Layer`] it returns the pooled features only, so in a
+/// [`Chain`](crate::layers::Chain) only plain layers may follow it (a graph layer after
+/// it is refused with `SHADE-E0114`). [`TopKPool::pool`] also returns the kept nodes,
+/// their scores and the pooled graph (with its batch) for the graph layers and readouts
+/// after it: prepare the pooled graph's [`GraphCtx`] in a holder that outlives the
+/// program (e.g. a `std::sync::OnceLock<GraphCtx<T>>` created next to the tape
+/// buffers) and run them on it.
 ///
 /// ```
 /// use rand::{SeedableRng, rngs::StdRng};
@@ -299,6 +303,10 @@ impl<T: Float> Layer<T> for TopKPool {
     }
 
     fn is_graph_layer(&self) -> bool {
+        true
+    }
+
+    fn drops_nodes(&self) -> bool {
         true
     }
 }
