@@ -592,6 +592,44 @@ impl<T: Float> GraphCtx<T> {
     }
 }
 
+/// Holds the graphs a program derives while it runs (the pooled graph of a
+/// [`TopKPool`](crate::pool::TopKPool) in a [`Chain`](crate::layers::Chain)), so that
+/// the layers after it can borrow them for the whole program, as they borrow the input
+/// graph. [`apply`](crate::apply), [`TrainState::predict`](crate::train::TrainState::predict)
+/// and [`single_train_step`](crate::train::single_train_step) make one per call; give
+/// one to [`Inputs::with_arena`](crate::Inputs::with_arena) when calling
+/// [`forward_model`](crate::forward_model) directly. Holds up to
+/// [`GraphArena::CAPACITY`] graphs.
+#[derive(Debug, Default)]
+pub struct GraphArena<T: Float> {
+    slots: [OnceLock<GraphCtx<T>>; GraphArena::<f64>::CAPACITY],
+}
+
+impl<T: Float> GraphArena<T> {
+    /// How many derived graphs one program may hold (node-dropping poolings per
+    /// forward pass).
+    pub const CAPACITY: usize = 8;
+
+    /// An empty arena.
+    pub fn new() -> Self {
+        GraphArena {
+            slots: Default::default(),
+        }
+    }
+
+    /// Keeps `g` for the arena's lifetime and lends it out; `None` when the arena is
+    /// full.
+    pub fn hold(&self, mut g: GraphCtx<T>) -> Option<&GraphCtx<T>> {
+        for slot in &self.slots {
+            match slot.set(g) {
+                Ok(()) => return slot.get(),
+                Err(back) => g = back,
+            }
+        }
+        None
+    }
+}
+
 impl<T: Float> From<&Graph> for GraphCtx<T> {
     fn from(g: &Graph) -> Self {
         GraphCtx::new(g)

@@ -3,7 +3,7 @@
 //! forward call ([`Env`]), model inputs ([`Features`], [`Inputs`]) and [`apply`], the
 //! forward pass outside any differentiation.
 
-use crate::ctx::{Float, GraphCtx};
+use crate::ctx::{Float, GraphArena, GraphCtx};
 use crate::error::{GnnError, GnnResult};
 use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::{Array2, ArrayD};
@@ -93,6 +93,9 @@ pub struct Env<'a, 'r, T: Float> {
     pub training: bool,
     /// The random source of dropout and the like.
     pub rng: &'r mut StdRng,
+    /// Where graphs derived during the program (pooled graphs) are kept, if the caller
+    /// gave one (see [`GraphArena`]).
+    pub arena: Option<&'a GraphArena<T>>,
 }
 
 impl<'a, T: Float> Env<'a, '_, T> {
@@ -255,6 +258,9 @@ pub struct Inputs<'d, T: Float> {
     pub x: &'d Features<T>,
     /// Edge features `[E, D]`, in the graph's edge order.
     pub edge_attr: Option<&'d ArrayD<T>>,
+    /// Where graphs derived during the program are kept ([`GraphArena`]); the entry
+    /// points make one per call when this is `None`.
+    pub arena: Option<&'d GraphArena<T>>,
 }
 
 impl<'d, T: Float> Inputs<'d, T> {
@@ -264,6 +270,7 @@ impl<'d, T: Float> Inputs<'d, T> {
             graph: Some(graph),
             x,
             edge_attr: None,
+            arena: None,
         }
     }
 
@@ -273,6 +280,7 @@ impl<'d, T: Float> Inputs<'d, T> {
             graph: None,
             x,
             edge_attr: None,
+            arena: None,
         }
     }
 
@@ -280,6 +288,24 @@ impl<'d, T: Float> Inputs<'d, T> {
     pub fn with_edge_attr(mut self, e: &'d ArrayD<T>) -> Self {
         self.edge_attr = Some(e);
         self
+    }
+
+    /// Keeps the graphs derived during the program in `arena`.
+    pub fn with_arena(mut self, arena: &'d GraphArena<T>) -> Self {
+        self.arena = Some(arena);
+        self
+    }
+
+    /// These inputs with `arena` unless they already name one (for the entry points,
+    /// which make an arena per call).
+    pub fn or_arena<'s>(&self, arena: &'s GraphArena<T>) -> Inputs<'s, T>
+    where
+        'd: 's,
+    {
+        Inputs {
+            arena: Some(self.arena.unwrap_or(arena)),
+            ..*self
+        }
     }
 
     /// Checks the sizes against the graph: feature rows = nodes, edge rows = edges.
@@ -392,6 +418,7 @@ pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
         edge_attr,
         training,
         rng,
+        arena: inputs.arena,
     };
     model.forward(
         t,
@@ -428,6 +455,8 @@ pub fn apply<T: Float, L: Layer<T> + ?Sized>(
     rng: &mut StdRng,
 ) -> GnnResult<(ArrayD<T>, State<T>)> {
     inputs.validate()?;
+    let arena = GraphArena::new();
+    let inputs = &inputs.or_arena(&arena);
     let mut st = state.clone();
     let mut bufs = TapeBuffers::new();
     let names = params.names();

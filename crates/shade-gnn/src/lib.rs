@@ -125,7 +125,7 @@ mod safetensors;
 pub mod testing;
 pub mod train;
 
-pub use ctx::{EdgeIndex, Float, GraphCtx};
+pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx};
 pub use error::{GnnError, GnnResult};
 pub use layer::{Arg, Env, Features, Input, Inputs, Layer, apply, forward_model, model_args};
 pub use params::{ParamVars, Params, State, StateScope, Store};

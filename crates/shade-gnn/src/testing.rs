@@ -29,7 +29,7 @@
 //! }
 //! ```
 
-use crate::ctx::GraphCtx;
+use crate::ctx::{GraphArena, GraphCtx};
 use crate::layer::{Features, Inputs, Layer, apply, forward_model, model_args};
 use crate::params::Params;
 use ndarray::{Array2, ArrayD, IxDyn};
@@ -136,6 +136,7 @@ pub fn layer_output<L: Layer<f64>>(
         graph: ctx.as_ref(),
         x: &feats,
         edge_attr: None,
+        arena: None,
     };
     let (y, _) = apply(layer, &inputs, &p, &st, false, &mut rng).expect("forward pass");
     let y = y
@@ -230,6 +231,7 @@ impl<'g> GradCheck<'g> {
             graph: ctx.as_ref(),
             x: &feats,
             edge_attr: self.edge_attr.as_ref(),
+            arena: None,
         };
         let (y, _) = apply(
             layer,
@@ -252,10 +254,12 @@ impl<'g> GradCheck<'g> {
         let loss =
             |p: &Params<f64>, x: &ArrayD<f64>, e: Option<&ArrayD<f64>>, g: Option<Shadows<'_>>| {
                 let feats = Features::Dense(x.clone());
+                let arena = GraphArena::new();
                 let inputs = Inputs {
                     graph: ctx.as_ref(),
                     x: &feats,
                     edge_attr: e,
+                    arena: Some(&arena),
                 };
                 let mut st = state.clone();
                 let mut run_rng = StdRng::seed_from_u64(run_seed);

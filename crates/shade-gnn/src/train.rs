@@ -34,7 +34,7 @@
 //! # Ok::<(), shade_gnn::GnnError>(())
 //! ```
 
-use crate::ctx::Float;
+use crate::ctx::{Float, GraphArena};
 use crate::error::{GnnError, GnnResult};
 use crate::layer::{Inputs, Layer, forward_model, model_args};
 use crate::optim::{OptState, Optimiser};
@@ -111,6 +111,8 @@ impl<T: Float> TrainState<T> {
         // The step's tape buffers are reused, so a prediction per epoch allocates
         // nothing once warm (as `apply` would, with fresh buffers every call).
         inputs.validate()?;
+        let arena = GraphArena::new();
+        let inputs = &inputs.or_arena(&arena);
         let mut rng = StdRng::seed_from_u64(0);
         let mut st = self.state.clone();
         let names = self.params.names();
@@ -169,11 +171,13 @@ impl TrainBackend for AutoShade {
         let names = ts.params.names();
         let mut step_rng = step_stream(&mut ts.rng);
         let (state, rng) = (&mut ts.state, &mut step_rng);
-        let args = model_args(&ts.params, Some(&mut ts.grads), &data.inputs, None, None);
+        let arena = GraphArena::new();
+        let inputs = &data.inputs.or_arena(&arena);
+        let args = model_args(&ts.params, Some(&mut ts.grads), inputs, None, None);
         let v = tensor::gradient(
             &mut ts.bufs,
             |t, h: Vec<Var>| {
-                let y = forward_model(t, model, names, &h, &data.inputs, state, true, rng)?;
+                let y = forward_model(t, model, names, &h, inputs, state, true, rng)?;
                 loss(t, y, data.target)
             },
             args,
@@ -206,11 +210,13 @@ where
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
 {
     let names = params.names();
-    let args = model_args(params, None, &data.inputs, None, None);
+    let arena = GraphArena::new();
+    let inputs = &data.inputs.or_arena(&arena);
+    let args = model_args(params, None, inputs, None, None);
     let v = tensor::value(
         bufs,
         |t, h: Vec<Var>| {
-            let y = forward_model(t, model, names, &h, &data.inputs, state, true, rng)?;
+            let y = forward_model(t, model, names, &h, inputs, state, true, rng)?;
             loss(t, y, data.target)
         },
         args,

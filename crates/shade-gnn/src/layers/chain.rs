@@ -100,14 +100,17 @@ impl<T: Float> Layer<T> for Chain<T> {
         let mut h = x;
         let mut pooled: Option<&str> = None;
         for (name, l) in &self.layers {
-            if let Some(pool) = pooled.filter(|_| l.is_graph_layer()) {
+            // With an arena the pooling hands the pooled graph on; without, the layers
+            // after it would read the input graph.
+            if let Some(pool) = pooled.filter(|_| l.is_graph_layer() && env.arena.is_none()) {
                 return Err(AdError::InvalidArgument {
                     op: "Chain",
                     what: format!(
                         "layer `{name}` ({}) reads the graph, but layer `{pool}` before it \
-                         dropped nodes, and the chain only has the input graph; call \
-                         `TopKPool::pool`, which returns the pooled graph, and run the \
-                         layers after it on that graph (see TopKPool's documentation)",
+                         dropped nodes and the call has no GraphArena to hold the pooled \
+                         graph; give the inputs one (`Inputs::with_arena`) or run the \
+                         model through `apply`, `TrainState::predict` or \
+                         `single_train_step`, which make one",
                         l.name()
                     ),
                 });
@@ -227,43 +230,46 @@ mod tests {
         c.run(&m).unwrap();
     }
 
-    /// Graph layers after a node-dropping pooling would read the input graph with the
-    /// pooled rows: the chain refuses them with a coded error that says what to do;
-    /// plain layers after the pooling are fine.
+    /// Graph layers after a node-dropping pooling need the pooled graph: with a
+    /// `GraphArena` (the entry points make one) they get it; a direct `forward_model`
+    /// call without one is refused with a coded error that says what to do.
     #[test]
-    fn graph_layers_after_topk_pooling_are_a_coded_error() {
+    fn graph_layers_after_topk_pooling_need_an_arena() {
         use crate::pool::TopKPool;
+        use crate::{Features, GraphArena, GraphCtx, Inputs, forward_model, model_args};
+        use shade_autodiff::tensor::{self, TapeBuffers};
         let g = random_graph(6, 12, 2);
         let x = random_features(7, 3, 3);
-        let bad = Chain::new()
+        let model = Chain::new()
             .add("conv1", GCNConv::new(3, 4))
             .add("pool", TopKPool::new(4, 0.5))
             .add("conv2", GCNConv::new(4, 2));
-        let ctx = crate::GraphCtx::<f64>::new(&g);
-        let f = crate::Features::dense(x.clone());
+        let ctx = GraphCtx::<f64>::new(&g);
+        let f = Features::dense(x.clone());
         let mut rng = rand::SeedableRng::seed_from_u64(0);
-        let (p, st) = bad.init(&mut rng);
-        let err = crate::apply(
-            &bad,
-            &crate::Inputs::new(&ctx, &f),
-            &p,
-            &st,
-            false,
-            &mut rng,
-        )
-        .unwrap_err();
+        let (p, st) = model.init(&mut rng);
+        let run = |inputs: &Inputs<'_, f64>| {
+            let mut st = st.clone();
+            let mut rng = rand::SeedableRng::seed_from_u64(0);
+            tensor::value(
+                &mut TapeBuffers::new(),
+                |t, h: Vec<Var>| {
+                    forward_model(t, &model, p.names(), &h, inputs, &mut st, false, &mut rng)
+                },
+                model_args(&p, None, inputs, None, None),
+            )
+        };
+        let err = run(&Inputs::new(&ctx, &f)).unwrap_err();
         assert_eq!(err.code(), "SHADE-E0114");
         let msg = err.to_string();
         assert!(
-            msg.contains("`conv2`") && msg.contains("`pool`") && msg.contains("TopKPool::pool"),
+            msg.contains("`conv2`") && msg.contains("`pool`") && msg.contains("with_arena"),
             "{msg}"
         );
-        let good = Chain::new()
-            .add("conv1", GCNConv::new(3, 4))
-            .add("pool", TopKPool::new(4, 0.5))
-            .add("dense", Dense::new(4, 2));
-        let (y, _) = layer_output(&good, Some(&g), &x, 0);
+        let arena = GraphArena::new();
+        let y = run(&Inputs::new(&ctx, &f).with_arena(&arena)).unwrap();
         assert_eq!(y.shape(), &[4, 2]);
+        assert_eq!(y, layer_output(&model, Some(&g), &x, 0).0.into_dyn());
     }
 
     proptest! {

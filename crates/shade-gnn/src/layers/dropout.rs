@@ -54,11 +54,7 @@ mod tests {
 
     fn train(p: f64, x: &Array2<f64>, seed: u64) -> Result<Array2<f64>, crate::GnnError> {
         let f = Features::dense(x.clone());
-        let inputs = Inputs {
-            graph: None,
-            x: &f,
-            edge_attr: None,
-        };
+        let inputs = Inputs::without_graph(&f);
         let mut rng = StdRng::seed_from_u64(seed);
         let d = Dropout::new(p);
         let (y, _) = apply(&d, &inputs, &Params::new(), &State::new(), true, &mut rng)?;

@@ -2,7 +2,7 @@
 //! PyTorch Geometric's `TopKPooling`: a fraction or a count of nodes per graph, or the
 //! nodes above a softmax score.
 
-use crate::ctx::{Float, GraphCtx};
+use crate::ctx::{Float, GraphArena, GraphCtx};
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::layers::Activation;
@@ -71,13 +71,15 @@ impl From<usize> for Ratio {
 /// every node, as PyG documents (its code takes any float `>= 1` as the count
 /// `int(ratio)`).
 ///
-/// As a [`Layer`] it returns the pooled features only, so in a
-/// [`Chain`](crate::layers::Chain) only plain layers may follow it (a graph layer after
-/// it is refused with `SHADE-E0114`). [`TopKPool::pool`] also returns the kept nodes,
-/// their scores and the pooled graph (with its batch) for the graph layers and readouts
-/// after it: prepare the pooled graph's [`GraphCtx`] in a holder that outlives the
-/// program (e.g. a `std::sync::OnceLock<GraphCtx<T>>` created next to the tape
-/// buffers) and run them on it.
+/// As a [`Layer`] it returns the pooled features and, when the call has a
+/// [`GraphArena`] (the entry points [`apply`](crate::apply),
+/// [`TrainState::predict`](crate::train::TrainState::predict) and
+/// [`single_train_step`](crate::train::single_train_step) make one), hands the pooled
+/// graph and the kept edges' features on to the layers after it: a
+/// [`Chain`](crate::layers::Chain) such as `conv → TopKPool → conv → GlobalPool` runs
+/// like PyG's hierarchical models, the later layers and the readout on the pooled
+/// graph and batch. [`TopKPool::pool`] also returns the kept nodes, their scores, the
+/// kept edges and the pooled graph for hand-written programs.
 ///
 /// ```
 /// use rand::{SeedableRng, rngs::StdRng};
@@ -131,6 +133,9 @@ pub struct TopKOutput {
     /// The subgraph induced by `perm` (node `i` is `perm[i]`), with the batch layout
     /// of the kept nodes.
     pub graph: Graph,
+    /// The kept edges (ids in the input graph), in the pooled graph's edge order: the
+    /// rows of the edge features that go with it.
+    pub edges: Vec<usize>,
 }
 
 impl TopKPool {
@@ -260,6 +265,13 @@ impl TopKPool {
             .induced_subgraph(&ids)
             .and_then(|g| g.with_graph_indicator(&new_batch, ctx.num_graphs()))
             .map_err(graph_err)?;
+        // The edges `induced_subgraph` keeps, in its (the graph's) order.
+        let mut kept = vec![false; n];
+        perm.iter().for_each(|&v| kept[v] = true);
+        let (src, dst) = (ctx.edges().src(), ctx.edges().dst());
+        let edges = (0..src.len())
+            .filter(|&e| kept[src[e]] && kept[dst[e]])
+            .collect();
         let xd = x.dense(t)?;
         let xk = t.custom(RowGather { idx: perm.clone() }, &[xd])?;
         let sk = t.custom(RowGather { idx: perm.clone() }, &[score])?;
@@ -272,6 +284,7 @@ impl TopKPool {
             score: sk,
             perm,
             graph,
+            edges,
         })
     }
 }
@@ -299,7 +312,26 @@ impl<T: Float> Layer<T> for TopKPool {
         _st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let g = env.graph("TopKPool")?;
-        Ok(self.pool(t, g, x, p)?.x)
+        let o = self.pool(t, g, x, p)?;
+        // With an arena, the layers after this one read the pooled graph and the kept
+        // edges' features (a Chain passes `env` on).
+        if let Some(arena) = env.arena {
+            let pooled = arena.hold(GraphCtx::new(&o.graph)).ok_or_else(|| {
+                bad_option(
+                    "TopKPool",
+                    format!(
+                        "more than {} node-dropping poolings in one program",
+                        GraphArena::<T>::CAPACITY
+                    ),
+                )
+            })?;
+            env.graph = Some(pooled);
+            env.edge_attr = match env.edge_attr {
+                Some(e) => Some(t.custom(RowGather { idx: o.edges }, &[e])?),
+                None => None,
+            };
+        }
+        Ok(o.x)
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -605,6 +637,142 @@ mod tests {
             .iter()
             .sum(),
         }
+    }
+
+    /// The pooled graph and kept edges of `pool` on `(g, x)` with weight `w`, from the
+    /// lower-level `TopKPool::pool` (the reference side of the chain tests).
+    fn pooled_graph(
+        pool: &TopKPool,
+        g: &Graph,
+        x: &Array2<f64>,
+        w: &ArrayD<f64>,
+    ) -> (Graph, Vec<usize>) {
+        let ctx = GraphCtx::<f64>::new(g);
+        let names = ["weight".to_string()];
+        let x = x.clone().into_dyn();
+        let mut out = None;
+        tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (xv, wv)| {
+                let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]))?;
+                out = Some((o.graph, o.edges));
+                Ok(o.x)
+            },
+            (shade_autodiff::Const(&x), shade_autodiff::Const(w)),
+        )
+        .unwrap();
+        out.unwrap()
+    }
+
+    /// A hierarchical model in one Chain: conv → TopK → conv on the pooled graph →
+    /// mean readout over the pooled batch, equal to the same steps run one by one on
+    /// the pooled graph; and its gradient against finite differences.
+    #[test]
+    fn chain_runs_graph_layers_on_the_pooled_graph() {
+        use crate::layers::{Chain, GraphConv};
+        use crate::message::Aggr;
+        use crate::pool::GlobalPool;
+        let (g, x) = batch3();
+        let pool = TopKPool::new(4, 0.6);
+        let model = Chain::new()
+            .add("conv1", crate::layers::GCNConv::new(3, 4))
+            .add("pool", pool)
+            .add("conv2", GraphConv::new(4, 2))
+            .add("readout", GlobalPool::new(Aggr::Mean));
+        let (y, p) = layer_output(&model, Some(&g), &x, 4);
+        // Step by step with the same parameters.
+        let step = |layer: &dyn Layer<f64>, g: &Graph, x: &Array2<f64>, prefix: &str| {
+            let mut lp = Params::new();
+            for (n, v) in p.names().iter().zip(p.values()) {
+                if let Some(local) = n.strip_prefix(&format!("{prefix}.")) {
+                    lp.push(local, v.clone());
+                }
+            }
+            let ctx = GraphCtx::<f64>::new(g);
+            let f = crate::Features::dense(x.clone());
+            let mut rng = StdRng::seed_from_u64(0);
+            crate::apply(
+                layer,
+                &crate::Inputs::new(&ctx, &f),
+                &lp,
+                &State::new(),
+                false,
+                &mut rng,
+            )
+            .unwrap()
+            .0
+            .into_dimensionality::<ndarray::Ix2>()
+            .unwrap()
+        };
+        let h1 = step(&crate::layers::GCNConv::new(3, 4), &g, &x, "conv1");
+        let h2 = step(&pool, &g, &h1, "pool");
+        let (pg, _) = pooled_graph(&pool, &g, &h1, p.get("pool.weight").unwrap());
+        assert_eq!(pg.num_graphs(), 3);
+        let h3 = step(&GraphConv::new(4, 2), &pg, &h2, "conv2");
+        let want = step(&GlobalPool::new(Aggr::Mean), &pg, &h3, "readout");
+        assert_eq!(y.shape(), &[3, 2]);
+        assert_close(&y, &want, 1e-12);
+        check_layer_gradient(&model, Some(&g), &x).unwrap();
+    }
+
+    /// After the pooling the edge features are the kept edges' rows, differentiably.
+    #[test]
+    fn chain_passes_the_kept_edges_features_on() {
+        use crate::layers::{Chain, Dense, GINEConv};
+        let (g, x) = batch3();
+        let e = crate::testing::random_features(g.num_edges(), 2, 8);
+        let pool = TopKPool::new(3, 0.7);
+        let gine = || GINEConv::new(Dense::new(3, 2)).with_edge_dim(2, 3);
+        let model = Chain::new().add("pool", pool).add("gine", gine());
+        let ctx = GraphCtx::<f64>::new(&g);
+        let f = crate::Features::dense(x.clone());
+        let ed = e.clone().into_dyn();
+        let mut rng = StdRng::seed_from_u64(3);
+        let (p, st) = model.init(&mut rng);
+        let inputs = crate::Inputs::new(&ctx, &f).with_edge_attr(&ed);
+        let (y, _) = crate::apply(&model, &inputs, &p, &st, false, &mut rng).unwrap();
+        // Reference: GINE on the pooled graph with the kept edges' features.
+        let (pg, kept) = pooled_graph(&pool, &g, &x, p.get("pool.weight").unwrap());
+        let ek = e.select(ndarray::Axis(0), &kept).into_dyn();
+        let h = crate::apply(
+            &pool,
+            &inputs,
+            &{
+                let mut lp = Params::new();
+                lp.push("weight", p.get("pool.weight").unwrap().clone());
+                lp
+            },
+            &State::new(),
+            false,
+            &mut rng,
+        )
+        .unwrap()
+        .0;
+        let mut gp = Params::new();
+        for (n, v) in p.names().iter().zip(p.values()) {
+            if let Some(local) = n.strip_prefix("gine.") {
+                gp.push(local, v.clone());
+            }
+        }
+        let pctx = GraphCtx::<f64>::new(&pg);
+        let hf = crate::Features::Dense(h);
+        let want = crate::apply(
+            &gine(),
+            &crate::Inputs::new(&pctx, &hf).with_edge_attr(&ek),
+            &gp,
+            &State::new(),
+            false,
+            &mut rng,
+        )
+        .unwrap()
+        .0;
+        assert_eq!(y, want);
+        crate::testing::GradCheck {
+            edge_attr: Some(ed),
+            ..crate::testing::GradCheck::new(Some(&g), &x)
+        }
+        .run(&model)
+        .unwrap();
     }
 
     proptest! {
