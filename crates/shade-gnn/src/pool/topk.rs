@@ -789,6 +789,12 @@ mod tests {
             ] {
                 check_layer_gradient(&pool, Some(&g), &x).map_err(TestCaseError::fail)?;
             }
+            // A hierarchical chain: a graph layer and a readout on the pooled graph.
+            let model = crate::layers::Chain::new()
+                .add("pool", TopKPool::new(3, 0.6))
+                .add("conv", crate::layers::GraphConv::new(3, 2))
+                .add("readout", crate::pool::GlobalPool::new(crate::message::Aggr::Mean));
+            check_layer_gradient(&model, Some(&g), &x).map_err(TestCaseError::fail)?;
             // Downstream use of the pooled graph, with a hand-rolled central difference.
             let pool = TopKPool::new(3, 0.6);
             let w = ndarray::array![[0.4, -0.7, 0.2]].into_dyn();
