@@ -8,12 +8,12 @@
 //! | [`Dropout`] | `dropout.rs` | none |
 //! | [`LayerNorm`], [`BatchNorm`] | `norm.rs` | `weight [F]`, `bias [F]`; state `running_mean`, `running_var` |
 //! | [`GCNConv`] | `gcn.rs` | `lin.weight [out, in]`, `bias [out]` |
-//! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `lin_edge.weight [H·C, D]`, `att_edge` (with `edge_dim`), `bias` |
+//! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `lin_edge.weight [H·C, D]`, `att_edge` (with `edge_dim`), `res.weight` (with `residual`), `bias` |
 //! | [`SAGEConv`] | `sage.rs` | `lin_l.weight`, `lin_l.bias`, `lin_r.weight` |
 //! | [`GINConv`] | `gin.rs` | `nn.*`, `eps [1]` (if trained) |
 //! | [`GraphConv`] | `graph_conv.rs` | `lin_rel.weight`, `lin_rel.bias`, `lin_root.weight` |
 //! | [`GINEConv`] | `gine.rs` | `nn.*`, `eps [1]` (if trained), `lin.*` (with `edge_dim`) |
-//! | [`GATv2Conv`] | `gatv2.rs` | `lin_l.*`, `lin_r.*` (unless shared), `att [1, H, C]`, `lin_edge.weight` (with `edge_dim`), `bias` |
+//! | [`GATv2Conv`] | `gatv2.rs` | `lin_l.*`, `lin_r.*` (unless shared), `att [1, H, C]`, `lin_edge.weight` (with `edge_dim`), `res.weight` (with `residual`), `bias` |
 //! | [`ChebConv`] | `cheb.rs` | `lins.{k}.weight [out, in]` for `k < K`, `bias` |
 //! | [`SGConv`] | `sg.rs` | `lin.weight`, `lin.bias`; state `cache` (if cached) |
 //! | [`TAGConv`] | `tag.rs` | `lins.{k}.weight` for `k <= K`, `bias` |

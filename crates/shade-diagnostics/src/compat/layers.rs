@@ -140,11 +140,21 @@ pub fn layer_table() -> Vec<LayerRow> {
         ),
         row("GATConv(4, 4)", GATConv::new(4, 4), &s),
         row(
+            "GATConv(4, 4, residual)",
+            GATConv::new(4, 4).with_residual(true),
+            &s,
+        ),
+        row(
             "GATConv(4, 4, edge_dim 2)",
             GATConv::new(4, 4).with_edge_dim(2),
             &s,
         ),
         row("GATv2Conv(4, 4)", GATv2Conv::new(4, 4), &s),
+        row(
+            "GATv2Conv(4, 4, residual)",
+            GATv2Conv::new(4, 4).with_residual(true),
+            &s,
+        ),
         row(
             "GATv2Conv(4, 4, edge_dim 2)",
             GATv2Conv::new(4, 4).with_edge_dim(2),

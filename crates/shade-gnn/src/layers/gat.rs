@@ -18,12 +18,14 @@ use shade_autodiff::tensor::{Tape, Var};
 ///
 /// Parameters (PyG's names): `lin.weight` `[H·C, in]`, `att_src` and `att_dst`
 /// `[1, H, C]` (all Glorot), with `edge_dim = Some(D)` also `lin_edge.weight`
-/// `[H·C, D]` (no bias) and `att_edge` `[1, H, C]` (Glorot), `bias` `[H·C]` (concat)
-/// or `[C]` (zeros). Options and defaults as PyG: `heads = 1`, `concat = true` (else
-/// the heads are averaged), `negative_slope = 0.2`, `dropout = 0.0` (on the attention
-/// coefficients, in training), `add_self_loops = true` (existing loops removed, one per
-/// node added), `edge_dim = None`, `fill_value = Mean` (the edge features of the added
-/// loops, see [`FillValue`]), `bias = true`.
+/// `[H·C, D]` (no bias) and `att_edge` `[1, H, C]` (Glorot), with `residual` also
+/// `res.weight` `[out, in]` (Glorot, no bias; added after the aggregation, before the
+/// bias), `bias` `[H·C]` (concat) or `[C]` (zeros). Options and defaults as PyG:
+/// `heads = 1`, `concat = true` (else the heads are averaged), `negative_slope = 0.2`,
+/// `dropout = 0.0` (on the attention coefficients, in training), `add_self_loops = true`
+/// (existing loops removed, one per node added), `edge_dim = None`, `fill_value = Mean`
+/// (the edge features of the added loops, see [`FillValue`]), `bias = true`,
+/// `residual = false`.
 ///
 /// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
 /// are edge features of another width (`SHADE-E0110`); without it, edge features of
@@ -71,6 +73,8 @@ pub struct GATConv {
     pub fill_value: FillValue,
     /// Add a bias.
     pub bias: bool,
+    /// Add a learned skip connection `x · resᵀ` (PyG's `residual`).
+    pub residual: bool,
 }
 
 impl GATConv {
@@ -87,6 +91,7 @@ impl GATConv {
             edge_dim: None,
             fill_value: FillValue::Mean,
             bias: true,
+            residual: false,
         }
     }
 
@@ -111,6 +116,12 @@ impl GATConv {
     /// Reads edge features of width `d` in the attention logits.
     pub fn with_edge_dim(mut self, d: usize) -> Self {
         self.edge_dim = Some(d);
+        self
+    }
+
+    /// Sets whether a learned skip connection is added (PyG's `residual`).
+    pub fn with_residual(mut self, residual: bool) -> Self {
+        self.residual = residual;
         self
     }
 
@@ -150,6 +161,10 @@ impl<T: Float> Layer<T> for GATConv {
                 init::glorot_uniform(rng, &[h * c, d], d, h * c),
             );
             p.push("att_edge", init::glorot_uniform(rng, &[1, h, c], h, c));
+        }
+        if self.residual {
+            let o = self.out_width();
+            p.push("res.weight", init::glorot_uniform(rng, &[o, i], i, o));
         }
         if self.bias {
             p.push("bias", init::zeros(&[self.out_width()]));
@@ -195,7 +210,17 @@ impl<T: Float> Layer<T> for GATConv {
             dropout: self.dropout,
             mask: Mask::Fast,
         };
-        tail.aggregate(t, env, edges, logits, Messages::Nodes(hx), bias)
+        if !self.residual {
+            return tail.aggregate(t, env, edges, logits, Messages::Nodes(hx), bias);
+        }
+        // PyG's order: attention output, then the skip connection, then the bias.
+        let y = tail.aggregate(t, env, edges, logits, Messages::Nodes(hx), None)?;
+        let res = x.linear(t, p.get("res.weight")?)?;
+        let y = t.add(y, res)?;
+        match bias {
+            Some(b) => crate::ops::add_bias(t, y, b),
+            None => Ok(y),
+        }
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -289,6 +314,9 @@ mod tests {
                 }
             }
         }
+        if conv.residual {
+            out += &x.dot(&mat("res.weight").t());
+        }
         if let Some(b) = p.get("bias") {
             out += &b.clone().into_dimensionality::<ndarray::Ix1>().unwrap();
         }
@@ -306,6 +334,11 @@ mod tests {
                 add_self_loops: false,
                 ..GATConv::new(3, 2)
             },
+            GATConv::new(3, 2).with_heads(3).with_residual(true),
+            GATConv::new(3, 4)
+                .with_heads(2)
+                .with_concat(false)
+                .with_residual(true),
         ] {
             let (y, _p) = layer_output(&conv, Some(&g), &x, 4);
             let (_, p) = layer_output(&conv, Some(&g), &x, 4);
@@ -359,6 +392,7 @@ mod tests {
         fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
             check_layer_gradient(&GATConv::new(3, 2).with_heads(2), Some(&g), &x).map_err(TestCaseError::fail)?;
             check_layer_gradient(&GATConv { add_self_loops: false, ..GATConv::new(3, 2).with_heads(2).with_concat(false) }, Some(&g), &x).map_err(TestCaseError::fail)?;
+            check_layer_gradient(&GATConv::new(3, 2).with_heads(2).with_concat(false).with_residual(true), Some(&g), &x).map_err(TestCaseError::fail)?;
         }
 
         /// With edge features (every parameter, the input; the fill by mean and by max),

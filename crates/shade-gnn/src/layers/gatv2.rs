@@ -19,12 +19,14 @@ use shade_autodiff::tensor::{Tape, Var};
 /// Parameters (PyG's names): `lin_l.weight` `[H·C, in]` (Glorot), `lin_l.bias`
 /// `[H·C]` (zeros), `lin_r.weight` / `lin_r.bias` likewise unless `share_weights`,
 /// `att` `[1, H, C]` (Glorot), with `edge_dim = Some(D)` also `lin_edge.weight`
-/// `[H·C, D]` (Glorot, no bias), `bias` `[H·C]` (concat) or `[C]` (zeros). Options and
-/// defaults as PyG: `heads = 1`, `concat = true` (else the heads are averaged),
-/// `negative_slope = 0.2`, `dropout = 0.0` (on the attention coefficients, in
-/// training), `add_self_loops = true` (existing loops removed, one per node added),
-/// `edge_dim = None`, `fill_value = Mean` (the edge features of the added loops, see
-/// [`FillValue`]), `bias = true`, `share_weights = false`.
+/// `[H·C, D]` (Glorot, no bias), with `residual` also `res.weight` `[out, in]`
+/// (Glorot, no bias; added after the aggregation, before the bias), `bias` `[H·C]`
+/// (concat) or `[C]` (zeros). Options and defaults as PyG: `heads = 1`, `concat = true`
+/// (else the heads are averaged), `negative_slope = 0.2`, `dropout = 0.0` (on the
+/// attention coefficients, in training), `add_self_loops = true` (existing loops
+/// removed, one per node added), `edge_dim = None`, `fill_value = Mean` (the edge
+/// features of the added loops, see [`FillValue`]), `bias = true`,
+/// `share_weights = false`, `residual = false`.
 ///
 /// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
 /// are edge features of another width (`SHADE-E0110`); without it, edge features of
@@ -51,6 +53,8 @@ pub struct GATv2Conv {
     pub fill_value: FillValue,
     /// Add a bias (also the biases of `lin_l` / `lin_r`).
     pub bias: bool,
+    /// Add a learned skip connection `x · resᵀ` (PyG's `residual`).
+    pub residual: bool,
     /// Use `W_l` for the target too (`W_r = W_l`).
     pub share_weights: bool,
 }
@@ -69,6 +73,7 @@ impl GATv2Conv {
             edge_dim: None,
             fill_value: FillValue::Mean,
             bias: true,
+            residual: false,
             share_weights: false,
         }
     }
@@ -94,6 +99,12 @@ impl GATv2Conv {
     /// Reads edge features of width `d` in the attention scores.
     pub fn with_edge_dim(mut self, d: usize) -> Self {
         self.edge_dim = Some(d);
+        self
+    }
+
+    /// Sets whether a learned skip connection is added (PyG's `residual`).
+    pub fn with_residual(mut self, residual: bool) -> Self {
+        self.residual = residual;
         self
     }
 
@@ -141,6 +152,10 @@ impl<T: Float> Layer<T> for GATv2Conv {
                 "lin_edge.weight",
                 init::glorot_uniform(rng, &[h * c, d], d, h * c),
             );
+        }
+        if self.residual {
+            let o = self.out_width();
+            p.push("res.weight", init::glorot_uniform(rng, &[o, i], i, o));
         }
         if self.bias {
             p.push("bias", init::zeros(&[self.out_width()]));
@@ -197,7 +212,17 @@ impl<T: Float> Layer<T> for GATv2Conv {
             dropout: self.dropout,
             mask: Mask::Tape,
         };
-        tail.aggregate(t, env, edges, logits, Messages::Edges(xj), bias)
+        if !self.residual {
+            return tail.aggregate(t, env, edges, logits, Messages::Edges(xj), bias);
+        }
+        // PyG's order: attention output, then the skip connection, then the bias.
+        let y = tail.aggregate(t, env, edges, logits, Messages::Edges(xj), None)?;
+        let res = x.linear(t, p.get("res.weight")?)?;
+        let y = t.add(y, res)?;
+        match bias {
+            Some(b) => crate::ops::add_bias(t, y, b),
+            None => Ok(y),
+        }
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -279,6 +304,9 @@ mod tests {
                 }
             }
         }
+        if conv.residual {
+            out += &affine(x, &m(p, "res.weight"), None);
+        }
         out + v(p, "bias")
     }
 
@@ -289,6 +317,11 @@ mod tests {
         for conv in [
             GATv2Conv::new(3, 2).with_heads(3),
             GATv2Conv::new(3, 4).with_heads(2).with_concat(false),
+            GATv2Conv::new(3, 2).with_heads(3).with_residual(true),
+            GATv2Conv::new(3, 4)
+                .with_heads(2)
+                .with_concat(false)
+                .with_residual(true),
             GATv2Conv {
                 add_self_loops: false,
                 ..GATv2Conv::new(3, 2).with_share_weights(true)
@@ -434,6 +467,7 @@ mod tests {
         #[test]
         fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
             check_layer_gradient(&GATv2Conv::new(3, 2).with_heads(2), Some(&g), &x).map_err(TestCaseError::fail)?;
+            check_layer_gradient(&GATv2Conv::new(3, 2).with_heads(2).with_residual(true), Some(&g), &x).map_err(TestCaseError::fail)?;
             check_layer_gradient(&GATv2Conv { add_self_loops: false, ..GATv2Conv::new(3, 2).with_heads(2).with_concat(false).with_share_weights(true) }, Some(&g), &x).map_err(TestCaseError::fail)?;
             // Attention dropout in training (a fixed random stream per evaluation).
             GradCheck { training: true, ..GradCheck::new(Some(&g), &x) }
