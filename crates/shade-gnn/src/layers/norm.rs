@@ -206,10 +206,33 @@ impl<T: Float> Layer<T> for LayerNorm {
 }
 
 /// Batch normalisation over the nodes (rows) of a `[N, F]` value, as PyTorch's
-/// `BatchNorm1d`: in training, batch statistics normalise the input and update the
-/// state `running_mean` / `running_var` (unbiased) with `momentum`; at evaluation the
-/// running statistics are used. Parameters `weight` (ones), `bias` (zeros) when
-/// `affine`; `eps = 1e-5`, `momentum = 0.1`.
+/// `BatchNorm1d` (PyG's `BatchNorm` wraps it): `(x - μ) / sqrt(σ² + ε) · weight + bias`
+/// per feature.
+///
+/// - With `track_running_stats` (default): in training, the batch's mean and biased
+///   variance normalise the input and update the state `running_mean` (zeros) /
+///   `running_var` (ones; updated with the unbiased variance) with `momentum`; at
+///   evaluation the running statistics are used.
+/// - Without (`track_running_stats = false`): there is no state, and the batch
+///   statistics are used in training *and* evaluation (PyTorch's behaviour).
+///
+/// Parameters `weight` (ones), `bias` (zeros) of shape `[F]` when `affine` (default);
+/// `eps = 1e-5`, `momentum = 0.1`.
+///
+/// ```
+/// use rand::{SeedableRng, rngs::StdRng};
+/// use shade_gnn::{apply, Features, Inputs, Layer};
+/// use shade_gnn::layers::BatchNorm;
+/// let bn = BatchNorm::new(1).with_track_running_stats(false);
+/// let mut rng = StdRng::seed_from_u64(0);
+/// let (p, st) = Layer::<f64>::init(&bn, &mut rng);
+/// assert!(st.is_empty());
+/// let x = Features::dense(ndarray::array![[1.0], [3.0]]);
+/// // Evaluation mode still normalises with the batch's statistics (mean 2, variance 1).
+/// let (y, _) = apply(&bn, &Inputs::without_graph(&x), &p, &st, false, &mut rng)?;
+/// assert!((y[[1, 0]] - 1.0 / (1.0f64 + 1e-5).sqrt()).abs() < 1e-12);
+/// # Ok::<(), shade_gnn::GnnError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BatchNorm {
     /// Feature width `F`.
@@ -220,17 +243,27 @@ pub struct BatchNorm {
     pub momentum: f64,
     /// Learn `weight` and `bias`.
     pub affine: bool,
+    /// Keep running statistics for evaluation (PyTorch's `track_running_stats`).
+    pub track_running_stats: bool,
 }
 
 impl BatchNorm {
-    /// PyTorch's defaults.
+    /// PyTorch's defaults (`eps = 1e-5`, `momentum = 0.1`, affine, running statistics).
     pub fn new(num_features: usize) -> Self {
         BatchNorm {
             num_features,
             eps: 1e-5,
             momentum: 0.1,
             affine: true,
+            track_running_stats: true,
         }
+    }
+
+    /// Sets `track_running_stats`: `false` drops the state and normalises with the
+    /// batch statistics in evaluation too.
+    pub fn with_track_running_stats(mut self, on: bool) -> Self {
+        self.track_running_stats = on;
+        self
     }
 }
 
@@ -247,9 +280,13 @@ impl<T: Float> Layer<T> for BatchNorm {
         } else {
             Params::new()
         };
-        let s = State::new()
-            .with("running_mean", init::zeros(&[f]))
-            .with("running_var", init::ones(&[f]));
+        let s = if self.track_running_stats {
+            State::new()
+                .with("running_mean", init::zeros(&[f]))
+                .with("running_var", init::ones(&[f]))
+        } else {
+            State::new()
+        };
         (p, s)
     }
     fn forward<'a>(
@@ -261,7 +298,9 @@ impl<T: Float> Layer<T> for BatchNorm {
         mut st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let x = x.dense(t)?;
-        let y = if env.training {
+        let y = if !self.track_running_stats {
+            standardise(t, x, 0, self.eps)?.0
+        } else if env.training {
             let (y, m, v) = standardise(t, x, 0, self.eps)?;
             let n = t.shape(x)?[0] as f64;
             let unbias = if n > 1.0 { n / (n - 1.0) } else { 1.0 };
@@ -377,6 +416,97 @@ mod tests {
         let rv = st1.get("running_var").unwrap();
         let e = (x[[3, 1]] - rm[1]) / (rv[1] + 1e-5).sqrt() * 1.5 + 0.1;
         assert!((ye[[3, 1]] - e).abs() < 1e-12);
+    }
+
+    /// Batch statistics per feature with plain loops, then the test affine.
+    fn batch_stats_reference(x: &Array2<f64>, eps: f64) -> Array2<f64> {
+        let (n, f) = x.dim();
+        let mut y = Array2::zeros((n, f));
+        for c in 0..f {
+            let mut m = 0.0;
+            for i in 0..n {
+                m += x[[i, c]];
+            }
+            m /= n as f64;
+            let mut v = 0.0;
+            for i in 0..n {
+                v += (x[[i, c]] - m) * (x[[i, c]] - m);
+            }
+            v /= n as f64;
+            for i in 0..n {
+                y[[i, c]] =
+                    (x[[i, c]] - m) / (v + eps).sqrt() * (1.0 + 0.5 * c as f64) + 0.1 * c as f64;
+            }
+        }
+        y
+    }
+
+    #[test]
+    fn batch_norm_without_running_stats_uses_batch_statistics() {
+        let x = random_features(6, 3, 11);
+        let bn = BatchNorm {
+            eps: 0.25,
+            ..BatchNorm::new(3).with_track_running_stats(false)
+        };
+        let (p0, st0) = Layer::<f64>::init(&bn, &mut StdRng::seed_from_u64(0));
+        assert!(st0.is_empty());
+        assert_eq!(p0.len(), 2);
+        let p = affine_params(3);
+        let f = Features::dense(x.clone());
+        let inputs = Inputs::without_graph(&f);
+        let r = batch_stats_reference(&x, 0.25);
+        for training in [true, false] {
+            let (y, st) = apply(
+                &bn,
+                &inputs,
+                &p,
+                &st0,
+                training,
+                &mut StdRng::seed_from_u64(0),
+            )
+            .unwrap();
+            assert!(st.is_empty());
+            assert_close(&y.into_dimensionality::<Ix2>().unwrap(), &r, 1e-12);
+        }
+        // The default keeps tracking: evaluation from the fresh state is `x / sqrt(1 + ε)`.
+        let tracked = BatchNorm {
+            eps: 0.25,
+            ..BatchNorm::new(3)
+        };
+        let (_, st) = Layer::<f64>::init(&tracked, &mut StdRng::seed_from_u64(0));
+        let (y, _) = apply(
+            &tracked,
+            &inputs,
+            &p,
+            &st,
+            false,
+            &mut StdRng::seed_from_u64(0),
+        )
+        .unwrap();
+        let e = x[[2, 1]] / 1.25f64.sqrt() * 1.5 + 0.1;
+        assert!((y[[2, 1]] - e).abs() < 1e-12);
+        // A tracking BatchNorm given a state without running statistics: coded error.
+        let err = apply(
+            &tracked,
+            &inputs,
+            &p,
+            &st0,
+            false,
+            &mut StdRng::seed_from_u64(0),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "SHADE-E0114", "{err}");
+        // Affine parameters of the wrong width: a shape error.
+        let err = apply(
+            &bn,
+            &inputs,
+            &affine_params(2),
+            &st0,
+            false,
+            &mut StdRng::seed_from_u64(0),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "SHADE-E0110", "{err}");
     }
 
     /// Graph mode written from PyG's definition with plain loops.
@@ -571,6 +701,10 @@ mod tests {
             let mut c = GradCheck::new(None, &x);
             c.training = true;
             c.run(&BatchNorm::new(3)).map_err(TestCaseError::fail)?;
+            let untracked = BatchNorm::new(3).with_track_running_stats(false);
+            c.run(&untracked).map_err(TestCaseError::fail)?;
+            c.training = false;
+            c.run(&untracked).map_err(TestCaseError::fail)?;
         }
     }
 }
