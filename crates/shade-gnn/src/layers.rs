@@ -76,7 +76,7 @@ pub use gin::GINConv;
 pub use gine::GINEConv;
 pub use graph_conv::GraphConv;
 pub use nn_conv::NNConv;
-pub use norm::{BatchNorm, LayerNorm};
+pub use norm::{BatchNorm, LayerNorm, LayerNormMode};
 pub use res_gated::ResGatedGraphConv;
 pub use sage::SAGEConv;
 pub use sg::SGConv;
