@@ -62,9 +62,9 @@ fn gru_cell_no_bias<T: Float>(
     let gi = Input::Dense(x).linear(t, p.get("weight_ih")?)?;
     let gh = Input::Dense(h).linear(t, p.get("weight_hh")?)?;
     let mut g = [[gi; 3]; 2];
-    for (k, v) in [gi, gh].into_iter().enumerate() {
-        for q in 0..3 {
-            g[k][q] = t.narrow(v, 1, q * c, c)?;
+    for (row, v) in g.iter_mut().zip([gi, gh]) {
+        for (q, slot) in row.iter_mut().enumerate() {
+            *slot = t.narrow(v, 1, q * c, c)?;
         }
     }
     let [gi, gh] = g;
