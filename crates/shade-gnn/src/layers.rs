@@ -9,7 +9,7 @@
 //! | [`LayerNorm`], [`BatchNorm`] | `norm.rs` | `weight [F]`, `bias [F]`; state `running_mean`, `running_var` |
 //! | [`GCNConv`] | `gcn.rs` | `lin.weight [out, in]`, `bias [out]` |
 //! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `lin_edge.weight [H·C, D]`, `att_edge` (with `edge_dim`), `res.weight` (with `residual`), `bias` |
-//! | [`SAGEConv`] | `sage.rs` | `lin_l.weight`, `lin_l.bias`, `lin_r.weight` |
+//! | [`SAGEConv`] | `sage.rs` | `lin.weight [in, in]`, `lin.bias` (with `project`), `lin_l.weight`, `lin_l.bias`, `lin_r.weight` |
 //! | [`GINConv`] | `gin.rs` | `nn.*`, `eps [1]` (if trained) |
 //! | [`GraphConv`] | `graph_conv.rs` | `lin_rel.weight`, `lin_rel.bias`, `lin_root.weight` |
 //! | [`GINEConv`] | `gine.rs` | `nn.*`, `eps [1]` (if trained), `lin.*` (with `edge_dim`) |
@@ -20,7 +20,7 @@
 //! | [`APPNP`] | `appnp.rs` | none |
 //! | [`EdgeConv`] | `edge_conv.rs` | `nn.*` |
 //! | [`ResGatedGraphConv`] | `res_gated.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*` (`[out, in + D]` with `edge_dim`), `lin_skip.weight`, `bias` |
-//! | [`GatedGraphConv`] | `gated.rs` | `weight [L, out, out]`, `rnn.weight_ih`, `rnn.weight_hh`, `rnn.bias_ih`, `rnn.bias_hh` |
+//! | [`GatedGraphConv`] | `gated.rs` | `weight [L, out, out]`, `rnn.weight_ih`, `rnn.weight_hh`, `rnn.bias_ih`, `rnn.bias_hh` (with `bias`) |
 //! | [`TransformerConv`] | `transformer.rs` | `lin_key.*`, `lin_query.*`, `lin_value.*`, `lin_edge.weight` (with `edge_dim`), `lin_skip.*`, `lin_beta.weight` |
 //! | [`NNConv`] | `nn_conv.rs` | `nn.*`, `lin.weight`, `bias` |
 //! | [`CGConv`] | `cg.rs` | `lin_f.*`, `lin_s.*`, `bn.*` (with `batch_norm`) |

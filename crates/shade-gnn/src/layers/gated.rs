@@ -15,9 +15,10 @@ use shade_autodiff::{AdError, AdResult};
 /// `l < num_layers`: `m = aggr_{j -> i} e_ji · h_j Θ_l` and `h = GRU(m, h)`.
 ///
 /// Parameters (PyG's names): `weight` `[num_layers, out, out]` (uniform `±1/√out`),
-/// the GRU cell's `rnn.weight_ih` / `rnn.weight_hh` `[3·out, out]` and `rnn.bias_ih`
-/// / `rnn.bias_hh` `[3·out]` (PyTorch's `GRUCell` init; gate order r, z, n). Options
-/// and defaults as PyG: `aggr = add`, `bias = true`. The input width must not exceed
+/// the GRU cell's `rnn.weight_ih` / `rnn.weight_hh` `[3·out, out]` and, with `bias`,
+/// `rnn.bias_ih` / `rnn.bias_hh` `[3·out]` (PyTorch's `GRUCell` init; gate order r, z,
+/// n). Options and defaults as PyG: `aggr = add`, `bias = true`; without `bias` the
+/// cell has no biases (PyTorch's `GRUCell(bias=False)`). The input width must not exceed
 /// `out` (checked). Edge weights of the graph scale the messages.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GatedGraphConv {
@@ -27,17 +28,57 @@ pub struct GatedGraphConv {
     pub num_layers: usize,
     /// Aggregation.
     pub aggr: Aggr,
+    /// Biases `rnn.bias_ih` / `rnn.bias_hh` in the GRU cell.
+    pub bias: bool,
 }
 
 impl GatedGraphConv {
-    /// `out` channels, `num_layers` steps, sum aggregation.
+    /// `out` channels, `num_layers` steps, sum aggregation, GRU biases.
     pub fn new(out_channels: usize, num_layers: usize) -> Self {
         GatedGraphConv {
             out_channels,
             num_layers,
             aggr: Aggr::Sum,
+            bias: true,
         }
     }
+
+    /// Sets whether the GRU cell has biases.
+    pub fn with_bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
+        self
+    }
+}
+
+/// PyTorch's `GRUCell(bias=False)` (gate order r, z, n): `rnn.weight_ih`,
+/// `rnn.weight_hh` `[3C, C]` in `p`; returns the new `h`.
+fn gru_cell_no_bias<T: Float>(
+    t: &mut Tape<'_, T>,
+    x: Var,
+    h: Var,
+    p: &ParamVars<'_>,
+    c: usize,
+) -> AdResult<Var> {
+    let gi = Input::Dense(x).linear(t, p.get("weight_ih")?)?;
+    let gh = Input::Dense(h).linear(t, p.get("weight_hh")?)?;
+    let mut g = [[gi; 3]; 2];
+    for (row, v) in g.iter_mut().zip([gi, gh]) {
+        for (q, slot) in row.iter_mut().enumerate() {
+            *slot = t.narrow(v, 1, q * c, c)?;
+        }
+    }
+    let [gi, gh] = g;
+    let r = t.add(gi[0], gh[0])?;
+    let r = t.sigmoid(r)?;
+    let z = t.add(gi[1], gh[1])?;
+    let z = t.sigmoid(z)?;
+    let rn = t.mul(r, gh[2])?;
+    let n = t.add(gi[2], rn)?;
+    let n = t.tanh(n)?;
+    // h' = (1 - z) n + z h = n + z (h - n)
+    let d = t.sub(h, n)?;
+    let zd = t.mul(z, d)?;
+    t.add(n, zd)
 }
 
 impl<T: Float> Layer<T> for GatedGraphConv {
@@ -48,12 +89,14 @@ impl<T: Float> Layer<T> for GatedGraphConv {
     fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
         let (o, l) = (self.out_channels, self.num_layers);
         let b = 1.0 / (o.max(1) as f64).sqrt();
-        let p = Params::new()
+        let mut p = Params::new()
             .with("weight", init::uniform(rng, &[l, o, o], b))
             .with("rnn.weight_ih", init::uniform(rng, &[3 * o, o], b))
-            .with("rnn.weight_hh", init::uniform(rng, &[3 * o, o], b))
-            .with("rnn.bias_ih", init::uniform(rng, &[3 * o], b))
-            .with("rnn.bias_hh", init::uniform(rng, &[3 * o], b));
+            .with("rnn.weight_hh", init::uniform(rng, &[3 * o, o], b));
+        if self.bias {
+            p.push("rnn.bias_ih", init::uniform(rng, &[3 * o], b));
+            p.push("rnn.bias_hh", init::uniform(rng, &[3 * o], b));
+        }
         (p, State::new())
     }
 
@@ -94,7 +137,11 @@ impl<T: Float> Layer<T> for GatedGraphConv {
             let wl = t.reshape(wl, &[o, o])?;
             let m = t.matmul(h, wl)?;
             let m = propagate(t, g.edges(), m, Message::WeightedSrc, self.aggr)?;
-            h = gru_cell(t, m, h, &rnn, o)?;
+            h = if self.bias {
+                gru_cell(t, m, h, &rnn, o)?
+            } else {
+                gru_cell_no_bias(t, m, h, &rnn, o)?
+            };
         }
         Ok(h)
     }
@@ -125,9 +172,21 @@ mod tests {
             .with_weights((0..ne).map(|e| 0.5 + 0.1 * e as f64).collect())
             .unwrap();
         let x = random_features(8, 3, 9);
-        for conv in [GatedGraphConv::new(3, 2), GatedGraphConv::new(5, 3)] {
-            let (y, p) = layer_output(&conv, Some(&g), &x, 1);
+        for conv in [
+            GatedGraphConv::new(3, 2),
+            GatedGraphConv::new(5, 3),
+            GatedGraphConv::new(3, 2).with_bias(false),
+            GatedGraphConv::new(5, 3).with_bias(false),
+        ] {
+            let (y, mut p) = layer_output(&conv, Some(&g), &x, 1);
             let o = conv.out_channels;
+            // PyTorch's GRUCell(bias=False): no bias parameters, i.e. zero biases.
+            for b in ["rnn.bias_ih", "rnn.bias_hh"] {
+                assert_eq!(p.get(b).is_some(), conv.bias, "{b}");
+                if !conv.bias {
+                    p.push(b, ndarray::ArrayD::zeros(vec![3 * o]));
+                }
+            }
             let w = p
                 .get("weight")
                 .unwrap()
@@ -169,6 +228,7 @@ mod tests {
         #[test]
         fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
             check_layer_gradient(&GatedGraphConv::new(4, 2), Some(&g), &x).map_err(TestCaseError::fail)?;
+            check_layer_gradient(&GatedGraphConv::new(4, 2).with_bias(false), Some(&g), &x).map_err(TestCaseError::fail)?;
         }
     }
 }

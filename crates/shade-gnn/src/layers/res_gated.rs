@@ -1,6 +1,7 @@
 //! `ResGatedGraphConv` (Bresson & Laurent, 2017) with PyTorch Geometric's options and
 //! defaults.
 
+use super::Activation;
 use super::attention::edge_features;
 use super::blocks::linear;
 use crate::ctx::Float;
@@ -14,9 +15,11 @@ use shade_autodiff::tensor::{Tape, Var};
 
 /// Residual gated graph convolution:
 /// `x'_i = W_1 x_i + Σ_{j -> i} η_ij ⊙ W_2 x_j + b` with the gate
-/// `η_ij = σ(W_3 x_i + W_4 x_j)` (sigmoid). With `edge_dim`, the edge features join
-/// the inputs of the three edge maps (PyG's definition): `η_ij = σ(W_3 [x_i, e_ij] +
-/// W_4 [x_j, e_ij])` and the message `η_ij ⊙ W_2 [x_j, e_ij]`.
+/// `η_ij = act(W_3 x_i + W_4 x_j)` (`act` = sigmoid by default, any [`Activation`]).
+/// With `edge_dim`, the edge features join the inputs of the three edge maps (PyG's
+/// definition): `η_ij = act(W_3 [x_i, e_ij] + W_4 [x_j, e_ij])` and the message
+/// `η_ij ⊙ W_2 [x_j, e_ij]`. A row-wise `act` (softmax) normalises over the output
+/// channels of each edge.
 ///
 /// Parameters (PyG's names): `lin_key` (`W_3`, target), `lin_query` (`W_4`, source),
 /// `lin_value` (`W_2`), each `.weight` `[out, in + D]` (`D = edge_dim`, 0 without)
@@ -33,6 +36,8 @@ pub struct ResGatedGraphConv {
     pub in_channels: usize,
     /// Output width.
     pub out_channels: usize,
+    /// The gate's activation (PyG's `act`; default [`Activation::Sigmoid`]).
+    pub act: Activation,
     /// Width of the edge features, if the layer reads them.
     pub edge_dim: Option<usize>,
     /// Add the skip connection `W_1 x_i`.
@@ -47,6 +52,7 @@ impl ResGatedGraphConv {
         ResGatedGraphConv {
             in_channels,
             out_channels,
+            act: Activation::Sigmoid,
             edge_dim: None,
             root_weight: true,
             bias: true,
@@ -57,6 +63,12 @@ impl ResGatedGraphConv {
     /// and value maps).
     pub fn with_edge_dim(mut self, d: usize) -> Self {
         self.edge_dim = Some(d);
+        self
+    }
+
+    /// Sets the gate's activation.
+    pub fn with_act(mut self, act: Activation) -> Self {
+        self.act = act;
         self
     }
 }
@@ -140,7 +152,7 @@ impl<T: Float> Layer<T> for ResGatedGraphConv {
             }
         };
         let eta = t.add(ki, qj)?;
-        let eta = t.sigmoid(eta)?;
+        let eta = self.act.apply(t, eta)?;
         let m = t.mul(eta, vj)?;
         let mut y = aggregate(t, edges, m, Aggr::Sum)?;
         if self.root_weight {
@@ -171,6 +183,24 @@ mod tests {
     use proptest::prelude::*;
     use rand::SeedableRng;
 
+    /// The elementwise activations the tests use, from their definitions.
+    fn act(a: Activation, z: f64) -> f64 {
+        match a {
+            Activation::Sigmoid => sigmoid(z),
+            Activation::Tanh => z.tanh(),
+            Activation::Relu => z.max(0.0),
+            Activation::LeakyRelu(s) => {
+                if z > 0.0 {
+                    z
+                } else {
+                    s * z
+                }
+            }
+            Activation::Identity => z,
+            other => panic!("no reference for {other:?}"),
+        }
+    }
+
     #[test]
     fn matches_dense_reference() {
         let g = random_graph(7, 15, 8);
@@ -181,6 +211,12 @@ mod tests {
                 root_weight: false,
                 bias: false,
                 ..ResGatedGraphConv::new(3, 4)
+            },
+            ResGatedGraphConv::new(3, 2).with_act(Activation::Tanh),
+            ResGatedGraphConv::new(3, 4).with_act(Activation::LeakyRelu(0.1)),
+            ResGatedGraphConv {
+                bias: false,
+                ..ResGatedGraphConv::new(3, 3).with_act(Activation::Identity)
             },
         ] {
             let (y, p) = layer_output(&conv, Some(&g), &x, 1);
@@ -196,11 +232,14 @@ mod tests {
             let mut r = Array2::zeros((8, o));
             for (j, i, _) in edge_list(&g) {
                 for c in 0..o {
-                    r[[i, c]] += sigmoid(k[[i, c]] + q[[j, c]]) * val[[j, c]];
+                    r[[i, c]] += act(conv.act, k[[i, c]] + q[[j, c]]) * val[[j, c]];
                 }
             }
             if conv.root_weight {
-                r = r + affine(&x, &m(&p, "lin_skip.weight"), None) + v(&p, "bias");
+                r = r + affine(&x, &m(&p, "lin_skip.weight"), None);
+            }
+            if conv.bias {
+                r = r + v(&p, "bias");
             }
             assert_close(&y, &r, 1e-12);
         }
@@ -223,6 +262,9 @@ mod tests {
                 bias: false,
                 ..ResGatedGraphConv::new(3, 4).with_edge_dim(2)
             },
+            ResGatedGraphConv::new(3, 2)
+                .with_edge_dim(2)
+                .with_act(Activation::Relu),
         ] {
             let mut rng = StdRng::seed_from_u64(3);
             let (mut p, st) = Layer::<f64>::init(&conv, &mut rng);
@@ -256,7 +298,7 @@ mod tests {
             let mut r = Array2::zeros((8, o));
             for (id, &(_, i, _)) in el.iter().enumerate() {
                 for c in 0..o {
-                    r[[i, c]] += sigmoid(k[[id, c]] + q[[id, c]]) * val[[id, c]];
+                    r[[i, c]] += act(conv.act, k[[id, c]] + q[[id, c]]) * val[[id, c]];
                 }
             }
             if conv.root_weight {
@@ -271,6 +313,9 @@ mod tests {
         #[test]
         fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
             check_layer_gradient(&ResGatedGraphConv::new(3, 2), Some(&g), &x).map_err(TestCaseError::fail)?;
+            for a in [Activation::Tanh, Activation::Relu, Activation::Softmax] {
+                check_layer_gradient(&ResGatedGraphConv::new(3, 2).with_act(a), Some(&g), &x).map_err(TestCaseError::fail)?;
+            }
         }
 
         /// With edge features: every parameter and the input.
@@ -281,6 +326,12 @@ mod tests {
                 ..GradCheck::new(Some(&g), &x)
             }
             .run(&ResGatedGraphConv::new(3, 2).with_edge_dim(2))
+            .map_err(TestCaseError::fail)?;
+            GradCheck {
+                edge_attr: Some(random_features(g.num_edges(), 2, 8).into_dyn()),
+                ..GradCheck::new(Some(&g), &x)
+            }
+            .run(&ResGatedGraphConv::new(3, 2).with_edge_dim(2).with_act(Activation::Tanh))
             .map_err(TestCaseError::fail)?;
         }
     }

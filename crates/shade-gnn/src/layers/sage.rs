@@ -1,5 +1,6 @@
 //! `SAGEConv` (Hamilton et al., 2017) with PyTorch Geometric's options and defaults.
 
+use super::blocks::linear;
 use crate::ctx::Float;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
@@ -11,10 +12,15 @@ use shade_autodiff::tensor::{Tape, Var};
 
 /// `x'_i = W_l · aggr_{j -> i} x_j + b + W_r x_i`, optionally L2-normalised per row.
 ///
-/// Parameters (PyG's names): `lin_l.weight` `[out, in]`, `lin_l.bias` `[out]`,
-/// `lin_r.weight` `[out, in]` (PyTorch's `Linear` init). Options and defaults as PyG:
+/// With `project`, the neighbours' features are first projected,
+/// `x_j ← relu(W x_j + b_p)`, before the aggregation; the root term `W_r x_i` keeps the
+/// raw `x_i` (as PyG, which projects only the source side).
+///
+/// Parameters (PyG's names): `lin.weight` `[in, in]`, `lin.bias` `[in]` (with
+/// `project`), `lin_l.weight` `[out, in]`, `lin_l.bias` `[out]`, `lin_r.weight`
+/// `[out, in]` (PyTorch's `Linear` init). Options and defaults as PyG:
 /// `aggr = mean` (also sum, max), `normalize = false`, `root_weight = true`,
-/// `bias = true`. Mean and sum aggregate after the transform when that is cheaper
+/// `project = false`, `bias = true`. Mean and sum aggregate after the transform when that is cheaper
 /// (always for sparse input), through the fused sparse × dense path.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SAGEConv {
@@ -28,6 +34,8 @@ pub struct SAGEConv {
     pub normalize: bool,
     /// Add the transformed root features `W_r x_i`.
     pub root_weight: bool,
+    /// Project the neighbours' features with `relu(lin(x_j))` before aggregating.
+    pub project: bool,
     /// Bias of `lin_l`.
     pub bias: bool,
 }
@@ -41,6 +49,7 @@ impl SAGEConv {
             aggr: Aggr::Mean,
             normalize: false,
             root_weight: true,
+            project: false,
             bias: true,
         }
     }
@@ -48,6 +57,12 @@ impl SAGEConv {
     /// Sets the aggregation.
     pub fn with_aggr(mut self, aggr: Aggr) -> Self {
         self.aggr = aggr;
+        self
+    }
+
+    /// Projects the neighbours' features with `relu(lin(x_j))` before aggregating.
+    pub fn with_project(mut self, project: bool) -> Self {
+        self.project = project;
         self
     }
 }
@@ -59,7 +74,12 @@ impl<T: Float> Layer<T> for SAGEConv {
 
     fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
         let (i, o) = (self.in_channels, self.out_channels);
-        let mut p = Params::new().with("lin_l.weight", init::torch_linear(rng, &[o, i], i));
+        let mut p = Params::new();
+        if self.project {
+            p.push("lin.weight", init::torch_linear(rng, &[i, i], i));
+            p.push("lin.bias", init::torch_linear(rng, &[i], i));
+        }
+        p.push("lin_l.weight", init::torch_linear(rng, &[o, i], i));
         if self.bias {
             p.push("lin_l.bias", init::torch_linear(rng, &[o], i));
         }
@@ -79,14 +99,21 @@ impl<T: Float> Layer<T> for SAGEConv {
     ) -> AdResult<Var> {
         let g = env.graph("SAGEConv")?;
         let wl = p.get("lin_l.weight")?;
+        // The source side: the raw features or their projection.
+        let xs = if self.project {
+            let h = linear(t, x, &p, "lin", true)?;
+            Input::Dense(crate::ops::relu(t, h)?)
+        } else {
+            x
+        };
         let linear_aggr = matches!(self.aggr, Aggr::Mean | Aggr::Sum);
-        let transform_first =
-            linear_aggr && (matches!(x, Input::Sparse(_)) || self.out_channels <= self.in_channels);
+        let transform_first = linear_aggr
+            && (matches!(xs, Input::Sparse(_)) || self.out_channels <= self.in_channels);
         let mut y = if transform_first {
-            let h = x.linear(t, wl)?;
+            let h = xs.linear(t, wl)?;
             propagate(t, g.edges(), h, Message::CopySrc, self.aggr)?
         } else {
-            let xd = x.dense(t)?;
+            let xd = xs.dense(t)?;
             let a = propagate(t, g.edges(), xd, Message::CopySrc, self.aggr)?;
             Input::Dense(a).linear(t, wl)?
         };
@@ -130,6 +157,23 @@ mod tests {
         x: &Array2<f64>,
         p: &Params<f64>,
     ) -> Array2<f64> {
+        let m2 = |n: &str| {
+            p.get(n)
+                .unwrap()
+                .clone()
+                .into_dimensionality::<Ix2>()
+                .unwrap()
+        };
+        let raw = x;
+        let projected;
+        let x = if conv.project {
+            let b = p.get("lin.bias").unwrap().clone();
+            let b = b.into_dimensionality::<Ix1>().unwrap();
+            projected = (raw.dot(&m2("lin.weight").t()) + &b).mapv(|v| v.max(0.0));
+            &projected
+        } else {
+            raw
+        };
         let (n, f) = x.dim();
         let mut agg = Array2::<f64>::zeros((n, f));
         for i in 0..n {
@@ -150,19 +194,12 @@ mod tests {
                 };
             }
         }
-        let m2 = |n: &str| {
-            p.get(n)
-                .unwrap()
-                .clone()
-                .into_dimensionality::<Ix2>()
-                .unwrap()
-        };
         let mut y = agg.dot(&m2("lin_l.weight").t());
         if let Some(b) = p.get("lin_l.bias") {
             y += &b.clone().into_dimensionality::<Ix1>().unwrap();
         }
         if conv.root_weight {
-            y += &x.dot(&m2("lin_r.weight").t());
+            y += &raw.dot(&m2("lin_r.weight").t());
         }
         if conv.normalize {
             for mut r in y.rows_mut() {
@@ -178,11 +215,19 @@ mod tests {
         let g = random_graph(7, 15, 5);
         let x = random_features(8, 4, 6);
         for aggr in [Aggr::Mean, Aggr::Sum, Aggr::Max] {
-            for (o, normalize, root) in [(2, false, true), (6, true, true), (3, false, false)] {
+            for (o, normalize, root, project) in [
+                (2, false, true, false),
+                (6, true, true, false),
+                (3, false, false, false),
+                (2, false, true, true),
+                (6, true, true, true),
+                (3, false, false, true),
+            ] {
                 let conv = SAGEConv {
                     aggr,
                     normalize,
                     root_weight: root,
+                    project,
                     ..SAGEConv::new(4, o)
                 };
                 let (y, p) = layer_output(&conv, Some(&g), &x, 7);
@@ -199,6 +244,10 @@ mod tests {
                 check_layer_gradient(&SAGEConv::new(3, 2).with_aggr(aggr), Some(&g), &x).map_err(TestCaseError::fail)?;
             }
             check_layer_gradient(&SAGEConv { normalize: true, ..SAGEConv::new(3, 4) }, Some(&g), &x).map_err(TestCaseError::fail)?;
+            for (aggr, o) in [(Aggr::Mean, 2), (Aggr::Sum, 4), (Aggr::Max, 2)] {
+                let conv = SAGEConv::new(3, o).with_aggr(aggr).with_project(true);
+                check_layer_gradient(&conv, Some(&g), &x).map_err(TestCaseError::fail)?;
+            }
         }
     }
 }
