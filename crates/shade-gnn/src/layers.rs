@@ -6,7 +6,7 @@
 //! | [`Chain`] | `chain.rs` | the children's, under their names |
 //! | [`Activation`] | `activation.rs` | none |
 //! | [`Dropout`] | `dropout.rs` | none |
-//! | [`LayerNorm`], [`BatchNorm`] | `norm.rs` | `weight [F]`, `bias [F]`; state `running_mean`, `running_var` |
+//! | [`LayerNorm`], [`BatchNorm`] | `norm.rs` | `weight [F]`, `bias [F]`; BatchNorm state `running_mean`, `running_var` (with `track_running_stats`) |
 //! | [`GCNConv`] | `gcn.rs` | `lin.weight [out, in]`, `bias [out]` |
 //! | [`GATConv`] | `gat.rs` | `lin.weight [H·C, in]`, `att_src`, `att_dst [1, H, C]`, `lin_edge.weight [H·C, D]`, `att_edge` (with `edge_dim`), `res.weight` (with `residual`), `bias` |
 //! | [`SAGEConv`] | `sage.rs` | `lin.weight [in, in]`, `lin.bias` (with `project`), `lin_l.weight`, `lin_l.bias`, `lin_r.weight` |

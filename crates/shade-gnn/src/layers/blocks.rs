@@ -39,13 +39,15 @@ fn gates<T: Float>(
     h: Var,
     p: &ParamVars<'_>,
     names: [&str; 4],
-    k: usize,
-    c: usize,
+    (k, c): (usize, usize),
+    bias: bool,
 ) -> AdResult<(Vec<Var>, Vec<Var>)> {
-    let gi = Input::Dense(x).linear(t, p.get(names[0])?)?;
-    let gi = t.add(gi, p.get(names[2])?)?;
-    let gh = Input::Dense(h).linear(t, p.get(names[1])?)?;
-    let gh = t.add(gh, p.get(names[3])?)?;
+    let mut gi = Input::Dense(x).linear(t, p.get(names[0])?)?;
+    let mut gh = Input::Dense(h).linear(t, p.get(names[1])?)?;
+    if bias {
+        gi = t.add(gi, p.get(names[2])?)?;
+        gh = t.add(gh, p.get(names[3])?)?;
+    }
     let mut a = Vec::with_capacity(k);
     let mut b = Vec::with_capacity(k);
     for q in 0..k {
@@ -56,13 +58,15 @@ fn gates<T: Float>(
 }
 
 /// PyTorch's `GRUCell` (gate order r, z, n): parameters `weight_ih [3C, in]`,
-/// `weight_hh [3C, C]`, `bias_ih [3C]`, `bias_hh [3C]` in `p`; returns the new `h`.
+/// `weight_hh [3C, C]` and, with `bias` (PyTorch's `GRUCell(bias=...)`), `bias_ih [3C]`,
+/// `bias_hh [3C]` in `p`; returns the new `h`.
 pub(crate) fn gru_cell<T: Float>(
     t: &mut Tape<'_, T>,
     x: Var,
     h: Var,
     p: &ParamVars<'_>,
     c: usize,
+    bias: bool,
 ) -> AdResult<Var> {
     let (gi, gh) = gates(
         t,
@@ -70,8 +74,8 @@ pub(crate) fn gru_cell<T: Float>(
         h,
         p,
         ["weight_ih", "weight_hh", "bias_ih", "bias_hh"],
-        3,
-        c,
+        (3, c),
+        bias,
     )?;
     let r = t.add(gi[0], gh[0])?;
     let r = t.sigmoid(r)?;
@@ -102,8 +106,8 @@ pub(crate) fn lstm_cell<T: Float>(
         h,
         p,
         ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"],
-        4,
-        c,
+        (4, c),
+        true,
     )?;
     let mut g = Vec::with_capacity(4);
     for q in 0..4 {

@@ -50,37 +50,6 @@ impl GatedGraphConv {
     }
 }
 
-/// PyTorch's `GRUCell(bias=False)` (gate order r, z, n): `rnn.weight_ih`,
-/// `rnn.weight_hh` `[3C, C]` in `p`; returns the new `h`.
-fn gru_cell_no_bias<T: Float>(
-    t: &mut Tape<'_, T>,
-    x: Var,
-    h: Var,
-    p: &ParamVars<'_>,
-    c: usize,
-) -> AdResult<Var> {
-    let gi = Input::Dense(x).linear(t, p.get("weight_ih")?)?;
-    let gh = Input::Dense(h).linear(t, p.get("weight_hh")?)?;
-    let mut g = [[gi; 3]; 2];
-    for (row, v) in g.iter_mut().zip([gi, gh]) {
-        for (q, slot) in row.iter_mut().enumerate() {
-            *slot = t.narrow(v, 1, q * c, c)?;
-        }
-    }
-    let [gi, gh] = g;
-    let r = t.add(gi[0], gh[0])?;
-    let r = t.sigmoid(r)?;
-    let z = t.add(gi[1], gh[1])?;
-    let z = t.sigmoid(z)?;
-    let rn = t.mul(r, gh[2])?;
-    let n = t.add(gi[2], rn)?;
-    let n = t.tanh(n)?;
-    // h' = (1 - z) n + z h = n + z (h - n)
-    let d = t.sub(h, n)?;
-    let zd = t.mul(z, d)?;
-    t.add(n, zd)
-}
-
 impl<T: Float> Layer<T> for GatedGraphConv {
     fn name(&self) -> &'static str {
         "GatedGraphConv"
@@ -137,11 +106,7 @@ impl<T: Float> Layer<T> for GatedGraphConv {
             let wl = t.reshape(wl, &[o, o])?;
             let m = t.matmul(h, wl)?;
             let m = propagate(t, g.edges(), m, Message::WeightedSrc, self.aggr)?;
-            h = if self.bias {
-                gru_cell(t, m, h, &rnn, o)?
-            } else {
-                gru_cell_no_bias(t, m, h, &rnn, o)?
-            };
+            h = gru_cell(t, m, h, &rnn, o, self.bias)?;
         }
         Ok(h)
     }
