@@ -9,8 +9,8 @@ use crate::gradcheck::{GradcheckOptions, GradcheckReport, Order};
 use ndarray::{Array2, ArrayD, IxDyn};
 use shade_gnn::layers::{
     AGNNConv, APPNP, Activation, BatchNorm, CGConv, Chain, ChebConv, Dense, Dropout, EdgeConv,
-    GATConv, GATv2Conv, GCNConv, GINConv, GINEConv, GatedGraphConv, GraphConv, LayerNorm, NNConv,
-    ResGatedGraphConv, SAGEConv, SGConv, TAGConv, TransformerConv,
+    GATConv, GATv2Conv, GCNConv, GINConv, GINEConv, GatedGraphConv, GraphConv, LayerNorm,
+    LayerNormMode, NNConv, ResGatedGraphConv, SAGEConv, SGConv, TAGConv, TransformerConv,
 };
 use shade_gnn::loss::{NodeTargets, cross_entropy};
 use shade_gnn::optim::Optimiser;
@@ -128,10 +128,25 @@ pub fn layer_table() -> Vec<LayerRow> {
         row("Activation::Elu(1.0)", Activation::Elu(1.0), &s),
         row("Dropout(0.3)", Dropout::new(0.3), &s),
         row("LayerNorm(4)", LayerNorm::new(4), &s),
+        row(
+            "LayerNorm(4, graph mode)",
+            LayerNorm::new(4).with_mode(LayerNormMode::Graph),
+            &s,
+        ),
         row("BatchNorm(4)", BatchNorm::new(4), &s),
+        row(
+            "BatchNorm(4, no running stats)",
+            BatchNorm::new(4).with_track_running_stats(false),
+            &s,
+        ),
         row("GCNConv(4, 4)", GCNConv::new(4, 4), &s),
         row("GraphConv(4, 4)", GraphConv::new(4, 4), &s),
         row("SAGEConv(4, 4)", SAGEConv::new(4, 4), &s),
+        row(
+            "SAGEConv(4, 4, project)",
+            SAGEConv::new(4, 4).with_project(true),
+            &s,
+        ),
         row("GINConv(Dense(4, 4))", GINConv::new(Dense::new(4, 4)), &s),
         row(
             "GINEConv(Dense(4, 4), edge_dim 2)",
