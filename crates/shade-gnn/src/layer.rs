@@ -99,6 +99,16 @@ pub struct Env<'a, 'r, T: Float> {
 }
 
 impl<'a, T: Float> Env<'a, '_, T> {
+    /// Runs `f` with the graph hidden and restores it afterwards: how a graph layer
+    /// calls a plain sublayer (an MLP) that must not read the graph, as a
+    /// [`Chain`](crate::layers::Chain) calls its plain layers.
+    pub fn without_graph<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let graph = self.graph.take();
+        let r = f(self);
+        self.graph = graph;
+        r
+    }
+
     /// The graph, or [`AdError::InvalidArgument`] naming `layer` when there is none.
     pub fn graph(&self, layer: &'static str) -> AdResult<&'a GraphCtx<T>> {
         self.graph.ok_or(AdError::InvalidArgument {

@@ -122,10 +122,7 @@ impl<T: Float> Layer<T> for Chain<T> {
                 l.forward(t, env, h, p.scope(name), st.scope(name))?
             } else {
                 // Plain layers see no graph.
-                let graph = env.graph.take();
-                let r = l.forward(t, env, h, p.scope(name), st.scope(name));
-                env.graph = graph;
-                r?
+                env.without_graph(|env| l.forward(t, env, h, p.scope(name), st.scope(name)))?
             };
             h = Input::Dense(y);
         }

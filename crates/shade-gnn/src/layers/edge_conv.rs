@@ -72,12 +72,11 @@ impl<T: Float> Layer<T> for EdgeConv<T> {
         let xj = gather_src(t, g.edges(), x)?;
         let d = t.sub(xj, xi)?;
         let z = t.concat(&[xi, d], 1)?;
-        let graph = env.graph.take();
-        let m = self
-            .nn
-            .forward(t, env, Input::Dense(z), p.scope("nn"), st.scope("nn"));
-        env.graph = graph;
-        aggregate(t, g.edges(), m?, self.aggr)
+        let m = env.without_graph(|env| {
+            self.nn
+                .forward(t, env, Input::Dense(z), p.scope("nn"), st.scope("nn"))
+        })?;
+        aggregate(t, g.edges(), m, self.aggr)
     }
 
     fn is_graph_layer(&self) -> bool {

@@ -52,6 +52,29 @@ impl<T: Float> GINConv<T> {
     }
 }
 
+/// GIN's update `nn((1 + ε) x + agg)` with `ε` the constant `eps`, or the parameter
+/// `eps` when `train_eps`; the network runs without the graph. Shared by
+/// [`GINConv`] and [`GINEConv`](super::GINEConv), which differ in `agg`.
+pub(crate) fn gin_update<'a, T: Float>(
+    t: &mut Tape<'a, T>,
+    env: &mut Env<'a, '_, T>,
+    nn: &dyn Layer<T>,
+    (x, agg): (Var, Var),
+    (eps, train_eps): (f64, bool),
+    p: ParamVars<'_>,
+    mut st: StateScope<'_, T>,
+) -> AdResult<Var> {
+    let root = if train_eps {
+        let one = t.scalar(T::one());
+        let s = t.add(one, p.get("eps")?)?;
+        t.mul(x, s)?
+    } else {
+        t.scale(x, T::cst(1.0 + eps))?
+    };
+    let h = t.add(root, agg)?;
+    env.without_graph(|env| nn.forward(t, env, Input::Dense(h), p.scope("nn"), st.scope("nn")))
+}
+
 impl<T: Float> Layer<T> for GINConv<T> {
     fn name(&self) -> &'static str {
         "GINConv"
@@ -74,26 +97,20 @@ impl<T: Float> Layer<T> for GINConv<T> {
         env: &mut Env<'a, '_, T>,
         x: Input<'a, T>,
         p: ParamVars<'_>,
-        mut st: StateScope<'_, T>,
+        st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let g = env.graph("GINConv")?;
         let x = x.dense(t)?;
         let agg = propagate(t, g.edges(), x, Message::CopySrc, Aggr::Sum)?;
-        let root = if self.train_eps {
-            let one = t.scalar(T::one());
-            let e = p.get("eps")?;
-            let s = t.add(one, e)?;
-            t.mul(x, s)?
-        } else {
-            t.scale(x, T::cst(1.0 + self.eps))?
-        };
-        let h = t.add(root, agg)?;
-        let graph = env.graph.take();
-        let r = self
-            .nn
-            .forward(t, env, Input::Dense(h), p.scope("nn"), st.scope("nn"));
-        env.graph = graph;
-        r
+        gin_update(
+            t,
+            env,
+            &self.nn,
+            (x, agg),
+            (self.eps, self.train_eps),
+            p,
+            st,
+        )
     }
 
     fn is_graph_layer(&self) -> bool {

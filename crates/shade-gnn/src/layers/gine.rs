@@ -93,7 +93,7 @@ impl<T: Float> Layer<T> for GINEConv<T> {
         env: &mut Env<'a, '_, T>,
         x: Input<'a, T>,
         p: ParamVars<'_>,
-        mut st: StateScope<'_, T>,
+        st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let g = env.graph("GINEConv")?;
         let e = env.edge_attr.ok_or_else(|| {
@@ -120,20 +120,15 @@ impl<T: Float> Layer<T> for GINEConv<T> {
         let msg = t.add(xj, e)?;
         let msg = t.relu(msg)?;
         let agg = aggregate(t, g.edges(), msg, Aggr::Sum)?;
-        let root = if self.train_eps {
-            let one = t.scalar(T::one());
-            let s = t.add(one, p.get("eps")?)?;
-            t.mul(x, s)?
-        } else {
-            t.scale(x, T::cst(1.0 + self.eps))?
-        };
-        let h = t.add(root, agg)?;
-        let graph = env.graph.take();
-        let r = self
-            .nn
-            .forward(t, env, Input::Dense(h), p.scope("nn"), st.scope("nn"));
-        env.graph = graph;
-        r
+        super::gin::gin_update(
+            t,
+            env,
+            &self.nn,
+            (x, agg),
+            (self.eps, self.train_eps),
+            p,
+            st,
+        )
     }
 
     fn is_graph_layer(&self) -> bool {

@@ -101,12 +101,10 @@ impl<T: Float> Layer<T> for NNConv<T> {
                 "this layer needs edge features (`edge_attr`)".into(),
             )
         })?;
-        let graph = env.graph.take();
-        let w = self
-            .nn
-            .forward(t, env, Input::Dense(e), p.scope("nn"), st.scope("nn"));
-        env.graph = graph;
-        let w = w?;
+        let w = env.without_graph(|env| {
+            self.nn
+                .forward(t, env, Input::Dense(e), p.scope("nn"), st.scope("nn"))
+        })?;
         let ne = g.edges().num_edges();
         let ws = t.shape(w)?.to_vec();
         if ws != [ne, i * o] {

@@ -72,8 +72,7 @@ impl<T: Float> Layer<T> for GlobalAttentionPool<T> {
         mut st: StateScope<'_, T>,
     ) -> AdResult<Var> {
         let g = env.graph("GlobalAttentionPool")?;
-        let graph = env.graph.take();
-        let r = (|| {
+        let (gate, h) = env.without_graph(|env| {
             let gate = self
                 .gate_nn
                 .forward(t, env, x, p.scope("gate_nn"), st.scope("gate_nn"))?;
@@ -82,9 +81,7 @@ impl<T: Float> Layer<T> for GlobalAttentionPool<T> {
                 None => x.dense(t)?,
             };
             Ok::<_, AdError>((gate, h))
-        })();
-        env.graph = graph;
-        let (gate, h) = r?;
+        })?;
         let (gs, hs) = (t.shape(gate)?.to_vec(), t.shape(h)?.to_vec());
         let n = g.num_nodes();
         if gs.len() != 2
