@@ -464,15 +464,38 @@ pub fn apply<T: Float, L: Layer<T> + ?Sized>(
     training: bool,
     rng: &mut StdRng,
 ) -> GnnResult<(ArrayD<T>, State<T>)> {
+    apply_in(
+        &mut TapeBuffers::new(),
+        model,
+        inputs,
+        params,
+        state,
+        training,
+        rng,
+    )
+}
+
+/// [`apply`] on reusable tape storage (what [`TrainState::predict`] runs on, so that
+/// an evaluation per epoch allocates nothing once warm).
+///
+/// [`TrainState::predict`]: crate::train::TrainState::predict
+pub(crate) fn apply_in<T: Float, L: Layer<T> + ?Sized>(
+    bufs: &mut TapeBuffers<T>,
+    model: &L,
+    inputs: &Inputs<'_, T>,
+    params: &Params<T>,
+    state: &State<T>,
+    training: bool,
+    rng: &mut StdRng,
+) -> GnnResult<(ArrayD<T>, State<T>)> {
     inputs.validate()?;
     let arena = GraphArena::new();
     let inputs = &inputs.or_arena(&arena);
     let mut st = state.clone();
-    let mut bufs = TapeBuffers::new();
     let names = params.names();
     let args = model_args(params, None, inputs, None, None);
     let y = tensor::value(
-        &mut bufs,
+        bufs,
         |t, h: Vec<Var>| forward_model(t, model, names, &h, inputs, &mut st, training, rng),
         args,
     )?;

@@ -36,7 +36,7 @@
 
 use crate::ctx::{Float, GraphArena};
 use crate::error::{GnnError, GnnResult};
-use crate::layer::{Inputs, Layer, forward_model, model_args};
+use crate::layer::{Inputs, Layer, apply_in, forward_model, model_args};
 use crate::optim::{OptState, Optimiser};
 use crate::params::{Params, State};
 use ndarray::ArrayD;
@@ -108,21 +108,10 @@ impl<T: Float> TrainState<T> {
         inputs: &Inputs<'_, T>,
     ) -> GnnResult<ArrayD<T>> {
         // Evaluation draws nothing; a fixed stream keeps the training stream untouched.
-        // The step's tape buffers are reused, so a prediction per epoch allocates
-        // nothing once warm (as `apply` would, with fresh buffers every call).
-        inputs.validate()?;
-        let arena = GraphArena::new();
-        let inputs = &inputs.or_arena(&arena);
+        // The step's tape buffers are reused.
         let mut rng = StdRng::seed_from_u64(0);
-        let mut st = self.state.clone();
-        let names = self.params.names();
-        let args = model_args(&self.params, None, inputs, None, None);
-        let y = tensor::value(
-            &mut self.bufs,
-            |t, h: Vec<Var>| forward_model(t, model, names, &h, inputs, &mut st, false, &mut rng),
-            args,
-        )?;
-        Ok(y)
+        let (p, st) = (&self.params, &self.state);
+        apply_in(&mut self.bufs, model, inputs, p, st, false, &mut rng).map(|r| r.0)
     }
 }
 
