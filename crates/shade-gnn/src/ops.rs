@@ -19,6 +19,7 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, TensorRule, Var};
 use shade_autodiff::{AdError, AdResult};
+use std::sync::OnceLock;
 
 /// The transpose of a 2-D value (the core's `transpose` has a cache-blocked 2-D path
 /// whose output comes from the tape's pool).
@@ -576,16 +577,31 @@ pub(crate) fn head_dot<T: Float>(
 /// `deg[i] = Σ_{dst = i} wf`, `dis = deg^-1/2` (0 where `deg = 0`, as PyG masks the
 /// infinity) and `c_k = dis[src_k] wf_k dis[dst_k]` summed into the entries. Without
 /// `normalize`, `c_k = wf_k`. Reverse: `∂c_k/∂wf_k = dis_s dis_d`, and through the
-/// degree `∂dis_i/∂deg_i = -dis_i³ / 2`; forward mode likewise.
+/// degree `∂dis_i/∂deg_i = -dis_i³ / 2`; forward mode likewise. `w` must hold one
+/// value per graph edge (GCNConv checks its shape first).
 struct GcnNormValues<'e, T: Float> {
     edges: &'e GcnEdges<T>,
     normalize: bool,
     num_nodes: usize,
+    /// `(wf, deg, dis)` from the forward pass, which the reverse and forward rules
+    /// reuse instead of recomputing.
+    prepared: OnceLock<Prepared<T>>,
 }
 
+/// The listed edges' weights, the degrees and `deg^-1/2` of [`GcnNormValues`].
+type Prepared<T> = (Vec<T>, Vec<T>, Vec<T>);
+
 impl<T: Float> GcnNormValues<'_, T> {
-    /// The listed edges' weights, the degrees and `deg^-1/2`.
-    fn prepare(&self, w: &[T]) -> (Vec<T>, Vec<T>, Vec<T>) {
+    /// The listed edges' weights, the degrees and `deg^-1/2` for the weights `w`,
+    /// computed once.
+    fn prepared(&self, w: &ArrayViewD<'_, T>) -> &Prepared<T> {
+        self.prepared.get_or_init(|| {
+            let w = w.as_standard_layout();
+            self.prepare(w.as_slice().expect("standard layout"))
+        })
+    }
+
+    fn prepare(&self, w: &[T]) -> Prepared<T> {
         let e = self.edges;
         let wf: Vec<T> = e
             .from
@@ -608,21 +624,6 @@ impl<T: Float> GcnNormValues<'_, T> {
             .collect();
         (wf, deg, dis)
     }
-
-    fn check(&self, w: &ArrayViewD<'_, T>) -> AdResult<()> {
-        let want = self.edges.from.iter().flatten().max().map_or(0, |&m| m + 1);
-        if w.len() < want {
-            return Err(AdError::InvalidArgument {
-                op: "gcn_norm_values",
-                what: format!(
-                    "one edge weight per edge: got {} values for a graph whose edges go up to {}",
-                    w.len(),
-                    want
-                ),
-            });
-        }
-        Ok(())
-    }
 }
 
 impl<T: Float> TensorRule<T> for GcnNormValues<'_, T> {
@@ -631,9 +632,7 @@ impl<T: Float> TensorRule<T> for GcnNormValues<'_, T> {
     }
 
     fn forward(&self, x: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
-        self.check(&x[0])?;
-        let w = x[0].as_standard_layout();
-        let (wf, _, dis) = self.prepare(w.as_slice().expect("standard layout"));
+        let (wf, _, dis) = self.prepared(&x[0]);
         let e = self.edges;
         let mut out = vec![T::zero(); e.matrix.nnz()];
         for k in 0..wf.len() {
@@ -655,8 +654,7 @@ impl<T: Float> TensorRule<T> for GcnNormValues<'_, T> {
         _input: usize,
         mut dx: ArrayViewMutD<'_, T>,
     ) {
-        let w = x[0].as_standard_layout();
-        let (wf, deg, dis) = self.prepare(w.as_slice().expect("standard layout"));
+        let (wf, deg, dis) = self.prepared(&x[0]);
         let g = g.as_standard_layout();
         let g = g.as_slice().expect("standard layout");
         let e = self.edges;
@@ -700,8 +698,7 @@ impl<T: Float> TensorRule<T> for GcnNormValues<'_, T> {
         mut ty: ArrayViewMutD<'_, T>,
     ) {
         let Some(tw) = &t[0] else { return };
-        let w = x[0].as_standard_layout();
-        let (wf, deg, dis) = self.prepare(w.as_slice().expect("standard layout"));
+        let (wf, deg, dis) = self.prepared(&x[0]);
         let tw = tw.as_standard_layout();
         let tw = tw.as_slice().expect("standard layout");
         let e = self.edges;
@@ -741,7 +738,7 @@ impl<T: Float> TensorRule<T> for GcnNormValues<'_, T> {
 /// structure, `[nnz]`) from edge weights `w` on the tape, one per graph edge;
 /// normalised as PyG's `gcn_norm` when `normalize`. See [`GcnNormValues`].
 ///
-/// Errors with [`AdError::InvalidArgument`] when `w` has fewer values than edges.
+/// `w` must hold one value per graph edge (the caller checks its shape).
 pub(crate) fn gcn_norm_values<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a GcnEdges<T>,
@@ -754,6 +751,7 @@ pub(crate) fn gcn_norm_values<'a, T: Float>(
             edges,
             normalize,
             num_nodes,
+            prepared: OnceLock::new(),
         },
         &[w],
     )
