@@ -214,7 +214,7 @@ pub struct GraphCtx<T: Float> {
     loop_fill: OnceLock<SelfLoopFill<T>>,
     gcn: [OnceLock<SparseMatrix<T>>; 4],
     cheb: [OnceLock<ChebLaplacian<T>>; 3],
-    propagation: [OnceLock<EdgeEntries<T>>; 3],
+    propagation: [OnceLock<Vec<T>>; 3],
     gcn_edges: [OnceLock<GcnEdges<T>>; 3],
     batch: Vec<usize>,
 }
@@ -258,21 +258,6 @@ pub struct ScaledLaplacian<'c, T: Element> {
     pub values: Option<ArrayD<T>>,
 }
 
-/// A propagation matrix as the list of edges it sums, for edge dropout
-/// ([`GraphCtx::propagation_edges`]): edge `e` contributes `value[e]` to the stored
-/// entry `position[e]` of `matrix` (multi-edges share an entry, each with its own
-/// value), so that dropping edges is a new value array for the same structure.
-#[derive(Debug)]
-pub struct EdgeEntries<T: Element> {
-    /// The structure (rows = destination, columns sorted, duplicates summed); its
-    /// values are the sums of every edge's `value`.
-    pub matrix: SparseMatrix<T>,
-    /// The stored entry of every edge, in `matrix`'s CSR order.
-    pub position: Vec<usize>,
-    /// The coefficient of every edge.
-    pub value: Vec<T>,
-}
-
 /// PyG's `gcn_norm` edge list as a map from the graph's edges
 /// ([`GraphCtx::gcn_edges`]), for a GCN whose edge weights are values on the tape.
 #[derive(Debug)]
@@ -290,6 +275,40 @@ pub struct GcnEdges<T: Element> {
     pub matrix: SparseMatrix<T>,
     /// The stored entry of every listed edge, in `matrix`'s CSR order.
     pub position: Vec<usize>,
+}
+
+impl<T: Float> GcnEdges<T> {
+    /// The listed edges' weights `wf` (`w(i)` of the graph edge each carries, `fill`
+    /// for an added loop), the degrees `deg[i] = Σ_{dst = i} wf` (zeros unless
+    /// `normalize`) and `deg^-1/2` (0 where the degree is 0, as PyG masks the
+    /// infinity): the parts of PyG's `gcn_norm`.
+    pub(crate) fn normalise(
+        &self,
+        w: impl Fn(usize) -> T,
+        normalize: bool,
+        num_nodes: usize,
+    ) -> (Vec<T>, Vec<T>, Vec<T>) {
+        let wf: Vec<T> = self
+            .from
+            .iter()
+            .map(|f| f.map_or(T::cst(self.fill), &w))
+            .collect();
+        let mut deg = vec![T::zero(); num_nodes];
+        if normalize {
+            self.dst.iter().zip(&wf).for_each(|(&d, &x)| deg[d] += x);
+        }
+        let dis = deg
+            .iter()
+            .map(|&d| {
+                if d == T::zero() {
+                    T::zero()
+                } else {
+                    d.powf(T::cst(-0.5))
+                }
+            })
+            .collect();
+        (wf, deg, dis)
+    }
 }
 
 impl<T: Float> GraphCtx<T> {
@@ -500,46 +519,32 @@ impl<T: Float> GraphCtx<T> {
     }
 
     /// A propagation matrix as the edge list it sums, the form edge dropout needs
-    /// (APPNP's `dropout`): with `normalize`, PyG's `gcn_norm` edge list (the
-    /// non-loop edges in graph order, then one self-loop per node when
-    /// `add_self_loops`, an existing loop keeping its weight) with its coefficients
-    /// `d(dst)^-1/2 · w · d(src)^-1/2`; otherwise the graph's own edges (self-loops
-    /// and multi-edges included) with their weights. The matrix equals
-    /// [`GraphCtx::gcn_adjacency`]`(false, add_self_loops)` or the weighted sum matrix
-    /// up to rounding. Built once per option set.
-    pub fn propagation_edges(&self, normalize: bool, add_self_loops: bool) -> &EdgeEntries<T> {
+    /// (APPNP's `dropout`): the list of [`GraphCtx::gcn_edges`] (with `normalize`,
+    /// PyG's `gcn_norm` list: the non-loop edges in graph order, then one self-loop per
+    /// node when `add_self_loops`, an existing loop keeping its weight; otherwise the
+    /// graph's own edges) and the coefficient of every listed edge,
+    /// `d(dst)^-1/2 · w · d(src)^-1/2` or the weight. Summed into their entries they
+    /// give [`GraphCtx::gcn_adjacency`]`(false, add_self_loops)` or the weighted sum
+    /// matrix up to rounding. Built once per option set.
+    pub fn propagation_edges(&self, normalize: bool, add_self_loops: bool) -> (&GcnEdges<T>, &[T]) {
+        let loops = normalize && add_self_loops;
         let slot = match (normalize, add_self_loops) {
             (true, true) => 0,
             (true, false) => 1,
             (false, _) => 2,
         };
-        self.propagation[slot].get_or_init(|| {
-            let (src, dst, value): (Vec<usize>, Vec<usize>, Vec<T>) = if normalize {
-                let ne = self.graph.gcn_norm_edges(GcnNorm {
-                    add_self_loops,
-                    improved: false,
-                    weighted: true,
-                });
-                (
-                    ne.src.iter().map(|&s| s as usize).collect(),
-                    ne.dst.iter().map(|&d| d as usize).collect(),
-                    ne.weight.iter().map(|&w| T::cst(w)).collect(),
-                )
-            } else {
-                let e = &self.edges;
-                let w = (0..e.num_edges()).map(|i| e.weight(i)).collect();
-                (e.src.clone(), e.dst.clone(), w)
-            };
-            let n = self.num_nodes();
-            let matrix = csr_from_triples(n, n, &dst, &src, |e| value[e]);
-            let position = entry_positions(&matrix, &dst, &src);
-            matrix.prepare_transpose();
-            EdgeEntries {
-                matrix,
-                position,
-                value,
+        let edges = self.gcn_edges(false, loops);
+        let coef = self.propagation[slot].get_or_init(|| {
+            let (wf, _, dis) =
+                edges.normalise(|i| self.edges.weight(i), normalize, self.num_nodes());
+            if !normalize {
+                return wf;
             }
-        })
+            (0..wf.len())
+                .map(|k| dis[edges.src[k]] * wf[k] * dis[edges.dst[k]])
+                .collect()
+        });
+        (edges, coef)
     }
 
     /// The edge list PyG's `gcn_norm` normalises, as a map from the graph's edges:

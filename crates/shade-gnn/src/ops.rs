@@ -602,27 +602,8 @@ impl<T: Float> GcnNormValues<'_, T> {
     }
 
     fn prepare(&self, w: &[T]) -> Prepared<T> {
-        let e = self.edges;
-        let wf: Vec<T> = e
-            .from
-            .iter()
-            .map(|f| f.map_or(T::cst(e.fill), |i| w[i]))
-            .collect();
-        let mut deg = vec![T::zero(); self.num_nodes];
-        if self.normalize {
-            e.dst.iter().zip(&wf).for_each(|(&d, &x)| deg[d] += x);
-        }
-        let dis = deg
-            .iter()
-            .map(|&d| {
-                if d == T::zero() {
-                    T::zero()
-                } else {
-                    d.powf(T::cst(-0.5))
-                }
-            })
-            .collect();
-        (wf, deg, dis)
+        self.edges
+            .normalise(|i| w[i], self.normalize, self.num_nodes)
     }
 }
 

@@ -2,7 +2,7 @@
 //! edge dropout included.
 
 use super::blocks::bad_option;
-use crate::ctx::{EdgeEntries, Float};
+use crate::ctx::{Float, GcnEdges};
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::{ArrayD, IxDyn};
@@ -82,14 +82,18 @@ impl APPNP {
     }
 }
 
-/// The values of `edges.matrix` for one step of edge dropout: every edge kept with
-/// probability `1 - p` (one fresh mask from `rng`) and scaled by `1 / (1 - p)`, summed
-/// into its stored entry.
-fn dropped_values<T: Float>(edges: &EdgeEntries<T>, p: f64, rng: &mut StdRng) -> ArrayD<T> {
-    let keep = crate::ops::keep_mask(edges.value.len(), p, rng);
+/// The values of `edges.matrix` for one step of edge dropout: every listed edge's
+/// coefficient `coef` kept with probability `1 - p` (one fresh mask from `rng`) and
+/// scaled by `1 / (1 - p)`, summed into its stored entry.
+fn dropped_values<T: Float>(
+    (edges, coef): (&GcnEdges<T>, &[T]),
+    p: f64,
+    rng: &mut StdRng,
+) -> ArrayD<T> {
+    let keep = crate::ops::keep_mask(coef.len(), p, rng);
     let scale = T::cst(1.0 / (1.0 - p));
     let mut v = vec![T::zero(); edges.matrix.nnz()];
-    for ((&pos, &w), kept) in edges.position.iter().zip(&edges.value).zip(keep) {
+    for ((&pos, &w), kept) in edges.position.iter().zip(coef).zip(keep) {
         if kept {
             v[pos] += w * scale;
         }
@@ -141,10 +145,10 @@ impl<T: Float> Layer<T> for APPNP {
         for _ in 0..self.k {
             let p = match drop {
                 None => t.spmm(a, h)?,
-                Some(edges) => {
-                    let v = dropped_values(edges, self.dropout, env.rng);
+                Some(list) => {
+                    let v = dropped_values(list, self.dropout, env.rng);
                     let v = t.constant(&v);
-                    t.spmm_values(&edges.matrix, v, h)?
+                    t.spmm_values(&list.0.matrix, v, h)?
                 }
             };
             let p = t.scale(p, T::cst(1.0 - self.alpha))?;
