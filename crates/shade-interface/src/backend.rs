@@ -4,6 +4,9 @@
 //! - [`AutoFiniteDiff`]: forward or central differences, the always-available reference.
 //! - `AutoNumDual` (feature `num-dual`): num-dual's dual and hyper-dual numbers.
 //! - [`SecondOrder`]: an outer backend over an inner one, for Hessians and HVPs.
+//! - [`AutoSparse`]: sparse Jacobians through an inner backend's pushforwards.
+//!
+//! The engines behind the markers live in `backends/`.
 
 use crate::error::{InterfaceError, InterfaceResult};
 use shade_autodiff::ModeKind;
@@ -299,5 +302,52 @@ impl<O: Backend, I: Backend> Backend for SecondOrder<O, I> {
     fn validate(&self) -> InterfaceResult<()> {
         self.outer.validate()?;
         self.inner.validate()
+    }
+}
+
+/// Sparse Jacobians through the inner backend's pushforwards.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AutoSparse<B> {
+    /// The backend of the compressed pushforwards.
+    pub inner: B,
+}
+
+impl<B: Backend> Backend for AutoSparse<B> {
+    fn name(&self) -> String {
+        format!("AutoSparse({})", self.inner.name())
+    }
+    fn mode(&self) -> ModeSupport {
+        self.inner.mode()
+    }
+    fn supports(&self, op: Operator) -> Support {
+        match op {
+            Operator::Jacobian => match self.inner.supports(Operator::Pushforward) {
+                Support::No => Support::No,
+                _ => Support::Generic,
+            },
+            _ => Support::No,
+        }
+    }
+    fn validate(&self) -> InterfaceResult<()> {
+        self.inner.validate()
+    }
+}
+
+/// num-dual as a backend (feature `num-dual`): `Dual64` (first order), `HyperDual64`
+/// (second order), through the [`NumDual`](crate::numdual::NumDual) newtype.
+#[cfg(feature = "num-dual")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoNumDual;
+
+#[cfg(feature = "num-dual")]
+impl Backend for AutoNumDual {
+    fn name(&self) -> String {
+        "AutoNumDual".into()
+    }
+    fn mode(&self) -> ModeSupport {
+        ModeSupport::Forward
+    }
+    fn supports(&self, _: Operator) -> Support {
+        Support::Generic
     }
 }

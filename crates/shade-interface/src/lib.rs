@@ -85,37 +85,34 @@
 //! isomorphic shade number type (`Dual<f64>`, `Dual<Dual<f64>>`).
 
 pub mod backend;
+pub mod backends;
 pub mod context;
 mod error;
 mod explain;
-mod fd;
 pub mod form;
-mod generic;
-#[cfg(feature = "num-dual")]
-pub mod numdual;
 pub mod ops;
 mod prep;
-mod second_order;
-mod shade;
-pub mod sparse;
 mod support;
 pub mod tensor;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+#[cfg(feature = "num-dual")]
+pub use backend::AutoNumDual;
 pub use backend::{
-    AutoFiniteDiff, AutoShade, Backend, FdKind, ModeSupport, Operator, SecondOrder, Support,
+    AutoFiniteDiff, AutoShade, AutoSparse, Backend, FdKind, ModeSupport, Operator, SecondOrder,
+    Support,
 };
+pub use backends::fd::FdWork;
+pub use backends::generic::{GenericBackend, GenericState};
+pub use backends::native::{ShadeCall, ShadeState};
+#[cfg(feature = "num-dual")]
+pub use backends::numdual;
+pub use backends::sparse;
 pub use context::{Cache, Constant, ContextPassing, Contexts};
 pub use error::{InterfaceError, InterfaceResult};
 pub use explain::{PathKind, Report};
-pub use fd::FdWork;
 pub use form::{OneArg, TwoArg};
-pub use generic::{GenericBackend, GenericState};
-#[cfg(feature = "num-dual")]
-pub use numdual::AutoNumDual;
 pub use ops::*;
 pub use prep::{Meta, Prepared};
-pub use shade::{ShadeCall, ShadeState};
-pub use sparse::AutoSparse;
 pub use support::{render_support_table, support_table};

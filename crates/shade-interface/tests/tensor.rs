@@ -187,3 +187,47 @@ fn tensor_column_of_the_support_table_matches_what_runs() {
         .collect();
     assert_eq!(claimed, ran);
 }
+
+/// Issue 14 (class 5): a closure that the core's `tensor::gradient` accepts, with
+/// contexts that borrow a sparse matrix and an index slice, goes through the
+/// interface's `tensor::gradient` too (it failed with a bare lifetime error).
+#[test]
+fn closure_with_borrowed_sparse_and_index_contexts_infers() {
+    let (a, x, rows) = (adjacency(), features(), vec![0usize, 2, 3]);
+    let w = Array2::from_elem((3, 2), 0.3);
+    // The core accepts the closure.
+    let mut dw = Array2::zeros((3, 2));
+    let mut bufs = shade_autodiff::tensor::TapeBuffers::new();
+    let y_core = shade_autodiff::tensor::gradient(
+        &mut bufs,
+        |t, (w, a, x, rows)| {
+            let h = t.matmul(x, w)?;
+            let h = t.spmm(a, h)?;
+            let h = t.index_select(h, rows)?;
+            t.sum(h)
+        },
+        (
+            shade_autodiff::Duplicated(&w, &mut dw),
+            shade_autodiff::Const(&a),
+            shade_autodiff::Const(&x),
+            shade_autodiff::Const(&rows[..]),
+        ),
+    )
+    .unwrap();
+    // So does the interface, with the same closure body.
+    let ctx = (Constant(&a), Constant(&x), Constant(&rows[..]));
+    let g = tensor::gradient(
+        |t, (w, &(a, x, rows))| {
+            let h = t.matmul(x, w)?;
+            let h = t.spmm(a, h)?;
+            let h = t.index_select(h, rows)?;
+            t.sum(h)
+        },
+        &AutoShade::REVERSE,
+        &w,
+        ctx,
+    )
+    .unwrap();
+    assert_eq!(g, dw);
+    let _ = y_core;
+}

@@ -1,9 +1,9 @@
 //! Finite differences ([`AutoFiniteDiff`]) on the `f64` instantiation: the generic
 //! reference backend.
 
+use super::generic::GenericBackend;
 use crate::backend::{AutoFiniteDiff, FdKind};
 use crate::form::{ScalarForm, VecForm};
-use crate::generic::GenericBackend;
 use bumpalo::Bump;
 
 /// Buffers of [`AutoFiniteDiff`].

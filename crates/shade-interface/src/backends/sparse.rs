@@ -10,7 +10,7 @@
 
 mod tracer;
 
-use crate::backend::{Backend, ModeSupport, Operator, Support};
+use crate::backend::{AutoSparse, Backend};
 use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::explain::Report;
@@ -19,34 +19,6 @@ use crate::ops::{JacobianBackend, PushforwardBackend};
 use crate::prep::Meta;
 use bumpalo::Bump;
 use tracer::Tracer;
-
-/// Sparse Jacobians through the inner backend's pushforwards.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct AutoSparse<B> {
-    /// The backend of the compressed pushforwards.
-    pub inner: B,
-}
-
-impl<B: Backend> Backend for AutoSparse<B> {
-    fn name(&self) -> String {
-        format!("AutoSparse({})", self.inner.name())
-    }
-    fn mode(&self) -> ModeSupport {
-        self.inner.mode()
-    }
-    fn supports(&self, op: Operator) -> Support {
-        match op {
-            Operator::Jacobian => match self.inner.supports(Operator::Pushforward) {
-                Support::No => Support::No,
-                _ => Support::Generic,
-            },
-            _ => Support::No,
-        }
-    }
-    fn validate(&self) -> InterfaceResult<()> {
-        self.inner.validate()
-    }
-}
 
 /// The detected pattern and its colouring.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
