@@ -162,6 +162,14 @@ impl ContextShape {
         ContextShape { kinds: c.kinds() }
     }
 
+    /// Whether any context is a [`Cache`].
+    pub(crate) fn has_cache(&self) -> bool {
+        self.kinds
+            .iter()
+            .flatten()
+            .any(|k| matches!(k, ContextKind::Cache(_)))
+    }
+
     /// Total scratch length of the caches.
     pub(crate) fn cache_len(&self) -> usize {
         self.kinds

@@ -101,7 +101,7 @@ pub mod testing;
 pub use backend::AutoNumDual;
 pub use backend::{
     AutoFiniteDiff, AutoShade, AutoSparse, Backend, FdKind, ModeSupport, Operator, SecondOrder,
-    Support,
+    ShadeMode, Support,
 };
 pub use backends::fd::FdWork;
 pub use backends::generic::{GenericBackend, GenericState};
@@ -111,7 +111,7 @@ pub use backends::numdual;
 pub use backends::sparse;
 pub use context::{Cache, Constant, ContextPassing, Contexts};
 pub use error::{InterfaceError, InterfaceResult};
-pub use explain::{PathKind, Report};
+pub use explain::{PathKind, Report, Spec};
 pub use form::{OneArg, TwoArg};
 pub use ops::*;
 pub use prep::{Meta, Prepared};

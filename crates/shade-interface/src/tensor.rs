@@ -197,9 +197,9 @@ pub enum TensorEngine {
     FiniteDiff(AutoFiniteDiff),
 }
 
-impl TensorBackend for AutoShade {
+impl<M: crate::ShadeMode> TensorBackend for AutoShade<M> {
     fn engine(&self) -> TensorEngine {
-        TensorEngine::Shade(self.mode)
+        TensorEngine::Shade(M::KIND)
     }
 }
 

@@ -49,9 +49,13 @@ fn banded_jacobian_needs_three_colours() {
 proptest! {
     #[test]
     fn sparse_jacobians_pass_the_harness(x in prop::collection::vec(-1.5f64..1.5, 1..=6)) {
-        for b in [AutoSparse { inner: AutoShade::FORWARD }, AutoSparse { inner: AutoShade::REVERSE }] {
-            let r = check_jacobian(&b, &standard::vector_vector(&x).form(), &Config::exact())
-                .and_then(|_| check_jacobian(&b, &standard::matrix_matrix(&x).form(), &Config::exact()));
+        let (fwd, rev) = (AutoSparse { inner: AutoShade::FORWARD }, AutoSparse { inner: AutoShade::REVERSE });
+        for r in [
+            check_jacobian(&fwd, &standard::vector_vector(&x).form(), &Config::exact()),
+            check_jacobian(&fwd, &standard::matrix_matrix(&x).form(), &Config::exact()),
+            check_jacobian(&rev, &standard::vector_vector(&x).form(), &Config::exact()),
+            check_jacobian(&rev, &standard::matrix_matrix(&x).form(), &Config::exact()),
+        ] {
             prop_assert!(r.is_ok(), "{}", r.unwrap_err());
         }
         let fd = AutoSparse { inner: AutoFiniteDiff::CENTRAL };

@@ -53,6 +53,20 @@ fn layer(t: &mut Tape<'_, f64>, (w, &(x,)): (Var, &(Var,))) -> AdResult<Var> {
     t.tanh(h)
 }
 
+/// Runs `$body` with `$b` bound to each mode of `AutoShade` (two types).
+macro_rules! both_modes {
+    ($b:ident => $body:block) => {{
+        {
+            let $b = AutoShade::REVERSE;
+            $body
+        }
+        {
+            let $b = AutoShade::FORWARD;
+            $body
+        }
+    }};
+}
+
 fn features() -> Array2<f64> {
     Array2::from_shape_fn((4, 3), |(i, j)| ((i * 3 + j) as f64 * 0.37).sin())
 }
@@ -98,13 +112,13 @@ proptest! {
         let dx = Array2::from_shape_fn((3, 2), |(i, j)| s + (i as f64) - 0.5 * j as f64);
         let dyf = Array1::from_iter(dy.iter().copied());
         let dxf = Array1::from_iter(dx.iter().copied());
-        for b in [AutoShade::REVERSE, AutoShade::FORWARD] {
+        both_modes!(b => {
             let pb = tensor::pullback(layer, &b, &w, &dy, ctx).unwrap();
             prop_assert!(close(pb.iter().copied(), j_rev.t().dot(&dyf).iter().copied(), 1e-12));
             let (y, pf) = tensor::pushforward(layer, &b, &w, &dx, ctx).unwrap();
             prop_assert_eq!(y.shape(), &[4, 2]);
             prop_assert!(close(pf.iter().copied(), j_rev.dot(&dxf).iter().copied(), 1e-12));
-        }
+        });
         let pb = tensor::pullback(layer, &AutoFiniteDiff::CENTRAL, &w, &dy, ctx).unwrap();
         prop_assert!(close(pb.iter().copied(), j_rev.t().dot(&dyf).iter().copied(), 1e-6));
         let (_, pf) = tensor::pushforward(layer, &AutoFiniteDiff::CENTRAL, &w, &dx, ctx).unwrap();
@@ -170,11 +184,11 @@ fn tensor_column_of_the_support_table_matches_what_runs() {
         let y = layer(t, h)?;
         t.sum(y)
     }
-    for b in [AutoShade::REVERSE, AutoShade::FORWARD] {
+    both_modes!(b => {
         tensor::gradient(sum_layer, &b, &w, ctx).unwrap();
         tensor::jacobian(layer, &b, &w, ctx).unwrap();
         ran.insert(b.name());
-    }
+    });
     for b in [AutoFiniteDiff::CENTRAL, AutoFiniteDiff::FORWARD] {
         tensor::gradient(sum_layer, &b, &w, ctx).unwrap();
         tensor::jacobian(layer, &b, &w, ctx).unwrap();

@@ -16,7 +16,7 @@ use crate::error::InterfaceResult;
 use crate::explain::Report;
 use crate::form::{TwoArg, VecForm};
 use crate::ops::{JacobianBackend, PushforwardBackend};
-use crate::prep::Meta;
+use crate::prep::{Meta, PrepareBackend};
 use bumpalo::Bump;
 use tracer::Tracer;
 
@@ -103,7 +103,9 @@ impl<S> SparseState<S> {
     }
 }
 
-impl<F, C, B> JacobianBackend<TwoArg<F>, C> for AutoSparse<B>
+/// Preparation traces the pattern at `x` and colours it; the inner backend's state
+/// does the pushforwards.
+impl<F, C, B> PrepareBackend<TwoArg<F>, C> for AutoSparse<B>
 where
     TwoArg<F>: VecForm<C>,
     B: PushforwardBackend<TwoArg<F>, C>,
@@ -111,7 +113,7 @@ where
 {
     type State = SparseState<B::State>;
 
-    fn prepare_jacobian(
+    fn prepare(
         &self,
         f: &TwoArg<F>,
         x: &[f64],
@@ -135,13 +137,41 @@ where
             .collect();
         tracer::reset();
         Ok(SparseState {
-            inner: self.inner.prepare_pushforward(f, x, ctx, meta)?,
+            inner: self.inner.prepare(f, x, ctx, meta)?,
             pattern: Pattern::colour(m, n, &nz),
             seed: vec![0.0; n],
             dy: vec![0.0; m],
         })
     }
 
+    fn footprint(&self, st: &Self::State) -> Option<usize> {
+        self.inner.footprint(&st.inner)
+    }
+
+    fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
+        let mut r = self.inner.explain(&st.inner, meta);
+        let k = st.pattern.colours();
+        r.backend = self.name();
+        r.path = crate::explain::PathKind::Generic;
+        r.detail = format!(
+            "sparse: {} nonzeros (local pattern at the preparation point), {k} colours: {k} pushforwards instead of {}; each: {}",
+            st.pattern.entries.len(),
+            meta.n,
+            r.detail
+        );
+        r.calls = k.max(1);
+        r.reserved_bytes +=
+            8 * (st.pattern.entries.len() + st.seed.len() + st.dy.len() + st.pattern.colour.len());
+        r
+    }
+}
+
+impl<F, C, B> JacobianBackend<TwoArg<F>, C> for AutoSparse<B>
+where
+    TwoArg<F>: VecForm<C>,
+    B: PushforwardBackend<TwoArg<F>, C>,
+    C: Contexts,
+{
     fn value_and_jacobian_into(
         &self,
         st: &mut Self::State,
@@ -185,23 +215,5 @@ where
             )?;
         }
         Ok(())
-    }
-
-    fn explain_jacobian(&self, st: &Self::State, meta: &Meta) -> Report {
-        let mut r = self.inner.explain_pushforward(&st.inner, meta);
-        let k = st.pattern.colours();
-        r.backend = self.name();
-        r.operator = meta.operator.name();
-        r.path = crate::explain::PathKind::Generic;
-        r.detail = format!(
-            "sparse: {} nonzeros (local pattern at the preparation point), {k} colours: {k} pushforwards instead of {}; each: {}",
-            st.pattern.entries.len(),
-            meta.n,
-            r.detail
-        );
-        r.calls = k.max(1);
-        r.reserved_bytes +=
-            8 * (st.pattern.entries.len() + st.seed.len() + st.dy.len() + st.pattern.colour.len());
-        r
     }
 }

@@ -5,9 +5,8 @@ use super::{DerivativeOp, GradientOp, JacobianOp};
 use crate::backend::{Backend, Operator};
 use crate::context::Contexts;
 use crate::error::InterfaceResult;
-use crate::explain::Report;
 use crate::form::{OneArg, TwoArg};
-use crate::prep::{Meta, Prepared};
+use crate::prep::{PrepareBackend, Prepared, prepare};
 
 /// A backend that computes derivatives of functions of one scalar, in form `V`.
 #[diagnostic::on_unimplemented(
@@ -15,17 +14,7 @@ use crate::prep::{Meta, Prepared};
     label = "no derivative for this backend, function form and contexts",
     note = "`derivative` takes a function of one scalar, `shade_fn!(f(S, ...))` (one-argument) or `shade_fn!(f(&mut [S], S, ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait DerivativeBackend<V, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x` (may run the function once to warm buffers).
-    fn prepare_derivative(
-        &self,
-        f: &V,
-        x: f64,
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait DerivativeBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dy/dx` (length `m` each).
     fn value_and_derivative_into(
         &self,
@@ -36,8 +25,6 @@ pub trait DerivativeBackend<V, C>: Backend {
         y: &mut [f64],
         der: &mut [f64],
     ) -> InterfaceResult<()>;
-    /// The report for a prepared state.
-    fn explain_derivative(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes gradients of one-argument functions.
@@ -46,17 +33,7 @@ pub trait DerivativeBackend<V, C>: Backend {
     label = "no gradient for this backend, function and contexts",
     note = "`gradient` takes a one-argument function `shade_fn!(f(&[S], ...))` returning `S`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait GradientBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x` (may run the function once to warm buffers).
-    fn prepare_gradient(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait GradientBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// Writes `∇f(x)` into `g` (overwriting it) and returns `f(x)`.
     fn value_and_gradient_into(
         &self,
@@ -66,8 +43,6 @@ pub trait GradientBackend<F, C>: Backend {
         ctx: &C,
         g: &mut [f64],
     ) -> InterfaceResult<f64>;
-    /// The report for a prepared state.
-    fn explain_gradient(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes Jacobians of functions in form `V`.
@@ -76,17 +51,7 @@ pub trait GradientBackend<F, C>: Backend {
     label = "no jacobian for this backend, function form and contexts",
     note = "`jacobian` takes `shade_fn!(f(&[S], ...))` (one output) or `shade_fn!(f(&mut [S], &[S], ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait JacobianBackend<V, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_jacobian(
-        &self,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait JacobianBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and the Jacobian (`m × n`, row-major).
     fn value_and_jacobian_into(
         &self,
@@ -97,8 +62,6 @@ pub trait JacobianBackend<V, C>: Backend {
         y: &mut [f64],
         jac: &mut [f64],
     ) -> InterfaceResult<()>;
-    /// The report for a prepared state.
-    fn explain_jacobian(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 // ---------------------------------------------------------------- derivative
@@ -110,22 +73,27 @@ pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C: Contexts>(
     x: f64,
     ctx: &C,
 ) -> InterfaceResult<Prepared<DerivativeOp, V, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Derivative, 1, m, ctx);
-    let st = backend.prepare_derivative(&f, x, ctx, &meta)?;
-    let report = backend.explain_derivative(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (mut y, mut d) = (vec![0.0; m], vec![0.0; m]);
+    prepare(
+        Operator::Derivative,
+        f,
+        (1, m),
+        backend,
+        &[x],
+        ctx,
+        |b, st, f| b.value_and_derivative_into(st, f, x, ctx, &mut y, &mut d),
+    )
 }
 
 /// Prepares `derivative` of a one-argument function `f(x: S, contexts...) -> S` at `x`.
-pub fn prepare_derivative<F, B, C>(
+pub fn prepare_derivative<F, B, C, St>(
     f: F,
     backend: &B,
     x: f64,
     ctx: C,
-) -> InterfaceResult<Prepared<DerivativeOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<DerivativeOp, OneArg<F>, B, St>>
 where
-    B: DerivativeBackend<OneArg<F>, C>,
+    B: DerivativeBackend<OneArg<F>, C, State = St>,
     C: Contexts,
 {
     prep_derivative(OneArg(f), 1, backend, x, &ctx)
@@ -133,15 +101,15 @@ where
 
 /// Prepares `derivative` of a two-argument function `f(y: &mut [S], x: S, contexts...)`
 /// with `m` outputs.
-pub fn prepare_derivative_inplace<F, B, C>(
+pub fn prepare_derivative_inplace<F, B, C, St>(
     f: F,
     m: usize,
     backend: &B,
     x: f64,
     ctx: C,
-) -> InterfaceResult<Prepared<DerivativeOp, TwoArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<DerivativeOp, TwoArg<F>, B, St>>
 where
-    B: DerivativeBackend<TwoArg<F>, C>,
+    B: DerivativeBackend<TwoArg<F>, C, State = St>,
     C: Contexts,
 {
     prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)
@@ -301,14 +269,14 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
 /// assert_eq!((y, g), (30.0, [15.0, 6.0]));
 /// # Ok::<(), shade_interface::InterfaceError>(())
 /// ```
-pub fn prepare_gradient<F, B, C>(
+pub fn prepare_gradient<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, St>>
 where
-    B: GradientBackend<F, C>,
+    B: GradientBackend<F, C, State = St>,
     C: Contexts,
 {
     prep_gradient(f, backend, x, &ctx)
@@ -320,12 +288,16 @@ fn prep_gradient<F, B: GradientBackend<F, C>, C: Contexts>(
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Gradient, x.len(), 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_gradient(&f, x, ctx, &meta)?;
-    let report = backend.explain_gradient(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let mut g = vec![0.0; x.len()];
+    prepare(
+        Operator::Gradient,
+        OneArg(f),
+        (x.len(), 1),
+        backend,
+        x,
+        ctx,
+        |b, st, f| b.value_and_gradient_into(st, f, x, ctx, &mut g).map(drop),
+    )
 }
 
 /// `∇f(x)` for a one-argument `f(x: &[S], contexts...) -> S`.
@@ -412,23 +384,28 @@ pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C: Contexts>(
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<JacobianOp, V, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Jacobian, x.len(), m, ctx);
-    let st = backend.prepare_jacobian(&f, x, ctx, &meta)?;
-    let report = backend.explain_jacobian(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (mut y, mut j) = (vec![0.0; m], vec![0.0; m * x.len()]);
+    prepare(
+        Operator::Jacobian,
+        f,
+        (x.len(), m),
+        backend,
+        x,
+        ctx,
+        |b, st, f| b.value_and_jacobian_into(st, f, x, ctx, &mut y, &mut j),
+    )
 }
 
 /// Prepares `jacobian` of a one-argument `f(x: &[S], contexts...) -> S` (a `1 × n`
 /// Jacobian).
-pub fn prepare_jacobian<F, B, C>(
+pub fn prepare_jacobian<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<JacobianOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<JacobianOp, OneArg<F>, B, St>>
 where
-    B: JacobianBackend<OneArg<F>, C>,
+    B: JacobianBackend<OneArg<F>, C, State = St>,
     C: Contexts,
 {
     prep_jacobian(OneArg(f), 1, backend, x, &ctx)
@@ -436,15 +413,15 @@ where
 
 /// Prepares `jacobian` of a two-argument `f(y: &mut [S], x: &[S], contexts...)` with
 /// `m` outputs.
-pub fn prepare_jacobian_inplace<F, B, C>(
+pub fn prepare_jacobian_inplace<F, B, C, St>(
     f: F,
     m: usize,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<JacobianOp, TwoArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<JacobianOp, TwoArg<F>, B, St>>
 where
-    B: JacobianBackend<TwoArg<F>, C>,
+    B: JacobianBackend<TwoArg<F>, C, State = St>,
     C: Contexts,
 {
     prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)

@@ -5,9 +5,8 @@ use super::{HessianOp, HvpOp, SecondDerivativeOp};
 use crate::backend::{Backend, Operator};
 use crate::context::Contexts;
 use crate::error::InterfaceResult;
-use crate::explain::Report;
 use crate::form::OneArg;
-use crate::prep::{Meta, Prepared};
+use crate::prep::{PrepareBackend, Prepared, prepare};
 
 /// A backend that computes second derivatives of `f(x: S, contexts...) -> S`.
 #[diagnostic::on_unimplemented(
@@ -15,17 +14,7 @@ use crate::prep::{Meta, Prepared};
     label = "no second derivative for this backend, function and contexts",
     note = "`second_derivative` takes `shade_fn!(f(S, ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait SecondDerivativeBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_second_derivative(
-        &self,
-        f: &OneArg<F>,
-        x: f64,
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait SecondDerivativeBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// `(f(x), f'(x), f''(x))`.
     fn value_derivative_and_second_derivative(
         &self,
@@ -34,27 +23,15 @@ pub trait SecondDerivativeBackend<F, C>: Backend {
         x: f64,
         ctx: &C,
     ) -> InterfaceResult<(f64, f64, f64)>;
-    /// The report for a prepared state.
-    fn explain_second_derivative(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes Hessians of `f(x: &[S], contexts...) -> S`.
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `hessian` of `{F}` with contexts `{C}`",
     label = "no Hessian for this backend, function and contexts",
-    note = "`hessian` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, SecondOrder(AutoShade forward, AutoShade reverse), SecondOrder(AutoFiniteDiff, _)"
+    note = "`hessian` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, `SecondOrder {{ outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }}` (the core nests forward over reverse only), `SecondOrder {{ outer: AutoFiniteDiff::CENTRAL, inner: <a gradient backend> }}`"
 )]
-pub trait HessianBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_hessian(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait HessianBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// Writes the Hessian (`n × n`, row-major) into `h`.
     fn hessian_into(
         &self,
@@ -75,27 +52,15 @@ pub trait HessianBackend<F, C>: Backend {
         g: &mut [f64],
         h: &mut [f64],
     ) -> InterfaceResult<f64>;
-    /// The report for a prepared state.
-    fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes Hessian-vector products of `f(x: &[S], contexts...) -> S`.
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `hvp` of `{F}` with contexts `{C}`",
     label = "no Hessian-vector product for this backend, function and contexts",
-    note = "`hvp` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, SecondOrder(AutoShade forward, AutoShade reverse), SecondOrder(AutoFiniteDiff, _)"
+    note = "`hvp` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, `SecondOrder {{ outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }}` (the core nests forward over reverse only), `SecondOrder {{ outer: AutoFiniteDiff::CENTRAL, inner: <a gradient backend> }}`"
 )]
-pub trait HvpBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_hvp(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait HvpBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// Writes `∇²f(x) v` into `hv`.
     #[allow(clippy::too_many_arguments)]
     fn hvp_into(
@@ -119,8 +84,6 @@ pub trait HvpBackend<F, C>: Backend {
         g: &mut [f64],
         hv: &mut [f64],
     ) -> InterfaceResult<f64>;
-    /// The report for a prepared state.
-    fn explain_hvp(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 // ---------------------------------------------------------------- second_derivative
@@ -131,23 +94,29 @@ fn prep_second_derivative<F, B: SecondDerivativeBackend<F, C>, C: Contexts>(
     x: f64,
     ctx: &C,
 ) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::SecondDerivative, 1, 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_second_derivative(&f, x, ctx, &meta)?;
-    let report = backend.explain_second_derivative(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    prepare(
+        Operator::SecondDerivative,
+        OneArg(f),
+        (1, 1),
+        backend,
+        &[x],
+        ctx,
+        |b, st, f| {
+            b.value_derivative_and_second_derivative(st, f, x, ctx)
+                .map(drop)
+        },
+    )
 }
 
 /// Prepares `second_derivative` of `f(x: S, contexts...) -> S`.
-pub fn prepare_second_derivative<F, B, C>(
+pub fn prepare_second_derivative<F, B, C, St>(
     f: F,
     backend: &B,
     x: f64,
     ctx: C,
-) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, St>>
 where
-    B: SecondDerivativeBackend<F, C>,
+    B: SecondDerivativeBackend<F, C, State = St>,
     C: Contexts,
 {
     prep_second_derivative(f, backend, x, &ctx)
@@ -208,23 +177,30 @@ fn prep_hessian<F, B: HessianBackend<F, C>, C: Contexts>(
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Hessian, x.len(), 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_hessian(&f, x, ctx, &meta)?;
-    let report = backend.explain_hessian(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (mut g, mut h) = (vec![0.0; x.len()], vec![0.0; x.len() * x.len()]);
+    prepare(
+        Operator::Hessian,
+        OneArg(f),
+        (x.len(), 1),
+        backend,
+        x,
+        ctx,
+        |b, st, f| {
+            b.value_gradient_and_hessian_into(st, f, x, ctx, &mut g, &mut h)
+                .map(drop)
+        },
+    )
 }
 
 /// Prepares `hessian` of `f(x: &[S], contexts...) -> S`.
-pub fn prepare_hessian<F, B, C>(
+pub fn prepare_hessian<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, St>>
 where
-    B: HessianBackend<F, C>,
+    B: HessianBackend<F, C, State = St>,
     C: Contexts,
 {
     prep_hessian(f, backend, x, &ctx)
@@ -308,23 +284,30 @@ fn prep_hvp<F, B: HvpBackend<F, C>, C: Contexts>(
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Hvp, x.len(), 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_hvp(&f, x, ctx, &meta)?;
-    let report = backend.explain_hvp(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (v, mut g, mut hv) = (vec![0.0; x.len()], vec![0.0; x.len()], vec![0.0; x.len()]);
+    prepare(
+        Operator::Hvp,
+        OneArg(f),
+        (x.len(), 1),
+        backend,
+        x,
+        ctx,
+        |b, st, f| {
+            b.gradient_and_hvp_into(st, f, x, &v, ctx, &mut g, &mut hv)
+                .map(drop)
+        },
+    )
 }
 
 /// Prepares `hvp` of `f(x: &[S], contexts...) -> S`.
-pub fn prepare_hvp<F, B, C>(
+pub fn prepare_hvp<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, St>>
 where
-    B: HvpBackend<F, C>,
+    B: HvpBackend<F, C, State = St>,
     C: Contexts,
 {
     prep_hvp(f, backend, x, &ctx)
