@@ -1,14 +1,12 @@
 //! [`AutoSparse`]: sparse Jacobians of two-argument functions by sparsity detection,
 //! greedy column colouring and compressed forward evaluation.
 //!
-//! At preparation the function is evaluated once with a sparsity tracer (a number that
-//! carries the set of inputs it depends on; the pattern is the *local* one at the
-//! preparation point, control flow following the values). Columns that share no row
+//! At preparation the function is evaluated once with the core's sparsity tracer
+//! ([`Tracer`], a number that carries the set of inputs it depends on; the pattern is
+//! the *local* one at the preparation point, control flow following the values). Columns that share no row
 //! get one colour; each call then runs one pushforward of the inner backend per colour
 //! (seed = the sum of the colour's unit vectors) and scatters the compressed columns
 //! into the Jacobian: `k` pushforwards instead of `n`.
-
-mod tracer;
 
 use crate::backend::{AutoSparse, Backend};
 use crate::context::Contexts;
@@ -18,7 +16,7 @@ use crate::form::{TwoArg, VecForm};
 use crate::ops::{JacobianBackend, PushforwardBackend};
 use crate::prep::{Meta, PrepareBackend};
 use bumpalo::Bump;
-use tracer::Tracer;
+use shade_autodiff::scalar::{Tracer, trace_sparsity};
 
 /// The detected pattern and its colouring.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -121,21 +119,16 @@ where
         meta: &Meta,
     ) -> InterfaceResult<Self::State> {
         let (m, n) = (f.m, x.len());
-        tracer::reset();
-        let xs: Vec<Tracer> = x
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| Tracer::input(v, i as u32))
-            .collect();
-        let mut ys = vec![Tracer::default(); m];
-        let bump = Bump::new();
-        f.eval::<Tracer>(&xs, ctx, &bump, &mut ys);
-        let nz: Vec<(u32, u32)> = ys
-            .iter()
-            .enumerate()
-            .flat_map(|(i, y)| tracer::inputs(y).into_iter().map(move |j| (i as u32, j)))
-            .collect();
-        tracer::reset();
+        // The core's sparsity tracer, evaluated once at `x`.
+        let nz: Vec<(u32, u32)> = trace_sparsity(|| {
+            let xs: Vec<Tracer> = (0u32..).zip(x).map(|(i, &v)| Tracer::input(v, i)).collect();
+            let mut ys = vec![Tracer::default(); m];
+            f.eval::<Tracer>(&xs, ctx, &Bump::new(), &mut ys);
+            (0u32..)
+                .zip(&ys)
+                .flat_map(|(i, y)| y.inputs().into_iter().map(move |j| (i, j)))
+                .collect()
+        });
         Ok(SparseState {
             inner: self.inner.prepare(f, x, ctx, meta)?,
             pattern: Pattern::colour(m, n, &nz),
