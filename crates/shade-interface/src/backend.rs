@@ -243,9 +243,16 @@ impl AutoFiniteDiff {
 
     /// The relative step for first derivatives.
     pub fn first_rel_step(&self) -> f64 {
+        self.first_rel_step_for(f64::EPSILON)
+    }
+
+    /// The relative step for first derivatives of numbers with machine epsilon `eps`
+    /// (the default of `kind` scaled to the precision: `f32` tensor programs step
+    /// further than `f64` ones).
+    pub fn first_rel_step_for(&self, eps: f64) -> f64 {
         self.rel_step.unwrap_or(match self.kind {
-            FdKind::Forward => f64::EPSILON.sqrt(),
-            FdKind::Central => f64::EPSILON.cbrt(),
+            FdKind::Forward => eps.sqrt(),
+            FdKind::Central => eps.cbrt(),
         })
     }
 

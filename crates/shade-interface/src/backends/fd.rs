@@ -1,5 +1,7 @@
 //! Finite differences ([`AutoFiniteDiff`]) on the `f64` instantiation: the generic
-//! reference backend.
+//! reference backend; `fd/tensor.rs` differences tensor programs.
+
+mod tensor;
 
 use super::generic::GenericBackend;
 use crate::backend::{AutoFiniteDiff, FdKind};

@@ -20,6 +20,7 @@
 mod call;
 mod forms;
 mod impls;
+pub(crate) mod tensor;
 
 pub use call::ShadeCall;
 pub use forms::{NativeForm, NativeGradient, NativeHessian, NativeScalar, NativeVec, VecCall};
