@@ -85,6 +85,10 @@ pub enum ContextKind {
 }
 
 /// One context: [`Constant`] or [`Cache`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a context",
+    label = "wrap it: `Constant(..)` (read only) or `Cache(..)` (scratch)"
+)]
 pub trait Context {
     /// Whether it is a [`Cache`] (whose length is checked at every call).
     const IS_CACHE: bool;
@@ -134,6 +138,7 @@ impl Contexts for () {
 
 macro_rules! contexts_tuple {
     ($n:literal; $($c:ident $i:tt),+) => {
+        #[diagnostic::do_not_recommend]
         impl<$($c: Context),+> Contexts for ($($c,)+) {
             const COUNT: usize = $n;
             const CACHES: bool = false $(|| $c::IS_CACHE)+;

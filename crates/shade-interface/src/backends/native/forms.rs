@@ -303,6 +303,7 @@ fn with_gradient<R>(
     r
 }
 
+#[diagnostic::do_not_recommend]
 impl<F, C> NativeGradient<C> for OneArg<F>
 where
     F: ScalarFn,
@@ -334,6 +335,7 @@ where
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<F, C> NativeVec<C> for OneArg<F>
 where
     F: ScalarFn,
@@ -410,6 +412,7 @@ where
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<F, C> NativeHessian<C> for OneArg<F>
 where
     F: ScalarFn,
@@ -450,6 +453,7 @@ where
 
 // ---------------------------------------------------------------- two arguments, slice x
 
+#[diagnostic::do_not_recommend]
 impl<F, C> NativeVec<C> for TwoArg<F>
 where
     F: InPlaceFn,
@@ -492,6 +496,7 @@ where
 
 // ---------------------------------------------------------------- scalar x
 
+#[diagnostic::do_not_recommend]
 impl<F, C> NativeScalar<C> for OneArg<F>
 where
     F: ScalarFn,
@@ -513,6 +518,7 @@ where
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<F, C> NativeScalar<C> for TwoArg<F>
 where
     F: InPlaceFn,
