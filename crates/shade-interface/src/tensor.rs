@@ -88,9 +88,9 @@ use shade_autodiff::{AdResult, Const, ModeKind};
 
 /// One context of a tensor program over `T`, arriving in the program as `H`.
 ///
-/// `Constant(&array)` arrives as a constant [`Var`] (`H = Var`); `Constant(&v)` for any
-/// `v` arrives as `&v` (`H = &V`: sparse matrices, index slices, graphs, the user's own
-/// types). An array context may be had either way; the program's use of it decides
+/// `Constant(&array)` arrives as a constant [`Var`] (`H = Var`), `Constant(Some(&array))`
+/// / `Constant(None)` as an `Option<Var>`; `Constant(&v)` for any `v` arrives as `&v`
+/// (`H = &V`: sparse matrices, index slices, graphs, the user's own types). An array context may be had either way; the program's use of it decides
 /// (`t.matmul(x, w)` wants a `Var`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a context of a tensor program over `{T}` arriving as `{H}`",
@@ -116,6 +116,23 @@ where
         Self: 'a,
     {
         Const(self.0).register(tape, pos)
+    }
+}
+
+/// An optional array (features a model may or may not have): `Some` arrives as a
+/// constant `Var`, `None` as `None`.
+impl<T, S, D> TensorContext<T, Option<Var>> for Constant<Option<&ArrayBase<S, D>>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    #[inline]
+    fn register<'a>(self, tape: &mut Tape<'a, T>, pos: usize) -> AdResult<Option<Var>>
+    where
+        Self: 'a,
+    {
+        self.0.map(|a| Const(a).register(tape, pos)).transpose()
     }
 }
 

@@ -191,8 +191,14 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         }
     }
 
-    /// The core's tape buffers (e.g. to turn on anomaly mode).
-    pub fn buffers(&mut self) -> &mut TapeBuffers<T> {
+    /// The core's tape buffers.
+    pub fn buffers(&self) -> &TapeBuffers<T> {
+        &self.bufs
+    }
+
+    /// The core's tape buffers, writable (e.g. to turn on anomaly mode, or to run the
+    /// program without derivatives on the same storage).
+    pub fn buffers_mut(&mut self) -> &mut TapeBuffers<T> {
         &mut self.bufs
     }
 
