@@ -3,7 +3,8 @@
 //! and contexts. Given the native marker [`AutoShade`] it calls `shade-autodiff`
 //! directly, with the user's function value and the contexts as activities.
 //!
-//! - Backends ([`backend`]): [`AutoShade`] (native, reverse or forward),
+//! - Backends ([`backend`]): [`AutoShade`] (native; its mode is a type:
+//!   `AutoShade::REVERSE: AutoShade<Reverse>`, `AutoShade::FORWARD: AutoShade<Forward>`),
 //!   [`AutoFiniteDiff`] (forward or central differences, the reference), `AutoNumDual`
 //!   (feature `num-dual`: num-dual's dual and hyper-dual numbers), [`SecondOrder`]
 //!   (Hessians and HVPs, forward-over-reverse or differences of gradients) and
@@ -19,7 +20,10 @@
 //!   `f(y, x, contexts...)` (`*_inplace` functions), both made by
 //!   [`shade_fn!`](shade_autodiff::shade_fn).
 //! - Tensor programs ([`tensor`]): gradient, pullback, pushforward and jacobian of the
-//!   core's tensor-layer programs with `AutoShade` and `AutoFiniteDiff`.
+//!   core's tensor-layer programs (`f32` or `f64`; the differentiated argument one array,
+//!   a parameter store or a tuple; borrowed contexts of any type) with `AutoShade` and
+//!   `AutoFiniteDiff`.
+//! - Engines ([`backends`]): what runs behind each marker, apart from this vocabulary.
 //! - Contexts ([`context`]): [`Constant`] and [`Cache`].
 //! - Reports ([`Report`]): every prepared object says which path runs.
 //! - Errors: [`InterfaceError`], codes `SHADE-E02xx`; capability errors are compile

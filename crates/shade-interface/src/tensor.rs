@@ -1,6 +1,6 @@
 //! Tensor programs through the interface: `gradient`, `pullback`, `pushforward` and
-//! `jacobian` of a program of the core's tensor layer, with [`AutoShade`](crate::AutoShade)
-//! (native, either mode) and [`AutoFiniteDiff`](crate::AutoFiniteDiff) (generic), over
+//! `jacobian` of a program of the core's tensor layer, with [`AutoShade`]
+//! (native, either mode) and [`AutoFiniteDiff`] (generic), over
 //! `f32` or `f64`.
 //!
 //! A tensor program is the core's own form: a closure
@@ -10,7 +10,7 @@
 //! - The differentiated argument ([`TensorInput`]) is one array (the program gets a
 //!   [`Var`]), a slice or `Vec` of arrays such as a parameter store (a `Vec<Var>`), or a
 //!   tuple of those.
-//! - Contexts are [`Constant`](crate::Constant)s. `Constant(&array)` arrives as a
+//! - Contexts are [`Constant`]s. `Constant(&array)` arrives as a
 //!   constant `Var` (a `Const` leaf, never differentiated); `Constant(&v)` for any other
 //!   borrowed value arrives as `&v` unchanged: a `SparseMatrix`, index slices, a graph,
 //!   a struct of the user's ([`TensorContext`]). Borrowed contexts may be kept by the

@@ -95,7 +95,11 @@ fn union(a: u32, b: u32) -> u32 {
     push(merged)
 }
 
-/// A value and the set of inputs it depends on (see the [module](self) docs).
+/// A value and the set of inputs it depends on: the sparsity-detection number type.
+///
+/// Every operation unions its operands' sets (constants have the empty set); control
+/// flow follows the values, so the pattern is the local one at the evaluation point.
+/// Make inputs with [`Tracer::input`] inside [`trace_sparsity`].
 #[derive(Clone, Copy, Debug)]
 pub struct Tracer {
     v: f64,
