@@ -75,7 +75,7 @@ pub use ops::{
 };
 pub use work::Workspace;
 
-pub(crate) use work::Ran;
+pub(crate) use work::{Ran, Run};
 
 pub(crate) use input::{InputArg, entries, mismatch};
 pub(crate) use work::for_entries;

@@ -2,7 +2,9 @@
 //! [`TensorPrepared`] (a program with its [`Workspace`]).
 
 use super::work::shapes_of;
-use super::{Ran, TensorBackend, TensorContexts, TensorInput, TensorProgram, Workspace, entries};
+use super::{
+    Ran, Run, TensorBackend, TensorContexts, TensorInput, TensorProgram, Workspace, entries,
+};
 use crate::backend::Operator;
 use crate::error::InterfaceResult;
 use crate::explain::Report;
@@ -66,7 +68,7 @@ where
     backend.validate()?;
     let mut work = Workspace::new();
     work.shapes = Some(shapes_of(x));
-    work.learn_output(&mut program, x, ctx)?;
+    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
     let report = Ran {
         operator,
         engine: backend.engine(),
@@ -245,7 +247,7 @@ where
     C: TensorContexts<T, H>,
 {
     let mut dx = zeros_like(x);
-    Workspace::new().pullback_into(program, backend, x, dy, ctx, dx.borrow_mut())?;
+    Workspace::new().pullback_into(program, backend, (x, dy), ctx, dx.borrow_mut())?;
     Ok(dx)
 }
 
@@ -276,7 +278,7 @@ impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
         C: TensorContexts<T, H>,
     {
         self.work
-            .pullback_into(&mut self.program, &self.backend, x, dy, ctx, dx)
+            .pullback_into(&mut self.program, &self.backend, (x, dy), ctx, dx)
     }
 }
 
@@ -320,10 +322,10 @@ where
     C: TensorContexts<T, H>,
 {
     let mut work = Workspace::new();
-    work.learn_output(&mut program, x, ctx)?;
+    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
     let mut y = ArrayD::zeros(IxDyn(work.out_shape.as_deref().unwrap_or(&[])));
     let mut dy = y.clone();
-    work.value_and_pushforward_into(program, backend, (x, dx), ctx, &mut y, &mut dy)?;
+    work.value_and_pushforward_into(program, backend, (x, dx), ctx, (&mut y, &mut dy))?;
     Ok((y, dy))
 }
 
@@ -360,8 +362,13 @@ impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
         P: TensorProgram<T, X, H>,
         C: TensorContexts<T, H>,
     {
-        self.work
-            .value_and_pushforward_into(&mut self.program, &self.backend, (x, dx), ctx, y, dy)
+        self.work.value_and_pushforward_into(
+            &mut self.program,
+            &self.backend,
+            (x, dx),
+            ctx,
+            (y, dy),
+        )
     }
 }
 
@@ -400,7 +407,7 @@ where
     C: TensorContexts<T, H>,
 {
     let mut work = Workspace::new();
-    work.learn_output(&mut program, x, ctx)?;
+    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
     let mut j = Array2::zeros((work.seed.len(), entries(x)));
     work.jacobian_into(program, backend, x, ctx, &mut j)?;
     Ok(j)

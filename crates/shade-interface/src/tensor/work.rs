@@ -241,38 +241,6 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         }
     }
 
-    /// The result's shape: evaluated once (a primal run) if no call has seen it yet;
-    /// sizes the result-shaped buffers.
-    pub(crate) fn learn_output<P, C, H>(
-        &mut self,
-        program: &mut P,
-        x: &X,
-        ctx: C,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        if self.out_shape.is_none() {
-            let y = engine::value(
-                &mut self.bufs,
-                &mut *program,
-                (
-                    InputArg(x, None, PhantomData),
-                    ConstContexts(ctx, &mut None),
-                ),
-            )?;
-            self.out_shape = Some(y.shape().to_vec());
-        }
-        let shape = self.out_shape.as_deref().unwrap_or(&[]);
-        for b in [&mut self.seed, &mut self.y, &mut self.dy] {
-            if b.shape() != shape {
-                *b = ArrayD::zeros(IxDyn(shape));
-            }
-        }
-        Ok(())
-    }
-
     /// A zeroed buffer of `x`'s shape in `slot` (made on first use, reused after).
     pub(crate) fn zeroed<'s>(slot: &'s mut Option<X::Owned>, x: &X) -> &'s mut X {
         let fits = slot
@@ -288,10 +256,24 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         t
     }
 
-    fn ran<C, H>(&mut self, operator: Operator, engine: TensorEngine, x: &X)
+    /// Runs `call` on a [`Run`] of `program` with `ctx` and records what ran.
+    fn run<P, C, H, R>(
+        &mut self,
+        (operator, engine): (Operator, TensorEngine),
+        x: &X,
+        (program, ctx): (P, C),
+        call: impl FnOnce(&mut Run<'_, T, X, P, C, H>) -> InterfaceResult<R>,
+    ) -> InterfaceResult<R>
     where
+        P: TensorProgram<T, X, H>,
         C: TensorContexts<T, H>,
     {
+        let r = call(&mut Run {
+            work: &mut *self,
+            program,
+            ctx,
+            handles: PhantomData,
+        })?;
         self.last = Some(Ran {
             operator,
             engine,
@@ -299,14 +281,14 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
             m: self.out_shape.as_deref().map_or(1, |s| s.iter().product()),
             contexts: C::COUNT,
         });
+        Ok(r)
     }
 
     /// Writes `∇f(x)` into `g` (overwriting it) and returns `f(x)`, for a program with a
     /// scalar result (`AdError::NonScalarReturn` otherwise).
-    #[allow(clippy::too_many_arguments)]
     pub fn value_and_gradient_into<P, B, C, H>(
         &mut self,
-        mut program: P,
+        program: P,
         backend: &B,
         x: &X,
         ctx: C,
@@ -320,25 +302,24 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         backend.validate()?;
         self.check_input(Operator::Gradient, x, Some(("gradient", g)))?;
         let engine = backend.engine();
-        let v = match engine {
-            TensorEngine::Shade(ModeKind::Reverse) => self.native_gradient(&mut program, x, ctx, g),
-            TensorEngine::Shade(ModeKind::Forward) => {
-                self.native_forward_gradient(&mut program, x, ctx, g)
-            }
-            TensorEngine::FiniteDiff(fd) => self.fd_gradient(&fd, &mut program, x, ctx, g),
-        }?;
-        self.ran::<C, H>(Operator::Gradient, engine, x);
-        Ok(v)
+        self.run(
+            (Operator::Gradient, engine),
+            x,
+            (program, ctx),
+            |r| match engine {
+                TensorEngine::Shade(ModeKind::Reverse) => r.native_gradient(x, g),
+                TensorEngine::Shade(ModeKind::Forward) => r.native_forward_gradient(x, g),
+                TensorEngine::FiniteDiff(fd) => r.fd_gradient(&fd, x, g),
+            },
+        )
     }
 
     /// Writes `J(x)ᵀ dy` into `dx` (overwriting it); `dy` has the result's shape.
-    #[allow(clippy::too_many_arguments)]
     pub fn pullback_into<P, B, C, H>(
         &mut self,
-        mut program: P,
+        program: P,
         backend: &B,
-        x: &X,
-        dy: &ArrayD<T>,
+        (x, dy): (&X, &ArrayD<T>),
         ctx: C,
         dx: &mut X,
     ) -> InterfaceResult<()>
@@ -351,24 +332,25 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         self.check_input(Operator::Pullback, x, Some(("dx", dx)))?;
         self.check_output(Operator::Pullback, "dy", dy.shape())?;
         let engine = backend.engine();
-        match engine {
-            TensorEngine::Shade(_) => self.native_pullback(&mut program, x, dy, ctx, dx),
-            TensorEngine::FiniteDiff(fd) => self.fd_pullback(&fd, &mut program, x, dy, ctx, dx),
-        }?;
-        self.ran::<C, H>(Operator::Pullback, engine, x);
-        Ok(())
+        self.run(
+            (Operator::Pullback, engine),
+            x,
+            (program, ctx),
+            |r| match engine {
+                TensorEngine::Shade(_) => r.native_pullback(x, dy, dx),
+                TensorEngine::FiniteDiff(fd) => r.fd_pullback(&fd, x, dy, dx),
+            },
+        )
     }
 
     /// Writes `f(x)` and `J(x) dx` into `y` and `dy` (the result's shape).
-    #[allow(clippy::too_many_arguments)]
     pub fn value_and_pushforward_into<P, B, C, H>(
         &mut self,
-        mut program: P,
+        program: P,
         backend: &B,
         (x, dx): (&X, &X),
         ctx: C,
-        y: &mut ArrayD<T>,
-        dy: &mut ArrayD<T>,
+        (y, dy): (&mut ArrayD<T>, &mut ArrayD<T>),
     ) -> InterfaceResult<()>
     where
         P: TensorProgram<T, X, H>,
@@ -380,21 +362,22 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         self.check_output(Operator::Pushforward, "y", y.shape())?;
         self.check_output(Operator::Pushforward, "dy", dy.shape())?;
         let engine = backend.engine();
-        match engine {
-            TensorEngine::Shade(_) => self.native_pushforward(&mut program, (x, dx), ctx, y, dy),
-            TensorEngine::FiniteDiff(fd) => {
-                self.fd_pushforward(&fd, &mut program, (x, dx), ctx, y, dy)
-            }
-        }?;
-        self.ran::<C, H>(Operator::Pushforward, engine, x);
-        Ok(())
+        self.run(
+            (Operator::Pushforward, engine),
+            x,
+            (program, ctx),
+            |r| match engine {
+                TensorEngine::Shade(_) => r.native_pushforward((x, dx), y, dy),
+                TensorEngine::FiniteDiff(fd) => r.fd_pushforward(&fd, (x, dx), y, dy),
+            },
+        )
     }
 
     /// Writes the Jacobian into `jac` (`m × n`: result entries × input entries, both in
     /// logical order, the input's arrays one after the other).
     pub fn jacobian_into<P, B, C, H>(
         &mut self,
-        mut program: P,
+        program: P,
         backend: &B,
         x: &X,
         ctx: C,
@@ -407,22 +390,94 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
     {
         backend.validate()?;
         self.check_input(Operator::Jacobian, x, None)?;
-        self.learn_output(&mut program, x, ctx)?;
-        let (m, n) = (self.seed.len(), entries(x));
-        if jac.shape() != [m, n] {
-            return Err(shape_err(
-                Operator::Jacobian,
-                "jacobian",
-                vec![m, n],
-                jac.shape().to_vec(),
-            ));
-        }
         let engine = backend.engine();
-        match engine {
-            TensorEngine::Shade(mode) => self.native_jacobian(mode, &mut program, x, ctx, jac),
-            TensorEngine::FiniteDiff(fd) => self.fd_jacobian(&fd, &mut program, x, ctx, jac),
-        }?;
-        self.ran::<C, H>(Operator::Jacobian, engine, x);
+        self.run((Operator::Jacobian, engine), x, (program, ctx), |r| {
+            r.learn_output(x)?;
+            let (m, n) = (r.work.seed.len(), entries(x));
+            if jac.shape() != [m, n] {
+                return Err(shape_err(
+                    Operator::Jacobian,
+                    "jacobian",
+                    vec![m, n],
+                    jac.shape().to_vec(),
+                ));
+            }
+            match engine {
+                TensorEngine::Shade(mode) => r.native_jacobian(mode, x, jac),
+                TensorEngine::FiniteDiff(fd) => r.fd_jacobian(&fd, x, jac),
+            }
+        })
+    }
+}
+
+/// One call of a tensor operator: the workspace, the program and its contexts. The
+/// engines (`backends/native/tensor.rs`, `backends/fd/tensor.rs`) are its methods.
+pub(crate) struct Run<'w, T: Element, X: TensorInput<T> + ?Sized, P, C, H> {
+    pub(crate) work: &'w mut Workspace<T, X>,
+    pub(crate) program: P,
+    pub(crate) ctx: C,
+    pub(crate) handles: PhantomData<fn(&H)>,
+}
+
+impl<T, X, P, C, H> Run<'_, T, X, P, C, H>
+where
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    P: TensorProgram<T, X, H>,
+    C: TensorContexts<T, H>,
+{
+    /// A run on `work`.
+    pub(crate) fn new(work: &mut Workspace<T, X>, program: P, ctx: C) -> Run<'_, T, X, P, C, H> {
+        Run {
+            work,
+            program,
+            ctx,
+            handles: PhantomData,
+        }
+    }
+
+    /// `f(x)` by the primal tape (checked against the result's shape, once known).
+    pub(crate) fn eval(&mut self, x: &X) -> InterfaceResult<ArrayD<T>> {
+        let v = engine::value(
+            &mut self.work.bufs,
+            &mut self.program,
+            (
+                InputArg(x, None, PhantomData),
+                ConstContexts(self.ctx, &mut None),
+            ),
+        )?;
+        match &self.work.out_shape {
+            Some(s) if v.shape() != &s[..] => Err(shade_autodiff::AdError::ShapeMismatch {
+                op: "tensor program (the result changed shape between evaluations)",
+                left: s.clone(),
+                right: v.shape().to_vec(),
+            }
+            .into()),
+            _ => Ok(v),
+        }
+    }
+
+    /// The result's shape: evaluated once (a primal run) if no call has seen it yet;
+    /// sizes the result-shaped buffers.
+    pub(crate) fn learn_output(&mut self, x: &X) -> InterfaceResult<()> {
+        let w = &mut *self.work;
+        if w.out_shape.is_none() {
+            let y = engine::value(
+                &mut w.bufs,
+                &mut self.program,
+                (
+                    InputArg(x, None, PhantomData),
+                    ConstContexts(self.ctx, &mut None),
+                ),
+            )?;
+            w.out_shape = Some(y.shape().to_vec());
+        }
+        let shape = w.out_shape.as_deref().unwrap_or(&[]);
+        for b in [&mut w.seed, &mut w.y, &mut w.dy] {
+            if b.shape() != shape {
+                *b = ArrayD::zeros(IxDyn(shape));
+            }
+        }
         Ok(())
     }
 }

@@ -5,284 +5,206 @@
 //! Differences are taken in `f64`.
 
 use crate::backend::{AutoFiniteDiff, FdKind};
-use crate::backends::native::tensor::set;
+use crate::backends::native::tensor::{scalar, set};
 use crate::error::{InterfaceError, InterfaceResult};
-use crate::tensor::{
-    ConstContexts, InputArg, TensorContexts, TensorInput, TensorProgram, Workspace, for_entries,
-};
+use crate::tensor::{Run, TensorContexts, TensorInput, TensorProgram, Workspace, for_entries};
 use ndarray::{Array2, ArrayD};
 use shade_autodiff::AdError;
-use shade_autodiff::tensor::{self as engine, Element, TapeBuffers};
-use std::marker::PhantomData;
+use shade_autodiff::tensor::Element;
 
-/// `out = f(x)` by the primal tape.
-fn eval<T, X, P, C, H>(
-    bufs: &mut TapeBuffers<T>,
-    program: &mut P,
-    x: &X,
-    ctx: C,
-    out: &mut ArrayD<T>,
-) -> InterfaceResult<()>
+fn f64_of<T: Element>(v: T) -> f64 {
+    v.to_f64().unwrap_or(f64::NAN)
+}
+
+/// `(p - m) / scale` entry by entry, in `f64`.
+fn difference<T: Element>(out: &mut ArrayD<T>, p: &ArrayD<T>, m: &ArrayD<T>, scale: f64) {
+    for ((o, a), b) in out.iter_mut().zip(p.iter()).zip(m.iter()) {
+        *o = T::cst((f64_of(*a) - f64_of(*b)) / scale);
+    }
+}
+
+/// The largest magnitude of `v`'s entries.
+fn inf_norm<T: Element, X: TensorInput<T> + ?Sized>(v: &X) -> f64 {
+    (0..v.arrays())
+        .flat_map(|k| {
+            v.array(k)
+                .iter()
+                .map(|e| f64_of(*e).abs())
+                .collect::<Vec<_>>()
+        })
+        .fold(0.0, f64::max)
+}
+
+impl<T, X, P, C, H> Run<'_, T, X, P, C, H>
 where
     T: Element,
     X: TensorInput<T> + ?Sized,
     P: TensorProgram<T, X, H>,
     C: TensorContexts<T, H>,
 {
-    let v = engine::value(
-        bufs,
-        &mut *program,
-        (
-            InputArg(x, None, PhantomData),
-            ConstContexts(ctx, &mut None),
-        ),
-    )?;
-    if v.shape() != out.shape() {
-        return Err(AdError::ShapeMismatch {
-            op: "finite differences (the result changed shape between evaluations)",
-            left: out.shape().to_vec(),
-            right: v.shape().to_vec(),
-        }
-        .into());
-    }
-    out.assign(&v);
-    Ok(())
-}
-
-fn f64_of<T: Element>(v: T) -> f64 {
-    v.to_f64().unwrap_or(f64::NAN)
-}
-
-impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
     /// The relative step of `fd` at `T`'s precision.
     fn rel_step(fd: &AutoFiniteDiff) -> f64 {
         fd.first_rel_step_for(f64_of(T::epsilon()))
     }
 
-    /// A copy of `x` in `xp`, in standard layout.
-    fn copy_input<'s>(xp: &'s mut Option<X::Owned>, x: &X) -> &'s mut X {
-        let p = Self::zeroed(xp, x);
-        for k in 0..x.arrays() {
-            p.array_mut(k).assign(&x.array(k));
-        }
-        p
-    }
-
-    /// Every column `∂f/∂x_j` in turn, in `self.dy`, handed to `each(k, off, j, self.dy)`
-    /// (array `k`, offset `off` in it, `j` among all entries).
-    fn fd_columns<P, C, H>(
+    /// Every column `∂f/∂x_j` in turn, handed to `each(k, off, j, column)` (array `k`,
+    /// offset `off` in it, `j` among all entries).
+    fn fd_columns(
         &mut self,
         fd: &AutoFiniteDiff,
-        program: &mut P,
         x: &X,
-        ctx: C,
         mut each: impl FnMut(usize, usize, usize, &ArrayD<T>),
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        self.learn_output(program, x, ctx)?;
+    ) -> InterfaceResult<()> {
+        self.learn_output(x)?;
         let rel = Self::rel_step(fd);
-        let xp = Self::copy_input(&mut self.xp, x);
-        let (bufs, up, down, col) = (&mut self.bufs, &mut self.seed, &mut self.y, &mut self.dy);
-        for_entries(x, |k, off, j| {
+        let mut slot = self.work.xp.take();
+        let xp = Workspace::<T, X>::zeroed(&mut slot, x);
+        for k in 0..x.arrays() {
+            xp.array_mut(k).assign(&x.array(k));
+        }
+        let mut col = core::mem::take(&mut self.work.dy);
+        let r = for_entries(x, |k, off, j| {
             let v0 = xp.array(k).as_slice().map_or(T::zero(), |s| s[off]);
             let x0 = f64_of(v0);
             let h = rel * x0.abs().max(1.0) + fd.abs_step;
             set(xp, k, off, T::cst(x0 + h));
-            let r = eval(bufs, program, &*xp, ctx, up);
-            let (r, scale) = match (r, fd.kind) {
-                (Ok(()), FdKind::Central) => {
-                    set(xp, k, off, T::cst(x0 - h));
-                    (eval(bufs, program, &*xp, ctx, down), 2.0 * h)
-                }
-                (Ok(()), FdKind::Forward) => {
-                    set(xp, k, off, v0);
-                    (eval(bufs, program, &*xp, ctx, down), h)
-                }
-                (e, _) => (e, h),
+            let up = self.eval(xp);
+            let (second, scale) = match fd.kind {
+                FdKind::Central => (T::cst(x0 - h), 2.0 * h),
+                FdKind::Forward => (v0, h),
             };
+            set(xp, k, off, second);
+            let down = up.and_then(|up| self.eval(xp).map(|down| (up, down)));
             set(xp, k, off, v0);
-            r?;
-            for ((c, p), m) in col.iter_mut().zip(up.iter()).zip(down.iter()) {
-                *c = T::cst((f64_of(*p) - f64_of(*m)) / scale);
-            }
-            each(k, off, j, col);
+            let (up, down) = down?;
+            difference(&mut col, &up, &down, scale);
+            each(k, off, j, &col);
             Ok(())
-        })
+        });
+        self.work.dy = col;
+        self.work.xp = slot;
+        r
+    }
+
+    /// Runs the columns into a standard-layout buffer of the input's shape (`reduce`
+    /// turns a column into the entry), then copies it into `out` (which may be strided).
+    fn fd_entries(
+        &mut self,
+        fd: &AutoFiniteDiff,
+        x: &X,
+        out: &mut X,
+        reduce: impl Fn(&ArrayD<T>) -> T,
+    ) -> InterfaceResult<()> {
+        let mut slot = self.work.tan.take();
+        let buf = Workspace::<T, X>::zeroed(&mut slot, x);
+        let r = self.fd_columns(fd, x, |k, off, _, col| set(buf, k, off, reduce(col)));
+        if r.is_ok() {
+            for k in 0..out.arrays() {
+                out.array_mut(k).assign(&buf.array(k));
+            }
+        }
+        self.work.tan = slot;
+        r
     }
 
     /// `∇f(x)` column by column, then `f(x)` (the last evaluation is at `x`).
-    pub(crate) fn fd_gradient<P, C, H>(
+    pub(crate) fn fd_gradient(
         &mut self,
         fd: &AutoFiniteDiff,
-        program: &mut P,
         x: &X,
-        ctx: C,
         g: &mut X,
-    ) -> InterfaceResult<T>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        self.learn_output(program, x, ctx)?;
-        if self.y.len() != 1 {
-            return Err(AdError::NonScalarReturn { len: self.y.len() }.into());
+    ) -> InterfaceResult<T> {
+        self.learn_output(x)?;
+        if self.work.y.len() != 1 {
+            let len = self.work.y.len();
+            return Err(AdError::NonScalarReturn { len }.into());
         }
-        // The columns go to a standard-layout buffer first (`g` may be strided).
-        let mut t = self.tan.take();
-        let buf = Self::zeroed(&mut t, x);
-        let r = self.fd_columns(fd, program, x, ctx, |k, off, _, col| {
-            set(
-                buf,
-                k,
-                off,
-                col.iter().next().copied().unwrap_or_else(T::zero),
-            );
-        });
-        if r.is_ok() {
-            for k in 0..g.arrays() {
-                g.array_mut(k).assign(&buf.array(k));
-            }
-        }
-        self.tan = t;
-        r?;
-        eval(&mut self.bufs, program, x, ctx, &mut self.y)?;
-        Ok(self.y.iter().next().copied().unwrap_or_else(T::zero))
+        self.fd_entries(fd, x, g, scalar)?;
+        Ok(scalar(&self.eval(x)?))
     }
 
     /// `J(x)ᵀ dy`, column by column.
-    pub(crate) fn fd_pullback<P, C, H>(
+    pub(crate) fn fd_pullback(
         &mut self,
         fd: &AutoFiniteDiff,
-        program: &mut P,
         x: &X,
         dy: &ArrayD<T>,
-        ctx: C,
         dx: &mut X,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        self.learn_output(program, x, ctx)?;
-        if dy.shape() != self.y.shape() {
+    ) -> InterfaceResult<()> {
+        self.learn_output(x)?;
+        if dy.shape() != self.work.y.shape() {
             return Err(AdError::ShapeMismatch {
                 op: "pullback",
-                left: self.y.shape().to_vec(),
+                left: self.work.y.shape().to_vec(),
                 right: dy.shape().to_vec(),
             }
             .into());
         }
-        let mut t = self.tan.take();
-        let buf = Self::zeroed(&mut t, x);
-        let r = self.fd_columns(fd, program, x, ctx, |k, off, _, col| {
-            let v = col.iter().zip(dy.iter()).map(|(a, b)| *a * *b).sum();
-            set(buf, k, off, v);
-        });
-        if r.is_ok() {
-            for k in 0..dx.arrays() {
-                dx.array_mut(k).assign(&buf.array(k));
-            }
-        }
-        self.tan = t;
-        r
+        self.fd_entries(fd, x, dx, |col| {
+            col.iter().zip(dy.iter()).map(|(a, b)| *a * *b).sum()
+        })
     }
 
     /// The Jacobian, column by column.
-    pub(crate) fn fd_jacobian<P, C, H>(
+    pub(crate) fn fd_jacobian(
         &mut self,
         fd: &AutoFiniteDiff,
-        program: &mut P,
         x: &X,
-        ctx: C,
         jac: &mut Array2<T>,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        self.fd_columns(fd, program, x, ctx, |_, _, j, col| {
-            flatten_into_column(col, jac, j);
+    ) -> InterfaceResult<()> {
+        self.fd_columns(fd, x, |_, _, j, col| {
+            for (o, v) in jac.column_mut(j).iter_mut().zip(col.iter()) {
+                *o = *v;
+            }
         })
     }
 
     /// `(f(x), J(x) dx)` by one directional difference.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn fd_pushforward<P, C, H>(
+    pub(crate) fn fd_pushforward(
         &mut self,
         fd: &AutoFiniteDiff,
-        program: &mut P,
         (x, dx): (&X, &X),
-        ctx: C,
         y: &mut ArrayD<T>,
         dy: &mut ArrayD<T>,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        self.learn_output(program, x, ctx)?;
+    ) -> InterfaceResult<()> {
+        self.learn_output(x)?;
         for (argument, a) in [("y", &*y), ("dy", &*dy)] {
-            if a.shape() != self.y.shape() {
+            if a.shape() != self.work.y.shape() {
                 return Err(InterfaceError::ShapeMismatch {
                     operator: "pushforward",
                     argument,
-                    expected: self.y.shape().to_vec(),
+                    expected: self.work.y.shape().to_vec(),
                     found: a.shape().to_vec(),
                 });
             }
         }
-        let norm = |v: &X| {
-            (0..v.arrays())
-                .flat_map(|k| {
-                    v.array(k)
-                        .into_iter()
-                        .map(|e| f64_of(*e).abs())
-                        .collect::<Vec<_>>()
-                })
-                .fold(0.0f64, f64::max)
-        };
-        let (xn, dn) = (norm(x), norm(dx));
+        let dn = inf_norm(dx);
         if dn == 0.0 {
             dy.fill(T::zero());
-            return eval(&mut self.bufs, program, x, ctx, y);
+        } else {
+            let h = (Self::rel_step(fd) * inf_norm(x).max(1.0) + fd.abs_step) / dn;
+            let mut slot = self.work.xp.take();
+            let xp = Workspace::<T, X>::zeroed(&mut slot, x);
+            let mut shifted = |r: &mut Self, t: f64| {
+                for k in 0..x.arrays() {
+                    let mut p = xp.array_mut(k);
+                    p.assign(&x.array(k));
+                    p.zip_mut_with(&dx.array(k), |a, d| {
+                        *a = T::cst(f64_of(*a) + t * f64_of(*d))
+                    });
+                }
+                r.eval(xp)
+            };
+            let (second, scale) = match fd.kind {
+                FdKind::Central => (-h, 2.0 * h),
+                FdKind::Forward => (0.0, h),
+            };
+            let r = shifted(self, h).and_then(|up| shifted(self, second).map(|m| (up, m)));
+            self.work.xp = slot;
+            let (up, down) = r?;
+            difference(dy, &up, &down, scale);
         }
-        let h = (Self::rel_step(fd) * xn.max(1.0) + fd.abs_step) / dn;
-        let xp = Self::zeroed(&mut self.xp, x);
-        let (bufs, up, down) = (&mut self.bufs, &mut self.seed, &mut self.y);
-        let mut shifted = |t: f64, out: &mut ArrayD<T>| {
-            for k in 0..x.arrays() {
-                let mut p = xp.array_mut(k);
-                p.assign(&x.array(k));
-                p.zip_mut_with(&dx.array(k), |a, d| {
-                    *a = T::cst(f64_of(*a) + t * f64_of(*d))
-                });
-            }
-            eval(bufs, program, &*xp, ctx, out)
-        };
-        shifted(h, up)?;
-        let scale = match fd.kind {
-            FdKind::Central => {
-                shifted(-h, down)?;
-                2.0 * h
-            }
-            FdKind::Forward => {
-                shifted(0.0, down)?;
-                h
-            }
-        };
-        for ((d, p), m) in dy.iter_mut().zip(up.iter()).zip(down.iter()) {
-            *d = T::cst((f64_of(*p) - f64_of(*m)) / scale);
-        }
-        eval(&mut self.bufs, program, x, ctx, y)
-    }
-}
-
-/// Column `j` of `jac` from `col` (logical order).
-fn flatten_into_column<T: Element>(col: &ArrayD<T>, jac: &mut Array2<T>, j: usize) {
-    for (o, v) in jac.column_mut(j).iter_mut().zip(col.iter()) {
-        *o = *v;
+        y.assign(&self.eval(x)?);
+        Ok(())
     }
 }

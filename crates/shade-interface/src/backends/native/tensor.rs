@@ -4,7 +4,8 @@
 
 use crate::error::InterfaceResult;
 use crate::tensor::{
-    ConstContexts, InputArg, TensorContexts, TensorInput, TensorProgram, Workspace, for_entries,
+    ConstContexts, InputArg, Run, TensorContexts, TensorInput, TensorProgram, Workspace,
+    for_entries,
 };
 use ndarray::{Array2, ArrayD};
 use shade_autodiff::tensor::{self as engine, Element};
@@ -18,6 +19,184 @@ pub(crate) fn set<T: Element, X: TensorInput<T> + ?Sized>(t: &mut X, k: usize, o
     }
 }
 
+/// Zeroes every array of `x`.
+pub(crate) fn zero<T: Element, X: TensorInput<T> + ?Sized>(x: &mut X) {
+    for k in 0..x.arrays() {
+        x.array_mut(k).fill(T::zero());
+    }
+}
+
+/// The one entry of a one-element result.
+pub(crate) fn scalar<T: Element>(a: &ArrayD<T>) -> T {
+    a.iter().next().copied().unwrap_or_else(T::zero)
+}
+
+impl<T, X, P, C, H> Run<'_, T, X, P, C, H>
+where
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    P: TensorProgram<T, X, H>,
+    C: TensorContexts<T, H>,
+{
+    /// `tensor::pushforward_into` with tangent `t`, into the workspace's `y` and `dy`.
+    fn push(&mut self, x: &X, t: &mut X) -> InterfaceResult<()> {
+        let w = &mut *self.work;
+        Ok(engine::pushforward_into(
+            &mut w.bufs,
+            &mut self.program,
+            (
+                InputArg(x, Some(t), PhantomData),
+                ConstContexts(self.ctx, &mut None),
+            ),
+            &mut w.y,
+            &mut w.dy,
+        )?)
+    }
+
+    /// `tensor::pullback` with seed `dy`, accumulating into the shadow `dx`.
+    fn pull(&mut self, x: &X, dy: &ArrayD<T>, dx: &mut X) -> InterfaceResult<()> {
+        Ok(engine::pullback(
+            &mut self.work.bufs,
+            &mut self.program,
+            (
+                InputArg(x, Some(dx), PhantomData),
+                ConstContexts(self.ctx, &mut None),
+            ),
+            dy,
+        )?)
+    }
+
+    /// Runs `each(j)` with tangent `e_j` in the workspace's tangent buffer, for every
+    /// input entry `j` (array `k`, offset `off`), after one push each.
+    fn unit_tangents(
+        &mut self,
+        x: &X,
+        mut each: impl FnMut(usize, usize, usize, &ArrayD<T>),
+    ) -> InterfaceResult<()> {
+        let mut slot = self.work.tan.take();
+        let t = Workspace::<T, X>::zeroed(&mut slot, x);
+        let r = for_entries(x, |k, off, j| {
+            set(t, k, off, T::one());
+            let r = self.push(x, t);
+            set(t, k, off, T::zero());
+            r?;
+            each(k, off, j, &self.work.dy);
+            Ok(())
+        });
+        self.work.tan = slot;
+        r
+    }
+
+    /// Reverse mode: one `tensor::gradient`.
+    pub(crate) fn native_gradient(&mut self, x: &X, g: &mut X) -> InterfaceResult<T> {
+        zero(g);
+        Ok(engine::gradient(
+            &mut self.work.bufs,
+            &mut self.program,
+            (
+                InputArg(x, Some(g), PhantomData),
+                ConstContexts(self.ctx, &mut None),
+            ),
+        )?)
+    }
+
+    /// Forward mode: one `tensor::pushforward_into` per input entry (tangent `e_j`).
+    pub(crate) fn native_forward_gradient(&mut self, x: &X, g: &mut X) -> InterfaceResult<T> {
+        self.learn_output(x)?;
+        if self.work.y.len() != 1 {
+            let len = self.work.y.len();
+            return Err(AdError::NonScalarReturn { len }.into());
+        }
+        // The derivatives go to a standard-layout buffer first (`g` may be strided).
+        let mut out = self.work.xp.take();
+        let buf = Workspace::<T, X>::zeroed(&mut out, x);
+        let r = self.unit_tangents(x, |k, off, _, dy| set(buf, k, off, scalar(dy)));
+        if r.is_ok() {
+            for k in 0..g.arrays() {
+                g.array_mut(k).assign(&buf.array(k));
+            }
+        }
+        self.work.xp = out;
+        r?;
+        Ok(scalar(&self.work.y))
+    }
+
+    /// One `tensor::pullback` (reverse in either mode).
+    pub(crate) fn native_pullback(
+        &mut self,
+        x: &X,
+        dy: &ArrayD<T>,
+        dx: &mut X,
+    ) -> InterfaceResult<()> {
+        zero(dx);
+        self.pull(x, dy, dx)
+    }
+
+    /// One `tensor::pushforward_into` (forward in either mode).
+    pub(crate) fn native_pushforward(
+        &mut self,
+        (x, dx): (&X, &X),
+        y: &mut ArrayD<T>,
+        dy: &mut ArrayD<T>,
+    ) -> InterfaceResult<()> {
+        let mut slot = self.work.tan.take();
+        let t = Workspace::<T, X>::zeroed(&mut slot, x);
+        for k in 0..x.arrays() {
+            t.array_mut(k).assign(&dx.array(k));
+        }
+        let r = engine::pushforward_into(
+            &mut self.work.bufs,
+            &mut self.program,
+            (
+                InputArg(x, Some(&mut *t), PhantomData),
+                ConstContexts(self.ctx, &mut None),
+            ),
+            y,
+            dy,
+        );
+        self.work.tan = slot;
+        Ok(r?)
+    }
+
+    /// Reverse: one pullback per result entry (a row); forward: one pushforward per
+    /// input entry (a column).
+    pub(crate) fn native_jacobian(
+        &mut self,
+        mode: ModeKind,
+        x: &X,
+        jac: &mut Array2<T>,
+    ) -> InterfaceResult<()> {
+        match mode {
+            ModeKind::Reverse => {
+                let mut slot = self.work.tan.take();
+                let t = Workspace::<T, X>::zeroed(&mut slot, x);
+                let mut seed = core::mem::take(&mut self.work.seed);
+                let mut r = Ok(());
+                for row in 0..seed.len() {
+                    seed.fill(T::zero());
+                    if let Some(s) = seed.as_slice_mut() {
+                        s[row] = T::one();
+                    }
+                    zero(t);
+                    r = self.pull(x, &seed, t);
+                    if r.is_err() {
+                        break;
+                    }
+                    flatten_into(&*t, jac.row_mut(row));
+                }
+                self.work.seed = seed;
+                self.work.tan = slot;
+                r
+            }
+            ModeKind::Forward => self.unit_tangents(x, |_, _, c, dy| {
+                for (o, v) in jac.column_mut(c).iter_mut().zip(dy.iter()) {
+                    *o = *v;
+                }
+            }),
+        }
+    }
+}
+
 /// Copies `from`'s entries, in logical order, into row or column `out`.
 pub(crate) fn flatten_into<'o, T: Element, X: TensorInput<T> + ?Sized>(
     from: &X,
@@ -26,186 +205,5 @@ pub(crate) fn flatten_into<'o, T: Element, X: TensorInput<T> + ?Sized>(
     let entries = (0..from.arrays()).flat_map(|k| from.array(k).into_iter());
     for (o, v) in out.into_iter().zip(entries) {
         *o = *v;
-    }
-}
-
-impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
-    /// Reverse mode: one `tensor::gradient`.
-    pub(crate) fn native_gradient<P, C, H>(
-        &mut self,
-        program: &mut P,
-        x: &X,
-        ctx: C,
-        g: &mut X,
-    ) -> InterfaceResult<T>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        for k in 0..g.arrays() {
-            g.array_mut(k).fill(T::zero());
-        }
-        Ok(engine::gradient(
-            &mut self.bufs,
-            &mut *program,
-            (
-                InputArg(x, Some(g), PhantomData),
-                ConstContexts(ctx, &mut None),
-            ),
-        )?)
-    }
-
-    /// Forward mode: one `tensor::pushforward_into` per input entry (tangent `e_j`).
-    pub(crate) fn native_forward_gradient<P, C, H>(
-        &mut self,
-        program: &mut P,
-        x: &X,
-        ctx: C,
-        g: &mut X,
-    ) -> InterfaceResult<T>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        self.learn_output(program, x, ctx)?;
-        if self.y.len() != 1 {
-            return Err(AdError::NonScalarReturn { len: self.y.len() }.into());
-        }
-        let t = Self::zeroed(&mut self.tan, x);
-        for k in 0..x.arrays() {
-            for (off, slot) in g.array_mut(k).iter_mut().enumerate() {
-                set(t, k, off, T::one());
-                let r = engine::pushforward_into(
-                    &mut self.bufs,
-                    &mut *program,
-                    (
-                        InputArg(x, Some(&mut *t), PhantomData),
-                        ConstContexts(ctx, &mut None),
-                    ),
-                    &mut self.y,
-                    &mut self.dy,
-                );
-                set(t, k, off, T::zero());
-                r?;
-                *slot = self.dy.iter().next().copied().unwrap_or_else(T::zero);
-            }
-        }
-        Ok(self.y.iter().next().copied().unwrap_or_else(T::zero))
-    }
-
-    /// One `tensor::pullback` (reverse in either mode).
-    pub(crate) fn native_pullback<P, C, H>(
-        &mut self,
-        program: &mut P,
-        x: &X,
-        dy: &ArrayD<T>,
-        ctx: C,
-        dx: &mut X,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        for k in 0..dx.arrays() {
-            dx.array_mut(k).fill(T::zero());
-        }
-        Ok(engine::pullback(
-            &mut self.bufs,
-            &mut *program,
-            (
-                InputArg(x, Some(dx), PhantomData),
-                ConstContexts(ctx, &mut None),
-            ),
-            dy,
-        )?)
-    }
-
-    /// One `tensor::pushforward_into` (forward in either mode).
-    pub(crate) fn native_pushforward<P, C, H>(
-        &mut self,
-        program: &mut P,
-        (x, dx): (&X, &X),
-        ctx: C,
-        y: &mut ArrayD<T>,
-        dy: &mut ArrayD<T>,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        let t = Self::zeroed(&mut self.tan, x);
-        for k in 0..x.arrays() {
-            t.array_mut(k).assign(&dx.array(k));
-        }
-        Ok(engine::pushforward_into(
-            &mut self.bufs,
-            &mut *program,
-            (
-                InputArg(x, Some(t), PhantomData),
-                ConstContexts(ctx, &mut None),
-            ),
-            y,
-            dy,
-        )?)
-    }
-
-    /// Reverse: one pullback per result entry (a row); forward: one pushforward per
-    /// input entry (a column).
-    pub(crate) fn native_jacobian<P, C, H>(
-        &mut self,
-        mode: ModeKind,
-        program: &mut P,
-        x: &X,
-        ctx: C,
-        jac: &mut Array2<T>,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<T, X, H>,
-        C: TensorContexts<T, H>,
-    {
-        let t = Self::zeroed(&mut self.tan, x);
-        match mode {
-            ModeKind::Reverse => {
-                for r in 0..self.seed.len() {
-                    self.seed.fill(T::zero());
-                    if let Some(s) = self.seed.as_slice_mut() {
-                        s[r] = T::one();
-                    }
-                    for k in 0..t.arrays() {
-                        t.array_mut(k).fill(T::zero());
-                    }
-                    engine::pullback(
-                        &mut self.bufs,
-                        &mut *program,
-                        (
-                            InputArg(x, Some(&mut *t), PhantomData),
-                            ConstContexts(ctx, &mut None),
-                        ),
-                        &self.seed,
-                    )?;
-                    flatten_into(&*t, jac.row_mut(r));
-                }
-            }
-            ModeKind::Forward => for_entries(x, |k, off, c| {
-                set(t, k, off, T::one());
-                let r = engine::pushforward_into(
-                    &mut self.bufs,
-                    &mut *program,
-                    (
-                        InputArg(x, Some(&mut *t), PhantomData),
-                        ConstContexts(ctx, &mut None),
-                    ),
-                    &mut self.y,
-                    &mut self.dy,
-                );
-                set(t, k, off, T::zero());
-                r?;
-                for (o, v) in jac.column_mut(c).iter_mut().zip(self.dy.iter()) {
-                    *o = *v;
-                }
-                Ok(())
-            })?,
-        }
-        Ok(())
     }
 }
