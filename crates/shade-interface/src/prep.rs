@@ -111,6 +111,15 @@ impl<Op, V, B: Backend, St> Prepared<Op, V, B, St> {
         &self.meta
     }
 
+    /// Checks the input length `x` and the contexts against the preparation.
+    #[inline]
+    pub(crate) fn check<C>(&self, x: usize, ctx: &C) -> InterfaceResult<()>
+    where
+        B: PrepareBackend<V, C>,
+    {
+        self.meta.check(x, B::contexts(ctx))
+    }
+
     /// The backend.
     pub fn backend(&self) -> &B {
         &self.backend
@@ -128,6 +137,12 @@ impl<Op, V, B: Backend, St> Prepared<Op, V, B, St> {
 pub trait PrepareBackend<V, C>: Backend {
     /// Buffers kept between calls.
     type State;
+    /// The contexts as the interface reads them (their kinds and the caches' lengths,
+    /// fixed at preparation and checked at every call): `ctx` itself. The impls require
+    /// `C: Contexts` and the operator functions do not, so that contexts which do not
+    /// fit are reported once, by the backend's bound, not once more by the function's.
+    #[doc(hidden)]
+    fn contexts(ctx: &C) -> &impl Contexts;
     /// Makes the state for the shapes of `meta`; `x` is the preparation point (a scalar
     /// input is a one-element slice).
     fn prepare(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
@@ -156,10 +171,9 @@ pub(crate) fn prepare<Op, V, B, C>(
 ) -> InterfaceResult<Prepared<Op, V, B, B::State>>
 where
     B: PrepareBackend<V, C>,
-    C: Contexts,
 {
     backend.validate()?;
-    let meta = Meta::new(operator, n, m, ctx);
+    let meta = Meta::new(operator, n, m, B::contexts(ctx));
     let mut st = backend.prepare(&f, x, ctx, &meta)?;
     // The core's arena keeps only its largest chunk on reset, so a large first call may
     // need a second one; six is far more than any operator has needed.

@@ -64,3 +64,15 @@ proptest! {
         prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 }
+
+/// The markers moved to the vocabulary (`backend.rs`); their former module paths still
+/// name the same types.
+#[test]
+fn markers_keep_their_former_module_paths() {
+    let b: sparse::AutoSparse<AutoShade<shade_autodiff::Forward>> = AutoSparse {
+        inner: AutoShade::FORWARD,
+    };
+    assert_eq!(b.name(), "AutoSparse(AutoShade(forward))");
+    let d: numdual::AutoNumDual = AutoNumDual;
+    assert_eq!(d.name(), "AutoNumDual");
+}

@@ -9,7 +9,6 @@
 //! (`Dual64` ≅ `Dual<f64>`, `HyperDual64` ≅ `Dual<Dual<f64>>`).
 
 use super::generic::GenericBackend;
-use crate::backend::AutoNumDual;
 use crate::form::{ScalarForm, VecForm};
 use bumpalo::Bump;
 use core::cmp::Ordering;
@@ -18,6 +17,9 @@ use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, Sub, S
 use num_dual::{Dual64, DualNum, DualStruct, HyperDual64};
 use num_traits::{Float, FloatConst, Num, NumCast, One, ToPrimitive, Zero};
 use shade_autodiff::scalar::{Dual, Real, ScalarRule};
+
+/// The marker, also at its former path `shade_interface::numdual::AutoNumDual`.
+pub use crate::backend::AutoNumDual;
 
 mod sealed {
     pub trait Sealed {}

@@ -25,6 +25,9 @@ where
     AutoShade<Reverse>: PrepareBackend<OneArg<F>, C>,
 {
     type State = <AutoShade<Reverse> as PrepareBackend<OneArg<F>, C>>::State;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
     fn prepare(
         &self,
         f: &OneArg<F>,
@@ -116,6 +119,9 @@ where
     I: PrepareBackend<OneArg<F>, C>,
 {
     type State = FdOverState<I::State>;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
     fn prepare(
         &self,
         f: &OneArg<F>,

@@ -8,7 +8,7 @@
 //! (seed = the sum of the colour's unit vectors) and scatters the compressed columns
 //! into the Jacobian: `k` pushforwards instead of `n`.
 
-use crate::backend::{AutoSparse, Backend};
+use crate::backend::Backend;
 use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::explain::Report;
@@ -17,6 +17,9 @@ use crate::ops::{JacobianBackend, PushforwardBackend};
 use crate::prep::{Meta, PrepareBackend};
 use bumpalo::Bump;
 use shade_autodiff::scalar::{Tracer, trace_sparsity};
+
+/// The marker, also at its former path `shade_interface::sparse::AutoSparse`.
+pub use crate::backend::AutoSparse;
 
 /// The detected pattern and its colouring.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,6 +113,9 @@ where
     C: Contexts,
 {
     type State = SparseState<B::State>;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
 
     fn prepare(
         &self,

@@ -3,7 +3,6 @@
 
 use super::{DerivativeOp, GradientOp, JacobianOp};
 use crate::backend::{Backend, Operator};
-use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::form::{OneArg, TwoArg};
 use crate::prep::{PrepareBackend, Prepared, prepare};
@@ -66,7 +65,7 @@ pub trait JacobianBackend<V, C>: PrepareBackend<V, C> {
 
 // ---------------------------------------------------------------- derivative
 
-pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C: Contexts>(
+pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C>(
     f: V,
     m: usize,
     backend: &B,
@@ -94,7 +93,6 @@ pub fn prepare_derivative<F, B, C, St>(
 ) -> InterfaceResult<Prepared<DerivativeOp, OneArg<F>, B, St>>
 where
     B: DerivativeBackend<OneArg<F>, C, State = St>,
-    C: Contexts,
 {
     prep_derivative(OneArg(f), 1, backend, x, &ctx)
 }
@@ -110,7 +108,6 @@ pub fn prepare_derivative_inplace<F, B, C, St>(
 ) -> InterfaceResult<Prepared<DerivativeOp, TwoArg<F>, B, St>>
 where
     B: DerivativeBackend<TwoArg<F>, C, State = St>,
-    C: Contexts,
 {
     prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)
 }
@@ -128,7 +125,6 @@ where
 pub fn derivative<F, B, C>(f: F, backend: &B, x: f64, ctx: C) -> InterfaceResult<f64>
 where
     B: DerivativeBackend<OneArg<F>, C>,
-    C: Contexts,
 {
     let mut p = prep_derivative(OneArg(f), 1, backend, x, &ctx)?;
     p.derivative(x, ctx)
@@ -143,7 +139,6 @@ pub fn value_and_derivative<F, B, C>(
 ) -> InterfaceResult<(f64, f64)>
 where
     B: DerivativeBackend<OneArg<F>, C>,
-    C: Contexts,
 {
     let mut p = prep_derivative(OneArg(f), 1, backend, x, &ctx)?;
     p.value_and_derivative(x, ctx)
@@ -159,7 +154,6 @@ pub fn value_and_derivative_inplace<F, B, C>(
 ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
 where
     B: DerivativeBackend<TwoArg<F>, C>,
-    C: Contexts,
 {
     let mut p = prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)?;
     p.value_and_derivative(x, ctx)
@@ -170,7 +164,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, OneArg<F>, B, St> {
     pub fn derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<f64>
     where
         B: DerivativeBackend<OneArg<F>, C, State = St>,
-        C: Contexts,
     {
         self.value_and_derivative(x, ctx).map(|r| r.1)
     }
@@ -179,9 +172,8 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, OneArg<F>, B, St> {
     pub fn value_and_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<(f64, f64)>
     where
         B: DerivativeBackend<OneArg<F>, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(1, &ctx)?;
+        self.check(1, &ctx)?;
         let (mut y, mut d) = ([0.0], [0.0]);
         self.backend.value_and_derivative_into(
             &mut self.state,
@@ -200,7 +192,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     pub fn derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
         self.value_and_derivative(x, ctx).map(|r| r.1)
     }
@@ -209,7 +200,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     pub fn derivative_into<C>(&mut self, x: f64, ctx: C, der: &mut [f64]) -> InterfaceResult<()>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
         // The engine writes the outputs too: into the prepared object's buffer.
         let mut y = core::mem::take(&mut self.out);
@@ -226,7 +216,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
         let (mut y, mut d) = (vec![0.0; self.meta.m], vec![0.0; self.meta.m]);
         self.value_and_derivative_into(x, ctx, &mut y, &mut d)?;
@@ -243,9 +232,8 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     ) -> InterfaceResult<()>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(1, &ctx)?;
+        self.check(1, &ctx)?;
         self.meta.arg("y", self.meta.m, y.len())?;
         self.meta.arg("der", self.meta.m, der.len())?;
         self.backend
@@ -277,12 +265,11 @@ pub fn prepare_gradient<F, B, C, St>(
 ) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, St>>
 where
     B: GradientBackend<F, C, State = St>,
-    C: Contexts,
 {
     prep_gradient(f, backend, x, &ctx)
 }
 
-fn prep_gradient<F, B: GradientBackend<F, C>, C: Contexts>(
+fn prep_gradient<F, B: GradientBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: &[f64],
@@ -304,7 +291,6 @@ fn prep_gradient<F, B: GradientBackend<F, C>, C: Contexts>(
 pub fn gradient<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: GradientBackend<F, C>,
-    C: Contexts,
 {
     prep_gradient(f, backend, x, &ctx)?.gradient(x, ctx)
 }
@@ -318,7 +304,6 @@ pub fn value_and_gradient<F, B, C>(
 ) -> InterfaceResult<(f64, Vec<f64>)>
 where
     B: GradientBackend<F, C>,
-    C: Contexts,
 {
     prep_gradient(f, backend, x, &ctx)?.value_and_gradient(x, ctx)
 }
@@ -328,7 +313,6 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     pub fn gradient<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut g = vec![0.0; x.len()];
         self.value_and_gradient_into(x, ctx, &mut g)?;
@@ -340,7 +324,6 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     pub fn gradient_into<C>(&mut self, x: &[f64], ctx: C, g: &mut [f64]) -> InterfaceResult<()>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
         self.value_and_gradient_into(x, ctx, g).map(|_| ())
     }
@@ -349,7 +332,6 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     pub fn value_and_gradient<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<(f64, Vec<f64>)>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut g = vec![0.0; x.len()];
         let y = self.value_and_gradient_into(x, ctx, &mut g)?;
@@ -366,9 +348,8 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<f64>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
         self.backend
             .value_and_gradient_into(&mut self.state, &self.f, x, &ctx, g)
@@ -377,7 +358,7 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
 
 // ---------------------------------------------------------------- jacobian
 
-pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C: Contexts>(
+pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C>(
     f: V,
     m: usize,
     backend: &B,
@@ -406,7 +387,6 @@ pub fn prepare_jacobian<F, B, C, St>(
 ) -> InterfaceResult<Prepared<JacobianOp, OneArg<F>, B, St>>
 where
     B: JacobianBackend<OneArg<F>, C, State = St>,
-    C: Contexts,
 {
     prep_jacobian(OneArg(f), 1, backend, x, &ctx)
 }
@@ -422,7 +402,6 @@ pub fn prepare_jacobian_inplace<F, B, C, St>(
 ) -> InterfaceResult<Prepared<JacobianOp, TwoArg<F>, B, St>>
 where
     B: JacobianBackend<TwoArg<F>, C, State = St>,
-    C: Contexts,
 {
     prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)
 }
@@ -431,7 +410,6 @@ where
 pub fn jacobian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: JacobianBackend<OneArg<F>, C>,
-    C: Contexts,
 {
     prep_jacobian(OneArg(f), 1, backend, x, &ctx)?.jacobian(x, ctx)
 }
@@ -459,7 +437,6 @@ pub fn value_and_jacobian_inplace<F, B, C>(
 ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
 where
     B: JacobianBackend<TwoArg<F>, C>,
-    C: Contexts,
 {
     prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)?.value_and_jacobian(x, ctx)
 }
@@ -469,7 +446,6 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     pub fn jacobian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
         self.value_and_jacobian(x, ctx).map(|r| r.1)
     }
@@ -479,7 +455,6 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     pub fn jacobian_into<C>(&mut self, x: &[f64], ctx: C, jac: &mut [f64]) -> InterfaceResult<()>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
         let mut y = core::mem::take(&mut self.out);
         let r = self.value_and_jacobian_into(x, ctx, &mut y, jac);
@@ -495,7 +470,6 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
         let (mut y, mut j) = (vec![0.0; self.meta.m], vec![0.0; self.meta.m * self.meta.n]);
         self.value_and_jacobian_into(x, ctx, &mut y, &mut j)?;
@@ -513,9 +487,8 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     ) -> InterfaceResult<()>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("y", self.meta.m, y.len())?;
         self.meta
             .arg("jacobian", self.meta.m * self.meta.n, jac.len())?;

@@ -3,7 +3,6 @@
 
 use super::{PullbackOp, PushforwardOp};
 use crate::backend::{Backend, Operator};
-use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::form::{OneArg, TwoArg};
 use crate::prep::{PrepareBackend, Prepared, prepare};
@@ -110,7 +109,7 @@ macro_rules! directional {
         $plain:ident, $plain_into:ident, $vand:ident, $batch:ident, $vand_batch:ident,
         $tin:literal, $tout:literal, $inlen:ident, $outlen:ident, $doc:literal
     ) => {
-        pub(crate) fn $prep_fn<V, B: $Trait<V, C>, C: Contexts>(
+        pub(crate) fn $prep_fn<V, B: $Trait<V, C>, C>(
             f: V,
             m: usize,
             backend: &B,
@@ -136,7 +135,6 @@ macro_rules! directional {
         pub fn $prepare<F, B, C, St>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Prepared<$op, OneArg<F>, B, St>>
         where
             B: $Trait<OneArg<F>, C, State = St>,
-            C: Contexts,
         {
             $prep_fn(OneArg(f), 1, backend, x, &ctx)
         }
@@ -151,7 +149,6 @@ macro_rules! directional {
         ) -> InterfaceResult<Prepared<$op, TwoArg<F>, B, St>>
         where
             B: $Trait<TwoArg<F>, C, State = St>,
-            C: Contexts,
         {
             $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)
         }
@@ -160,7 +157,6 @@ macro_rules! directional {
         pub fn $free<F, B, C>(f: F, backend: &B, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
         where
             B: $Trait<OneArg<F>, C>,
-            C: Contexts,
         {
             $prep_fn(OneArg(f), 1, backend, x, &ctx)?.$plain(x, t, ctx)
         }
@@ -176,7 +172,6 @@ macro_rules! directional {
         ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
         where
             B: $Trait<TwoArg<F>, C>,
-            C: Contexts,
         {
             $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)?.$vand(x, t, ctx)
         }
@@ -186,7 +181,6 @@ macro_rules! directional {
             pub fn $plain<C>(&mut self, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 self.$vand(x, t, ctx).map(|r| r.1)
             }
@@ -195,7 +189,6 @@ macro_rules! directional {
             pub fn $plain_into<C>(&mut self, x: &[f64], t: &[f64], ctx: C, out: &mut [f64]) -> InterfaceResult<()>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 let mut y = core::mem::take(&mut self.out);
                 let r = self.$into(x, t, ctx, &mut y, out);
@@ -207,7 +200,6 @@ macro_rules! directional {
             pub fn $vand<C>(&mut self, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 let (mut y, mut out) = (vec![0.0; self.meta.m], vec![0.0; self.meta.$outlen]);
                 self.$into(x, t, ctx, &mut y, &mut out)?;
@@ -219,9 +211,8 @@ macro_rules! directional {
             pub fn $into<C>(&mut self, x: &[f64], t: &[f64], ctx: C, y: &mut [f64], out: &mut [f64]) -> InterfaceResult<()>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
-                self.meta.check(x.len(), &ctx)?;
+                self.check(x.len(), &ctx)?;
                 self.meta.arg($tin, self.meta.$inlen, t.len())?;
                 self.meta.arg("y", self.meta.m, y.len())?;
                 self.meta.arg($tout, self.meta.$outlen, out.len())?;
@@ -232,7 +223,6 @@ macro_rules! directional {
             pub fn $batch<C>(&mut self, x: &[f64], ts: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 let k = self.meta.batch(self.meta.$inlen, ts.len())?;
                 let mut y = core::mem::take(&mut self.out);
@@ -253,9 +243,8 @@ macro_rules! directional {
             ) -> InterfaceResult<()>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
-                self.meta.check(x.len(), &ctx)?;
+                self.check(x.len(), &ctx)?;
                 let k = self.meta.batch(self.meta.$inlen, ts.len())?;
                 self.meta.arg("y", self.meta.m, y.len())?;
                 self.meta.arg($tout, k * self.meta.$outlen, outs.len())?;

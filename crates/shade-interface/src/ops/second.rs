@@ -3,7 +3,6 @@
 
 use super::{HessianOp, HvpOp, SecondDerivativeOp};
 use crate::backend::{Backend, Operator};
-use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::form::OneArg;
 use crate::prep::{PrepareBackend, Prepared, prepare};
@@ -88,7 +87,7 @@ pub trait HvpBackend<F, C>: PrepareBackend<OneArg<F>, C> {
 
 // ---------------------------------------------------------------- second_derivative
 
-fn prep_second_derivative<F, B: SecondDerivativeBackend<F, C>, C: Contexts>(
+fn prep_second_derivative<F, B: SecondDerivativeBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: f64,
@@ -117,7 +116,6 @@ pub fn prepare_second_derivative<F, B, C, St>(
 ) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, St>>
 where
     B: SecondDerivativeBackend<F, C, State = St>,
-    C: Contexts,
 {
     prep_second_derivative(f, backend, x, &ctx)
 }
@@ -137,7 +135,6 @@ where
 pub fn second_derivative<F, B, C>(f: F, backend: &B, x: f64, ctx: C) -> InterfaceResult<f64>
 where
     B: SecondDerivativeBackend<F, C>,
-    C: Contexts,
 {
     prep_second_derivative(f, backend, x, &ctx)?.second_derivative(x, ctx)
 }
@@ -147,7 +144,6 @@ impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
     pub fn second_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<f64>
     where
         B: SecondDerivativeBackend<F, C, State = St>,
-        C: Contexts,
     {
         self.value_derivative_and_second_derivative(x, ctx)
             .map(|r| r.2)
@@ -161,9 +157,8 @@ impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<(f64, f64, f64)>
     where
         B: SecondDerivativeBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(1, &ctx)?;
+        self.check(1, &ctx)?;
         self.backend
             .value_derivative_and_second_derivative(&mut self.state, &self.f, x, &ctx)
     }
@@ -171,7 +166,7 @@ impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
 
 // ---------------------------------------------------------------- hessian
 
-fn prep_hessian<F, B: HessianBackend<F, C>, C: Contexts>(
+fn prep_hessian<F, B: HessianBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: &[f64],
@@ -201,7 +196,6 @@ pub fn prepare_hessian<F, B, C, St>(
 ) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, St>>
 where
     B: HessianBackend<F, C, State = St>,
-    C: Contexts,
 {
     prep_hessian(f, backend, x, &ctx)
 }
@@ -210,7 +204,6 @@ where
 pub fn hessian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: HessianBackend<F, C>,
-    C: Contexts,
 {
     prep_hessian(f, backend, x, &ctx)?.hessian(x, ctx)
 }
@@ -220,7 +213,6 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     pub fn hessian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut h = vec![0.0; self.meta.n * self.meta.n];
         self.hessian_into(x, ctx, &mut h)?;
@@ -231,9 +223,8 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     pub fn hessian_into<C>(&mut self, x: &[f64], ctx: C, h: &mut [f64]) -> InterfaceResult<()>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta
             .arg("hessian", self.meta.n * self.meta.n, h.len())?;
         self.backend
@@ -248,7 +239,6 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<(f64, Vec<f64>, Vec<f64>)>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
         let (mut g, mut h) = (vec![0.0; self.meta.n], vec![0.0; self.meta.n * self.meta.n]);
         let y = self.value_gradient_and_hessian_into(x, ctx, &mut g, &mut h)?;
@@ -265,9 +255,8 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<f64>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
         self.meta
             .arg("hessian", self.meta.n * self.meta.n, h.len())?;
@@ -278,7 +267,7 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
 
 // ---------------------------------------------------------------- hvp
 
-fn prep_hvp<F, B: HvpBackend<F, C>, C: Contexts>(
+fn prep_hvp<F, B: HvpBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: &[f64],
@@ -308,7 +297,6 @@ pub fn prepare_hvp<F, B, C, St>(
 ) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, St>>
 where
     B: HvpBackend<F, C, State = St>,
-    C: Contexts,
 {
     prep_hvp(f, backend, x, &ctx)
 }
@@ -327,7 +315,6 @@ where
 pub fn hvp<F, B, C>(f: F, backend: &B, x: &[f64], v: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: HvpBackend<F, C>,
-    C: Contexts,
 {
     prep_hvp(f, backend, x, &ctx)?.hvp(x, v, ctx)
 }
@@ -337,7 +324,6 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     pub fn hvp<C>(&mut self, x: &[f64], v: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut hv = vec![0.0; self.meta.n];
         self.hvp_into(x, v, ctx, &mut hv)?;
@@ -354,9 +340,8 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<()>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("v", self.meta.n, v.len())?;
         self.meta.arg("hvp", self.meta.n, hv.len())?;
         self.backend
@@ -372,7 +357,6 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
         let (mut g, mut hv) = (vec![0.0; self.meta.n], vec![0.0; self.meta.n]);
         self.gradient_and_hvp_into(x, v, ctx, &mut g, &mut hv)?;
@@ -390,9 +374,8 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<f64>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("v", self.meta.n, v.len())?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
         self.meta.arg("hvp", self.meta.n, hv.len())?;
@@ -404,9 +387,8 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     pub fn hvp_batch<C>(&mut self, x: &[f64], vs: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         let n = self.meta.n;
         let k = self.meta.batch(n, vs.len())?;
         let mut out = vec![0.0; k * n];
