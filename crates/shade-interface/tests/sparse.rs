@@ -46,6 +46,29 @@ fn banded_jacobian_needs_three_colours() {
     assert_eq!(j.iter().filter(|v| **v != 0.0).count(), 3 * n - 2);
 }
 
+/// Outputs that depend on the parameters only: no colour, yet the value is computed.
+fn from_params<S: Real>(y: &mut [S], x: &[S], p: &[f64]) {
+    let _ = x;
+    y[0] = S::cst(p[0]).sin();
+    y[1] = S::cst(p[0] * p[0]);
+}
+
+#[test]
+fn a_jacobian_with_no_nonzero_still_computes_the_value() {
+    let f = shade_fn!(from_params(&mut [S], &[S], &[f64]));
+    let p = [0.5];
+    let sparse = AutoSparse {
+        inner: AutoShade::FORWARD,
+    };
+    let mut prep =
+        prepare_jacobian_inplace(f, 2, &sparse, &[1.0, 2.0, 3.0], (Constant(&p[..]),)).unwrap();
+    let (y, j) = prep
+        .value_and_jacobian(&[-1.0, 0.0, 4.0], (Constant(&p[..]),))
+        .unwrap();
+    assert_eq!(y, [0.5f64.sin(), 0.25]);
+    assert_eq!(j, [0.0; 6]);
+}
+
 proptest! {
     #[test]
     fn sparse_jacobians_pass_the_harness(x in prop::collection::vec(-1.5f64..1.5, 1..=6)) {

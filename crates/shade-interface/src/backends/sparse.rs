@@ -183,9 +183,16 @@ where
         let n = x.len();
         jac.fill(0.0);
         let p = &st.pattern;
-        for c in 0..p.colours() {
+        // One pushforward per colour; with no colour (no dependence on x) one with a zero
+        // seed all the same, for the value.
+        for c in 0..p.colours().max(1) {
+            let scatter = c < p.colours();
             for (s, &col) in st.seed.iter_mut().zip(&p.colour) {
-                *s = if col as usize == c { 1.0 } else { 0.0 };
+                *s = if scatter && col as usize == c {
+                    1.0
+                } else {
+                    0.0
+                };
             }
             self.inner.value_and_pushforward_into(
                 &mut st.inner,
@@ -196,22 +203,11 @@ where
                 y,
                 &mut st.dy,
             )?;
-            for &(i, j) in &p.entries[p.starts[c]..p.starts[c + 1]] {
-                jac[i as usize * n + j as usize] = st.dy[i as usize];
+            if scatter {
+                for &(i, j) in &p.entries[p.starts[c]..p.starts[c + 1]] {
+                    jac[i as usize * n + j as usize] = st.dy[i as usize];
+                }
             }
-        }
-        if p.colours() == 0 {
-            // No dependence on x: the value still has to be computed.
-            st.seed.fill(0.0);
-            self.inner.value_and_pushforward_into(
-                &mut st.inner,
-                f,
-                x,
-                &st.seed,
-                ctx,
-                y,
-                &mut st.dy,
-            )?;
         }
         Ok(())
     }
