@@ -1,0 +1,6 @@
+//! The compile-time engine's tests, one binary: each subset row against the tape and
+//! central differences in both modes (`subset`), the GradBench objectives
+//! (`gradbench`), allocation (`alloc`), the generated API (`api`) and compile errors
+//! with our own messages (`ui`).
+
+mod smoke;
