@@ -31,10 +31,6 @@ pub(crate) enum Shape {
 #[derive(Clone, Debug)]
 pub(crate) struct Var {
     pub(crate) shape: Shape,
-    /// Nesting depth of its declaration (parameters: 0).
-    pub(crate) depth: usize,
-    /// Index in [`Func::locals`], if a local.
-    pub(crate) local: Option<usize>,
 }
 
 /// The result of the analysis.
@@ -78,20 +74,12 @@ pub(crate) fn analyse(sig: &Sig, func: &Func) -> Info {
         };
         vars.insert(
             p.name.to_string(),
-            Var {
-                shape,
-                depth: 0,
-                local: None,
-            },
+            Var { shape },
         );
     }
     vars.insert(
         "__ret".into(),
-        Var {
-            shape: Shape::Scalar,
-            depth: 0,
-            local: None,
-        },
+        Var { shape: Shape::Scalar },
     );
     let mut flows = Vec::new();
     collect(&func.body, func, &mut vars, &mut flows);
@@ -187,11 +175,7 @@ fn collect(stmts: &[Stmt], func: &Func, vars: &mut HashMap<String, Var>, flows: 
                 };
                 vars.insert(
                     name.clone(),
-                    Var {
-                        shape,
-                        depth: l.depth,
-                        local: Some(*local),
-                    },
+                    Var { shape },
                 );
                 let mut targets = vec![name];
                 targets.extend(extra);
@@ -208,11 +192,7 @@ fn collect(stmts: &[Stmt], func: &Func, vars: &mut HashMap<String, Var>, flows: 
             Stmt::For { var, body, .. } => {
                 vars.insert(
                     var.to_string(),
-                    Var {
-                        shape: Shape::Other,
-                        depth: usize::MAX,
-                        local: None,
-                    },
+                    Var { shape: Shape::Other },
                 );
                 for p in body.parts() {
                     collect(p, func, vars, flows);
@@ -434,4 +414,53 @@ fn scan_block(parts: &[&[Stmt]], func: &Func, out: &mut HashSet<String>) {
             }
         }
     }
+}
+
+/// A statement emitted as written must not take differentiated values into
+/// variables the analysis cannot follow.
+pub(crate) fn check_verbatim(
+    info: &Info,
+    writes: &[syn::Ident],
+    reads: &[String],
+    span: proc_macro2::Span,
+    mode: crate::sig::Mode,
+) -> crate::error::Result<()> {
+    let tainted = reads.iter().find(|r| info.varied.contains(*r));
+    let changed = writes.iter().find(|w| info.varied.contains(&w.to_string()));
+    match (changed, tainted) {
+        (Some(w), _) => Err(crate::error::Error::unsupported(
+            span,
+            &format!("a statement that changes the differentiated `{w}` in a form the derivative cannot follow"),
+            mode,
+        )
+        .note("differentiated code assigns with `=`, `+=`, `-=`, `*=`, `/=` and `let name = …`")),
+        (None, Some(r)) if !writes.is_empty() => Err(crate::error::Error::unsupported(
+            span,
+            &format!("a statement that takes the differentiated `{r}` into a pattern or a method call"),
+            mode,
+        )
+        .help("bind one variable per `let`: `let a = x[0];`")),
+        _ => Ok(()),
+    }
+}
+
+/// Variables a loop bound depends on (`x.len()` does not depend on `x`'s elements).
+pub(crate) fn bound_reads(e: &Expr) -> Vec<String> {
+    struct V(Vec<String>);
+    impl<'ast> Visit<'ast> for V {
+        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+            if let Some(i) = p.path.get_ident() {
+                self.0.push(i.to_string());
+            }
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            if m.method == "len" {
+                return;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut v = V(Vec::new());
+    v.visit_expr(e);
+    v.0
 }

@@ -143,7 +143,9 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
             let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
             let float_path = p.qself.as_ref().is_some_and(|q| {
                 matches!(&*q.ty, syn::Type::Path(t) if t.path.is_ident("f64") || t.path.is_ident("f32"))
-            }) || FLOAT_PATHS.contains(&root.as_str());
+            }) || FLOAT_PATHS.contains(&root.as_str())
+                // A type alias of the float type (`S::exp(x)` with `type S = f64`).
+                || (p.path.segments.len() == 2 && root.starts_with(|c: char| c.is_uppercase()));
             if !float_path || c.args.is_empty() {
                 return Err(unsupported(&format!("the call `{}`", quote!(#p).to_string().replace(' ', "")))
                     .help("call elementary functions as methods (`x.exp()`), and give user functions the attribute"));

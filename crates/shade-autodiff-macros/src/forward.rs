@@ -236,14 +236,8 @@ impl Fwd<'_> {
                     quote!(#call;)
                 }
             }
-            Stmt::Verbatim { tokens, writes, span } => {
-                if let Some(w) = writes.iter().find(|w| self.info.varied.contains(&w.to_string())) {
-                    return Err(Error::unsupported(
-                        *span,
-                        &format!("a statement that changes `{w}` in a form the derivative cannot follow"),
-                        self.sig.mode,
-                    ));
-                }
+            Stmt::Verbatim { tokens, writes, reads, span } => {
+                crate::analysis::check_verbatim(self.info, writes, reads, *span, self.sig.mode)?;
                 quote!(#tokens)
             }
             Stmt::If { cond, then, els } => {
@@ -264,7 +258,7 @@ impl Fwd<'_> {
                 let b = self.body(body)?;
                 quote!(for #var in #range { #b })
             }
-            Stmt::Loop { body, .. } => {
+            Stmt::Loop { body } => {
                 let b = self.body(body)?;
                 quote!(loop { #b })
             }

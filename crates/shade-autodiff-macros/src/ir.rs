@@ -16,7 +16,6 @@ pub(crate) struct Local {
     pub(crate) ty: Option<Type>,
     /// 0 at the function's top level, +1 for every enclosing block.
     pub(crate) depth: usize,
-    pub(crate) span: Span,
 }
 
 /// How a `let` is initialised.
@@ -81,6 +80,8 @@ pub(crate) enum Stmt {
         tokens: TokenStream,
         /// Variables it may write.
         writes: Vec<Ident>,
+        /// Variables it reads.
+        reads: Vec<String>,
         span: Span,
     },
     If {
@@ -103,7 +104,7 @@ pub(crate) enum Stmt {
         span: Span,
     },
     /// `loop` (a `while` is a loop whose first break is its negated condition).
-    Loop { body: Body, span: Span },
+    Loop { body: Body },
 }
 
 /// One arm of a `match`.

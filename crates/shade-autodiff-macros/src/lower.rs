@@ -145,13 +145,12 @@ impl Lower<'_> {
         Renamer::new(&self.scopes, self.mode).expr(e)
     }
 
-    fn new_local(&mut self, name: Ident, mutable: bool, ty: Option<syn::Type>, span: Span) -> usize {
+    fn new_local(&mut self, name: Ident, mutable: bool, ty: Option<syn::Type>, _span: Span) -> usize {
         self.locals.push(Local {
             name,
             mutable,
             ty,
             depth: self.depth,
-            span,
         });
         self.locals.len() - 1
     }
@@ -230,6 +229,7 @@ impl Lower<'_> {
         Ok(Stmt::Verbatim {
             tokens,
             writes: Vec::new(),
+            reads: Vec::new(),
             span,
         })
     }
@@ -331,10 +331,12 @@ impl Lower<'_> {
             }
             _ => quote!(),
         };
+        let reads = init.as_ref().map(crate::analysis::all_reads).unwrap_or_default();
         let init = init.map(|e| quote!(= #e));
         out.push(Stmt::Verbatim {
             tokens: quote!(let #pat #ty #init;),
             writes: renamed,
+            reads,
             span: l.span(),
         });
         Ok(())
@@ -430,6 +432,7 @@ impl Lower<'_> {
                 out.push(Stmt::Verbatim {
                     tokens: quote!(#renamed;),
                     writes,
+                    reads: crate::analysis::all_reads(&renamed),
                     span: other.span(),
                 });
                 Ok(())
@@ -453,6 +456,7 @@ impl Lower<'_> {
                 Stmt::Verbatim {
                     tokens: quote!(#renamed;),
                     writes: vec![place.base],
+                    reads: crate::analysis::all_reads(&renamed),
                     span,
                 }
             }
@@ -713,10 +717,7 @@ impl Lower<'_> {
             breaks: vec![(syn::parse_quote!(!(#cond)), Vec::new())],
         };
         let body = self.loop_body(&w.body.stmts, pre)?;
-        out.push(Stmt::Loop {
-            body,
-            span: w.span(),
-        });
+        out.push(Stmt::Loop { body });
         Ok(())
     }
 
@@ -725,10 +726,7 @@ impl Lower<'_> {
             return Err(self.unsupported(lb.span(), "a loop label"));
         }
         let body = self.loop_body(&l.body.stmts, Body::default())?;
-        out.push(Stmt::Loop {
-            body,
-            span: l.span(),
-        });
+        out.push(Stmt::Loop { body });
         Ok(())
     }
 
@@ -858,9 +856,12 @@ pub(crate) fn is_user_call(c: &syn::ExprCall) -> bool {
     if BUILTIN_ROOTS.contains(&root.as_str()) {
         return false;
     }
-    let last = &p.path.segments.last().expect("non-empty").ident.to_string();
-    // Tuple structs and enum variants are capitalised.
-    !last.starts_with(|c: char| c.is_uppercase())
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let upper = |s: &String| s.starts_with(|c: char| c.is_uppercase());
+    // Tuple structs and enum variants are capitalised, and so are the types whose
+    // associated functions are called (`S::cst`, `Self::new`).
+    let n = segs.len();
+    !(upper(&segs[n - 1]) || (n >= 2 && upper(&segs[n - 2])))
 }
 
 pub(crate) fn collect_pat_idents(p: &Pat, out: &mut Vec<Ident>) {

@@ -412,14 +412,14 @@ impl<'a> Rev<'a> {
                 let call = self.fwd_call(c)?;
                 quote!(#call;)
             }
-            Stmt::Verbatim { tokens, writes, span } => {
-                if let Some(w) = writes.iter().find(|w| self.active(w) || self.in_r(w) || self.info.varied.contains(&w.to_string())) {
+            Stmt::Verbatim { tokens, writes, reads, span } => {
+                crate::analysis::check_verbatim(self.info, writes, reads, *span, self.sig.mode)?;
+                if let Some(w) = writes.iter().find(|w| self.in_r(w)) {
                     return Err(Error::unsupported(
                         *span,
-                        &format!("a statement that changes `{w}` in a form the derivative cannot follow"),
+                        &format!("a statement that changes `{w}`, which the reverse sweep needs, in a form it cannot save"),
                         self.sig.mode,
-                    )
-                    .note("differentiated code assigns with `=`, `+=`, `-=`, `*=`, `/=` and `let`"));
+                    ));
                 }
                 quote!(#tokens)
             }
@@ -466,7 +466,7 @@ impl<'a> Rev<'a> {
                     }
                 }
             }
-            Stmt::Loop { body, .. } => {
+            Stmt::Loop { body } => {
                 if self.has_rev(s) {
                     let (n, e) = (self.fresh("n"), self.fresh("e"));
                     let b = self.fwd_body(body, Some(&e))?;
@@ -509,7 +509,7 @@ impl<'a> Rev<'a> {
         }
         self.read(lo);
         self.read(hi);
-        if let Some(v) = all_reads(lo).into_iter().chain(all_reads(hi)).find(|r| w.contains(r)) {
+        if let Some(v) = crate::analysis::bound_reads(lo).into_iter().chain(crate::analysis::bound_reads(hi)).find(|r| w.contains(r)) {
             return Err(Error::unsupported(
                 span,
                 &format!("a loop whose bounds change inside it (`{v}`)"),
@@ -618,7 +618,7 @@ impl<'a> Rev<'a> {
                     self.rev_counted(body, at)?
                 }
             }
-            Stmt::Loop { body, .. } => {
+            Stmt::Loop { body } => {
                 if !self.has_rev(s) {
                     return Ok(quote!());
                 }

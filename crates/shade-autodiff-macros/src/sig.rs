@@ -93,6 +93,7 @@ impl Float {
             Type::Path(p) if p.qself.is_none() && p.path.is_ident("f64") => Some(Float::F64),
             Type::Path(p) if p.qself.is_none() && p.path.is_ident("f32") => Some(Float::F32),
             Type::Paren(p) => Float::of(&p.elem),
+            Type::Group(g) => Float::of(&g.elem),
             _ => None,
         }
     }
@@ -113,6 +114,9 @@ pub(crate) enum Class {
 
 impl Class {
     fn of(ty: &Type) -> Class {
+        if let Type::Group(g) = ty {
+            return Class::of(&g.elem);
+        }
         if let Some(f) = Float::of(ty) {
             return Class::Scalar(f);
         }

@@ -15,7 +15,7 @@
 //! the user's crate calls it.
 
 use core::cell::RefCell;
-use core::ops::{Add, AddAssign, Mul, Neg, Sub};
+use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 /// The stacks and buffers of one thread's compiled derivatives.
 ///
@@ -371,6 +371,13 @@ impl<T: Copy + Sub<Output = T>, const N: usize> Sub for Lanes<T, N> {
             *a = *a - b;
         }
         self
+    }
+}
+
+impl<T: Copy + Sub<Output = T>, const N: usize> SubAssign for Lanes<T, N> {
+    #[inline(always)]
+    fn sub_assign(&mut self, o: Self) {
+        *self = *self - o;
     }
 }
 

@@ -3,4 +3,6 @@
 //! (`gradbench`), allocation (`alloc`), the generated API (`api`) and compile errors
 //! with our own messages (`ui`).
 
+mod check;
 mod smoke;
+mod subset;
