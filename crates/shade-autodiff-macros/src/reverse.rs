@@ -14,6 +14,7 @@
 //! variables its code reads).
 
 mod call;
+mod tbr;
 
 use crate::analysis::{Info, Shape, all_reads, writes};
 use crate::error::{Error, Result};
@@ -22,7 +23,7 @@ use crate::ir::{Body, Func, Init, Op, Place, Stmt};
 use crate::sig::{Class, Sig};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// How a local is kept for the reverse sweep.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,21 +47,31 @@ pub(crate) struct Rev<'a> {
     tmp: usize,
     /// Active `Vec` locals, whose storage comes from the workspace's pool.
     pooled: Vec<syn::Ident>,
+    /// Which statements' code reads which variables (this run).
+    readers: HashMap<String, HashSet<usize>>,
+    /// The statements being emitted, innermost last.
+    cur: Vec<usize>,
+    /// Assignments whose save is skipped (see `tbr`).
+    skip: HashSet<usize>,
 }
 
 /// The body of the internal reverse function: forward sweep, reverse sweep, result.
 pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
     let mut r = HashSet::new();
+    let mut readers = HashMap::new();
     for _ in 0..64 {
         let mut rev = Rev::new(sig, func, info, r.clone());
         rev.body()?;
         let grown = rev.closure();
+        readers = rev.readers;
         if grown.is_subset(&r) {
             break;
         }
         r.extend(grown);
     }
-    Rev::new(sig, func, info, r).body()
+    let mut rev = Rev::new(sig, func, info, r);
+    rev.skip = rev.skips(&readers);
+    rev.body()
 }
 
 impl<'a> Rev<'a> {
@@ -73,7 +84,24 @@ impl<'a> Rev<'a> {
             reads: HashSet::new(),
             tmp: 0,
             pooled: Vec::new(),
+            readers: HashMap::new(),
+            cur: Vec::new(),
+            skip: HashSet::new(),
         }
+    }
+
+    /// Records that the current statement's code reads `names`.
+    fn read_names(&mut self, names: impl IntoIterator<Item = String>) {
+        let at = self.cur.last().copied().unwrap_or(0);
+        for n in names {
+            self.readers.entry(n.clone()).or_default().insert(at);
+            self.reads.insert(n);
+        }
+    }
+
+    /// Whether the assignment `s` to `base` saves the value it overwrites.
+    fn saves(&self, s: &Stmt, base: &syn::Ident) -> bool {
+        self.in_r(base) && !self.skip.contains(&tbr::addr(s))
     }
 
     /// The reads of this run plus the inputs of recomputed `let`s.
@@ -149,7 +177,7 @@ impl<'a> Rev<'a> {
     }
 
     fn read(&mut self, e: &syn::Expr) {
-        self.reads.extend(all_reads(e));
+        self.read_names(all_reads(e));
     }
 
     /// The whole body of the internal function.
@@ -273,7 +301,9 @@ impl<'a> Rev<'a> {
                 }
                 if self.keep(*local) == Keep::Recompute {
                     if let Init::Expr(e) = init {
+                        self.cur.push(tbr::addr(s));
                         self.read(e);
+                        self.cur.pop();
                         let ty = l.ty.as_ref().map(|t| quote!(: #t));
                         recompute.push(quote!(let #name #ty = #e;));
                     }
@@ -346,6 +376,13 @@ impl<'a> Rev<'a> {
     }
 
     fn fwd(&mut self, s: &Stmt) -> Result<TokenStream> {
+        self.cur.push(tbr::addr(s));
+        let r = self.fwd_inner(s);
+        self.cur.pop();
+        r
+    }
+
+    fn fwd_inner(&mut self, s: &Stmt) -> Result<TokenStream> {
         let f = self.float();
         Ok(match s {
             Stmt::Let { local, init, span } => {
@@ -383,6 +420,7 @@ impl<'a> Rev<'a> {
                 };
                 match self.keep(*local) {
                     Keep::Hoist if matches!(init, Init::Uninit) => quote!(),
+                    Keep::Hoist if self.skip.contains(&tbr::addr(s)) => quote!(#name = #value;),
                     Keep::Hoist => quote! {
                         ::shade_autodiff::compiled::Save::save(#name, __ws);
                         #name = #value;
@@ -393,13 +431,13 @@ impl<'a> Rev<'a> {
             }
             Stmt::Assign { place, op, value, .. } => {
                 let p = Self::place_tokens(place);
+                let saves = self.saves(s, &place.base);
                 for i in &place.index {
-                    if self.in_r(&place.base) {
+                    if saves {
                         self.read(i);
                     }
                 }
-                let save = self
-                    .in_r(&place.base)
+                let save = saves
                     .then(|| quote!(::shade_autodiff::compiled::Save::save(#p, __ws);));
                 let op = match op {
                     Op::Set => quote!(=),
@@ -521,12 +559,21 @@ impl<'a> Rev<'a> {
     }
 
     fn rev(&mut self, s: &Stmt) -> Result<TokenStream> {
+        self.cur.push(tbr::addr(s));
+        let r = self.rev_inner(s);
+        self.cur.pop();
+        r
+    }
+
+    fn rev_inner(&mut self, s: &Stmt) -> Result<TokenStream> {
         let f = self.float();
         Ok(match s {
             Stmt::Let { local, init, span } => {
                 let l = &self.func.locals[*local];
                 let name = l.name.clone();
-                let restore = (self.keep(*local) == Keep::Hoist && !matches!(init, Init::Uninit))
+                let restore = (self.keep(*local) == Keep::Hoist
+                    && !matches!(init, Init::Uninit)
+                    && !self.skip.contains(&tbr::addr(s)))
                     .then(|| quote!(#name = ::shade_autodiff::compiled::Save::restore(__ws);));
                 let adj = if self.active(&name) {
                     let d = adj_ident(&name);
@@ -556,7 +603,7 @@ impl<'a> Rev<'a> {
             Stmt::Assign { place, op, value, span } => {
                 let p = Self::place_tokens(place);
                 let restore = self
-                    .in_r(&place.base)
+                    .saves(s, &place.base)
                     .then(|| quote!(#p = ::shade_autodiff::compiled::Save::restore(__ws);));
                 let adj = if self.active(&place.base) {
                     for i in &place.index {
@@ -675,9 +722,11 @@ impl<'a> Rev<'a> {
     /// Propagates `adj` through the active expression `e`.
     fn prop(&mut self, e: &syn::Expr, adj: TokenStream, span: proc_macro2::Span) -> Result<TokenStream> {
         let node = build(e, self.info, self.sig.mode)?;
-        let mut em = Emit::new(self.sig.float, 1, &mut self.reads, &mut self.tmp, span);
+        let mut reads = HashSet::new();
+        let mut em = Emit::new(self.sig.float, 1, &mut reads, &mut self.tmp, span);
         em.rev(&node, adj);
         let out = em.out;
+        self.read_names(reads);
         Ok(quote!(#(#out)*))
     }
 }

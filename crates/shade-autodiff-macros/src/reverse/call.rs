@@ -154,7 +154,7 @@ impl Rev<'_> {
             return Ok(Self::restore_all(&snaps));
         }
         for a in &c.args {
-            self.reads.extend(all_reads(a));
+            self.read_names(all_reads(a));
         }
         let mut callee = c.callee.clone();
         let last = callee.segments.last_mut().expect("a path");
