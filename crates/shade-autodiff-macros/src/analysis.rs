@@ -249,6 +249,10 @@ pub(crate) fn value_reads(e: &Expr) -> Vec<String> {
                     }
                 }
                 Expr::Index(i) => self.visit_expr(&i.expr),
+                // A cast to a float keeps the value (and is refused on derivatives).
+                Expr::Cast(c) if matches!(&*c.ty, syn::Type::Path(p) if p.path.is_ident("f64") || p.path.is_ident("f32")) => {
+                    self.visit_expr(&c.expr)
+                }
                 Expr::Cast(_) | Expr::Macro(_) | Expr::Lit(_) => {}
                 Expr::Binary(b)
                     if matches!(

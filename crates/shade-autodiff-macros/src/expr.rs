@@ -132,6 +132,10 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
             }
         }
         Expr::MethodCall(m) => {
+            if let Some(span) = closure_in(e) {
+                return Err(Error::unsupported(span, "a closure", mode)
+                    .note("iterator adaptors (`map`, `sum`, `fold`, …) are outside the subset: write a `for` loop"));
+            }
             let name = m.method.to_string();
             method(&name, &m.receiver, &m.args.iter().collect::<Vec<_>>(), e, info, mode)?
         }
@@ -186,9 +190,26 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
     })
 }
 
+/// The span of the first closure in `e`.
+fn closure_in(e: &Expr) -> Option<Span> {
+    struct F(Option<Span>);
+    impl<'ast> syn::visit::Visit<'ast> for F {
+        fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+            self.0.get_or_insert(c.span());
+        }
+    }
+    let mut f = F(None);
+    syn::visit::Visit::visit_expr(&mut f, e);
+    f.0
+}
+
 fn method(name: &str, recv: &Expr, args: &[&Expr], e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
     let b = |x: &Expr| build(x, info, mode).map(Box::new);
     let unsupported = |what: String| Error::unsupported(e.span(), &what, mode);
+    if let Some(c) = args.iter().find(|a| matches!(a, Expr::Closure(_))) {
+        return Err(Error::unsupported(c.span(), "a closure", mode)
+            .note("iterator adaptors (`map`, `sum`, `fold`, …) are outside the subset: write a `for` loop"));
+    }
     if let Some(m) = UNARY.iter().find(|m| **m == name) {
         if !args.is_empty() {
             return Err(unsupported(format!("`{name}` with arguments")));

@@ -98,8 +98,10 @@ impl VisitMut for Renamer<'_> {
                 let id = p.path.get_ident().expect("an ident").clone();
                 match self.lookup(&id.to_string()) {
                     Some(Bind::Name(n)) => {
-                        // The binding's own span: its hygiene context is the one it
-                        // was declared with (user code, or this macro for loop indices).
+                        // The binding's hygiene (user code, or this macro for loop
+                        // indices), at the use's location (for error messages).
+                        let mut n = n.clone();
+                        n.set_span(n.span().located_at(id.span()));
                         *e = syn::parse_quote!(#n);
                     }
                     Some(Bind::Elem { array, k }) => *e = syn::parse_quote!(#array[#k]),

@@ -6,3 +6,4 @@
 mod check;
 mod smoke;
 mod subset;
+mod ui;
