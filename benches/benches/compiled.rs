@@ -6,6 +6,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use shade_autodiff::autodiff_reverse;
+use shade_benches::gradbench::Lcg;
 use shade_benches::gradbench::gmm::{GmmGradient, GmmProblem};
 use shade_benches::gradbench::lstm::{d_lstm_objective, lstm_objective, lstm_problem};
 use std::hint::black_box;
@@ -65,7 +66,8 @@ fn rosenbrock_group(c: &mut Criterion) {
 }
 
 fn gmm_group(c: &mut Criterion) {
-    let p = GmmProblem::random(10, 25, 1000, 1);
+    let mut r = Lcg::new(1);
+    let p = GmmProblem::random(10, 25, 1000, &mut || r.next_f64());
     let mut g = GmmGradient::zeros(&p);
     let mut group = c.benchmark_group("compiled/gmm/d10-k25-n1000");
     group.sample_size(20);
@@ -80,7 +82,8 @@ fn gmm_group(c: &mut Criterion) {
 }
 
 fn lstm_group(c: &mut Criterion) {
-    let (main, extra, state, seq) = lstm_problem(4, 4096, 1);
+    let mut r = Lcg::new(1);
+    let (main, extra, state, seq) = lstm_problem(4, 4096, &mut || r.next_f64());
     let (mut dm, mut de) = (vec![0.0; main.len()], vec![0.0; extra.len()]);
     let mut group = c.benchmark_group("compiled/lstm/l4-c4096");
     group.sample_size(10);

@@ -156,15 +156,18 @@ pub struct GmmProblem {
 }
 
 impl GmmProblem {
-    /// A reproducible random problem of dimension `d`, `k` components, `n` points.
-    pub fn random(d: usize, k: usize, n: usize, seed: u64) -> Self {
-        let mut r = super::Lcg::new(seed);
+    /// A random problem of dimension `d`, `k` components, `n` points, from `next`
+    /// (uniform in `[0, 1)`).
+    pub fn random(d: usize, k: usize, n: usize, next: &mut impl FnMut() -> f64) -> Self {
+        let mut vec = |n: usize, lo: f64, hi: f64| -> Vec<f64> {
+            (0..n).map(|_| lo + (hi - lo) * next()).collect()
+        };
         GmmProblem {
-            alpha: r.vec(k, -0.5, 0.5),
-            mu: r.vec(k * d, 0.0, 1.0),
-            q: r.vec(k * d, -0.5, 0.5),
-            l: r.vec(k * d * (d - 1) / 2, -0.5, 0.5),
-            x: r.vec(n * d, 0.0, 1.0),
+            alpha: vec(k, -0.5, 0.5),
+            mu: vec(k * d, 0.0, 1.0),
+            q: vec(k * d, -0.5, 0.5),
+            l: vec(k * d * (d - 1) / 2, -0.5, 0.5),
+            x: vec(n * d, 0.0, 1.0),
             m: 0,
             gamma: 1.0,
         }

@@ -55,17 +55,21 @@ pub fn lstm_objective(main: &[f64], extra: &[f64], state: &[f64], seq: &[f64], l
     -total / ((c - 1) * b) as f64
 }
 
-/// A reproducible LSTM problem: `(main, extra, state, seq)` for `l` layers, `c`
-/// characters of `b = 14` bits (one bit set per character, as GradBench's text).
-pub fn lstm_problem(l: usize, c: usize, seed: u64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+/// The inputs of one LSTM problem.
+pub type LstmInput = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+
+/// A random LSTM problem `(main, extra, state, seq)` for `l` layers, `c` characters of
+/// `b = 14` bits (one bit set per character, as GradBench's text), from `next`
+/// (uniform in `[0, 1)`).
+pub fn lstm_problem(l: usize, c: usize, next: &mut impl FnMut() -> f64) -> LstmInput {
     let b = 14;
-    let mut r = super::Lcg::new(seed);
-    let main = r.vec(2 * l * 4 * b, -1.0, 1.0);
-    let extra = r.vec(3 * b, -1.0, 1.0);
-    let state = r.vec(2 * l * b, -1.0, 1.0);
+    let mut vec = |n: usize| -> Vec<f64> { (0..n).map(|_| 2.0 * next() - 1.0).collect() };
+    let main = vec(2 * l * 4 * b);
+    let extra = vec(3 * b);
+    let state = vec(2 * l * b);
     let mut seq = vec![0.0; c * b];
     for t in 0..c {
-        let k = (r.next_f64() * b as f64) as usize % b;
+        let k = (next() * b as f64) as usize % b;
         seq[t * b + k] = 1.0;
     }
     (main, extra, state, seq)

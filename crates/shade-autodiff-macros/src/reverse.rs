@@ -207,13 +207,23 @@ impl<'a> Rev<'a> {
                 continue;
             }
             match p.class {
+                // The final values wait in a pooled buffer (not on the stacks, which
+                // the reverse sweep pops).
                 Class::Array { mutable: true, .. } => {
-                    keep_save.push(quote!(::shade_autodiff::compiled::save_slice(__ws, &#n[..]);));
-                    keep_restore.push(quote!(::shade_autodiff::compiled::restore_slice(__ws, &mut #n[..]);));
+                    let fin = format_ident!("__fin_{}", n);
+                    keep_save.push(quote! {
+                        let mut #fin = <#f as ::shade_autodiff::compiled::Pooled>::take(__ws, 0, 0.0);
+                        if __keep { #fin.extend_from_slice(&#n[..]); }
+                    });
+                    keep_restore.push(quote! {
+                        if __keep { #n.copy_from_slice(&#fin); }
+                        <#f as ::shade_autodiff::compiled::Pooled>::give(__ws, #fin);
+                    });
                 }
                 Class::ScalarRef { mutable: true, .. } => {
-                    keep_save.push(quote!(::shade_autodiff::compiled::Save::save(*#n, __ws);));
-                    keep_restore.push(quote!(*#n = ::shade_autodiff::compiled::Save::restore(__ws);));
+                    let fin = format_ident!("__fin_{}", n);
+                    keep_save.push(quote!(let #fin: #f = *#n;));
+                    keep_restore.push(quote!(if __keep { *#n = #fin; }));
                 }
                 _ => {}
             }
@@ -257,10 +267,10 @@ impl<'a> Rev<'a> {
             #ret_decl
             #done_decl
             #forward
-            if __keep { #(#keep_save)* }
+            #(#keep_save)*
             #(#adjoints)*
             #reverse
-            if __keep { #(#keep_restore)* }
+            #(#keep_restore)*
             #(#give)*
             (#ret_val, #(#outs,)*)
         })

@@ -3,7 +3,10 @@
 //! (`gradbench`), allocation (`alloc`), the generated API (`api`) and compile errors
 //! with our own messages (`ui`).
 
+mod alloc;
+mod api;
 mod check;
+mod gradbench;
 mod smoke;
 mod subset;
 mod ui;
