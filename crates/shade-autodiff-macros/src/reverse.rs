@@ -14,6 +14,7 @@
 //! variables its code reads).
 
 mod call;
+mod defer;
 mod tbr;
 
 use crate::analysis::{Info, Shape, all_reads, writes};
@@ -53,6 +54,9 @@ pub(crate) struct Rev<'a> {
     cur: Vec<usize>,
     /// Assignments whose save is skipped (see `tbr`).
     skip: HashSet<usize>,
+    /// Calls whose forward is deferred, and the accumulations of their values
+    /// (see `defer`).
+    deferred: (HashSet<usize>, HashSet<usize>),
 }
 
 /// The body of the internal reverse function: forward sweep, reverse sweep, result.
@@ -71,6 +75,7 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
     }
     let mut rev = Rev::new(sig, func, info, r);
     rev.skip = rev.skips(&readers);
+    rev.deferred = rev.deferrable();
     rev.body()
 }
 
@@ -87,6 +92,7 @@ impl<'a> Rev<'a> {
             readers: HashMap::new(),
             cur: Vec::new(),
             skip: HashSet::new(),
+            deferred: (HashSet::new(), HashSet::new()),
         }
     }
 
@@ -242,7 +248,12 @@ impl<'a> Rev<'a> {
             }
         }
         adjoints.push(self.prelude(&[&self.func.body], true)?);
+        let deferred = !self.deferred.0.is_empty();
+        if deferred {
+            adjoints.push(quote!(let mut __deferred: #f = 0.0;));
+        }
         let reverse = self.rev_stmts(&self.func.body)?;
+        let add_deferred = deferred.then(|| quote!(__ret = __ret + __deferred;));
         let give: Vec<_> = self
             .pooled
             .iter()
@@ -270,6 +281,7 @@ impl<'a> Rev<'a> {
             #(#keep_save)*
             #(#adjoints)*
             #reverse
+            #add_deferred
             #(#keep_restore)*
             #(#give)*
             (#ret_val, #(#outs,)*)
@@ -386,6 +398,10 @@ impl<'a> Rev<'a> {
     }
 
     fn fwd(&mut self, s: &Stmt) -> Result<TokenStream> {
+        let a = tbr::addr(s);
+        if self.deferred.0.contains(&a) || self.deferred.1.contains(&a) {
+            return Ok(quote!());
+        }
         self.cur.push(tbr::addr(s));
         let r = self.fwd_inner(s);
         self.cur.pop();
@@ -600,11 +616,14 @@ impl<'a> Rev<'a> {
                             }
                             quote!(#(#v)*)
                         }
-                        Init::Call(c) => self.rev_call(c, Some(&name))?,
+                        Init::Call(c) => {
+                            let defer = self.deferred.0.contains(&tbr::addr(s));
+                            self.rev_call(c, Some(&name), defer)?
+                        }
                         _ => quote!(),
                     }
                 } else if let Init::Call(c) = init {
-                    self.rev_call(c, None)?
+                    self.rev_call(c, None, false)?
                 } else {
                     quote!()
                 };
@@ -642,7 +661,7 @@ impl<'a> Rev<'a> {
                 };
                 quote!(#restore #adj)
             }
-            Stmt::Call(c) => self.rev_call(c, None)?,
+            Stmt::Call(c) => self.rev_call(c, None, false)?,
             Stmt::Verbatim { .. } => quote!(),
             Stmt::If { then, els, .. } => {
                 if !self.has_rev(s) {

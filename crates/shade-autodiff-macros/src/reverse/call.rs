@@ -146,7 +146,7 @@ impl Rev<'_> {
     }
 
     /// The reverse of the call (`result`: the `let` that holds its value).
-    pub(super) fn rev_call(&mut self, c: &Call, result: Option<&Ident>) -> Result<TokenStream> {
+    pub(super) fn rev_call(&mut self, c: &Call, result: Option<&Ident>, defer: bool) -> Result<TokenStream> {
         let f = self.float();
         let snaps = self.snapshots(c);
         let pattern = self.pattern(c, result);
@@ -197,9 +197,11 @@ impl Rev<'_> {
             (quote!(#restore #save), restore.clone())
         };
         let _ = Keep::Plain;
+        let add = defer.then(|| quote!(__deferred += __r.0;));
         Ok(quote!({
             #peek
             let __r = #callee(__ws, #(#args,)* #seed false);
+            #add
             #pop
             #zero
             #(#props)*

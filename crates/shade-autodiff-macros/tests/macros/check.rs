@@ -41,7 +41,8 @@ pub(crate) fn check(row: &Row<'_>, x: &[f64], fd_tol: f64) -> Result<(), String>
     let y = (row.primal)(x);
     let mut g = vec![0.0; n];
     let yr = (row.reverse)(x, &mut g);
-    if yr.to_bits() != y.to_bits() && !(y.is_nan() && yr.is_nan()) {
+    // Deferred terms may add in another order: equal to rounding.
+    if !close(yr, y, 1e-14) && !(y.is_nan() && yr.is_nan()) {
         return Err(format!("{}: reverse returned {yr}, primal {y}", row.name));
     }
     let tape = (row.tape)(x);
