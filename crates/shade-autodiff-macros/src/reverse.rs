@@ -35,6 +35,9 @@ enum Keep {
     Recompute,
     /// Declared at the top of the function and saved before each overwrite.
     Hoist,
+    /// A local of its block, whose final value the block's end saves and the top of
+    /// its reverse restores (active scalars in blocks without `break`).
+    Snapshot,
 }
 
 pub(crate) struct Rev<'a> {
@@ -57,6 +60,8 @@ pub(crate) struct Rev<'a> {
     /// Calls whose forward is deferred, and the accumulations of their values
     /// (see `defer`).
     deferred: (HashSet<usize>, HashSet<usize>),
+    /// Locals that may be kept as [`Keep::Snapshot`].
+    snapshot_ok: HashSet<usize>,
 }
 
 /// The body of the internal reverse function: forward sweep, reverse sweep, result.
@@ -93,6 +98,7 @@ impl<'a> Rev<'a> {
             cur: Vec::new(),
             skip: HashSet::new(),
             deferred: (HashSet::new(), HashSet::new()),
+            snapshot_ok: snapshot_candidates(func, info),
         }
     }
 
@@ -160,6 +166,8 @@ impl<'a> Rev<'a> {
             Keep::Plain
         } else if self.info.recomputable.contains(&name) {
             Keep::Recompute
+        } else if self.snapshot_ok.contains(&local) {
+            Keep::Snapshot
         } else {
             Keep::Hoist
         }
@@ -293,6 +301,18 @@ impl<'a> Rev<'a> {
         let f = self.float();
         let mut decls = Vec::new();
         let mut recompute = Vec::new();
+        let mut snaps = Vec::new();
+        for part in parts {
+            for s in part.iter() {
+                if let Stmt::Let { local, .. } = s {
+                    if self.keep(*local) == Keep::Snapshot {
+                        let n = &self.func.locals[*local].name;
+                        snaps.push(quote!(let mut #n: #f = ::shade_autodiff::compiled::Save::restore(__ws);));
+                    }
+                }
+            }
+        }
+        snaps.reverse();
         for part in parts {
             for s in part.iter() {
                 let Stmt::Let { local, init, span } = s else {
@@ -332,13 +352,22 @@ impl<'a> Rev<'a> {
                 }
             }
         }
-        Ok(quote!(#(#decls)* #(#recompute)*))
+        Ok(quote!(#(#snaps)* #(#decls)* #(#recompute)*))
     }
 
     fn fwd_stmts(&mut self, stmts: &[Stmt]) -> Result<TokenStream> {
         let mut out = Vec::new();
         for s in stmts {
             out.push(self.fwd(s)?);
+        }
+        // The final values of this block's snapshot locals, for its reverse.
+        for s in stmts {
+            if let Stmt::Let { local, .. } = s {
+                if self.keep(*local) == Keep::Snapshot {
+                    let n = &self.func.locals[*local].name;
+                    out.push(quote!(::shade_autodiff::compiled::Save::save(#n, __ws);));
+                }
+            }
         }
         Ok(quote!(#(#out)*))
     }
@@ -445,6 +474,8 @@ impl<'a> Rev<'a> {
                     m
                 };
                 match self.keep(*local) {
+                    Keep::Snapshot if matches!(init, Init::Uninit) => quote!(let mut #name: #f = 0.0;),
+                    Keep::Snapshot => quote!(let mut #name: #f = #value;),
                     Keep::Hoist if matches!(init, Init::Uninit) => quote!(),
                     Keep::Hoist if self.skip.contains(&tbr::addr(s)) => quote!(#name = #value;),
                     Keep::Hoist => quote! {
@@ -773,3 +804,34 @@ pub(crate) fn range_tokens(lo: &syn::Expr, hi: &syn::Expr, inclusive: bool, rev:
 
 #[allow(dead_code)]
 fn _shape(_: Shape) {}
+
+/// Active scalar `let`s nested in blocks that no `break` leaves early.
+fn snapshot_candidates(func: &Func, info: &Info) -> HashSet<usize> {
+    fn walk(stmts: &[Stmt], breaking: bool, func: &Func, info: &Info, out: &mut HashSet<usize>) {
+        for s in stmts {
+            match s {
+                Stmt::Let { local, init, .. } => {
+                    let l = &func.locals[*local];
+                    let scalar = matches!(init, Init::Expr(_) | Init::Uninit | Init::Call(_));
+                    if !breaking && l.depth > 0 && scalar && info.is_active(&l.name.to_string()) {
+                        out.insert(*local);
+                    }
+                }
+                Stmt::For { body, .. } | Stmt::Loop { body } => {
+                    let b = !body.breaks.is_empty();
+                    for p in body.parts() {
+                        walk(p, b, func, info, out);
+                    }
+                }
+                other => {
+                    for c in other.children() {
+                        walk(c, false, func, info, out);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    walk(&func.body, false, func, info, &mut out);
+    out
+}

@@ -108,6 +108,9 @@ impl Rev<'_> {
         // A new instance of `v` starts at its `let` only if that `let` saves the
         // previous one; otherwise everything before counts.
         let protected = match decl {
+            Stmt::Let { local, .. } if self.keep(*local) == super::Keep::Snapshot => {
+                chain.last().is_some_and(|lv| !std::ptr::eq(&lv.parts[lv.pos.0][lv.pos.1], decl))
+            }
             Stmt::Let { local, init: Init::Expr(_), .. } => {
                 self.keep(*local) == super::Keep::Hoist
                     && !decided.contains(&addr(decl))
