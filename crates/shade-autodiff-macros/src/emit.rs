@@ -25,6 +25,13 @@ pub(crate) fn generate(sig: &Sig, f: &ItemFn) -> Result<TokenStream> {
             (internal_fwd(sig, body), user_fwd(sig))
         }
     };
+    let mut internal = internal;
+    // The primal's inlining hint governs its derivative's too (`#[inline(never)]` on
+    // a term keeps each term's derivative a function of its own).
+    if let Some(a) = f.attrs.iter().find(|a| a.path().is_ident("inline")) {
+        internal.attrs.retain(|x| !x.path().is_ident("inline"));
+        internal.attrs.push(a.clone());
+    }
     let marker = marker(sig, &internal, &user);
     Ok(quote!(#internal #user #marker))
 }
