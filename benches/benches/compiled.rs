@@ -94,7 +94,16 @@ fn lstm_group(c: &mut Criterion) {
         b.iter(|| {
             dm.iter_mut().for_each(|v| *v = 0.0);
             de.iter_mut().for_each(|v| *v = 0.0);
-            black_box(d_lstm_objective(black_box(&main), &mut dm, &extra, &mut de, &state, &seq, 4, 1.0));
+            black_box(d_lstm_objective(
+                black_box(&main),
+                &mut dm,
+                &extra,
+                &mut de,
+                &state,
+                &seq,
+                4,
+                1.0,
+            ));
         })
     });
     group.finish();

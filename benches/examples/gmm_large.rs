@@ -21,12 +21,16 @@ fn peak_mb() -> f64 {
 }
 
 fn main() {
-    let reps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let reps: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let (d, k, n) = (64, 200, 10_000);
     let mut r = Lcg::new(1);
     let p = GmmProblem::random(d, k, n, &mut || r.next_f64());
     let mut g = GmmGradient::zeros(&p);
-    let data_mb = (p.x.len() + 2 * (p.alpha.len() + p.mu.len() + p.q.len() + p.l.len())) as f64 * 8.0 / 1e6;
+    let data_mb =
+        (p.x.len() + 2 * (p.alpha.len() + p.mu.len() + p.q.len() + p.l.len())) as f64 * 8.0 / 1e6;
     let (mut tp, mut tg) = (f64::INFINITY, f64::INFINITY);
     let mut peak_primal = 0.0;
     for _ in 0..reps {
@@ -42,7 +46,10 @@ fn main() {
     }
     let peak_gradient = peak_mb();
     let ws = shade_autodiff::compiled::workspace_footprint_bytes() as f64 / 1e6;
-    println!("gmm d={d} k={k} n={n}: primal {tp:.3} s, gradient {tg:.3} s, ratio {:.2}", tg / tp);
+    println!(
+        "gmm d={d} k={k} n={n}: primal {tp:.3} s, gradient {tg:.3} s, ratio {:.2}",
+        tg / tp
+    );
     println!(
         "memory: inputs and gradient {data_mb:.1} MB; peak RSS after primal {peak_primal:.1} MB, \
          after gradient {peak_gradient:.1} MB; derivative workspace {ws:.2} MB \

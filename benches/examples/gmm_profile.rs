@@ -41,7 +41,16 @@ fn main() {
             let (mut dm, mut de) = (vec![0.0; m.len()], vec![0.0; e.len()]);
             for _ in 0..reps {
                 if grad {
-                    black_box(d_lstm_objective(black_box(&m), &mut dm, &e, &mut de, &s, &q, 4, 1.0));
+                    black_box(d_lstm_objective(
+                        black_box(&m),
+                        &mut dm,
+                        &e,
+                        &mut de,
+                        &s,
+                        &q,
+                        4,
+                        1.0,
+                    ));
                 } else {
                     black_box(lstm_objective(black_box(&m), &e, &s, &q, 4));
                 }

@@ -14,7 +14,15 @@ use shade_autodiff::autodiff_reverse;
 
 /// One point's term `logsumexp_k(β_k)` with `β_k = base_k − ½ ‖Q_k (x − μ_k)‖²`;
 /// `qdiag` holds `exp(q_k)` and `lr` the strictly lower triangles row by row.
-#[autodiff_reverse(d_gmm_point, Duplicated, Duplicated, Duplicated, Duplicated, Const, Active)]
+#[autodiff_reverse(
+    d_gmm_point,
+    Duplicated,
+    Duplicated,
+    Duplicated,
+    Duplicated,
+    Const,
+    Active
+)]
 pub fn gmm_point(base: &[f64], mu: &[f64], qdiag: &[f64], lr: &[f64], xi: &[f64]) -> f64 {
     let k = base.len();
     let d = xi.len();
@@ -85,8 +93,26 @@ pub fn gmm_constant(d: usize, k: usize, n: usize, m: i32, gamma: f64) -> f64 {
 /// The log posterior for `alpha` (k), `mu` (k·d), `q` (k·d), `l` (k·d(d−1)/2, each
 /// component's strictly lower triangle column by column), data `x` (n·d), prior `m`
 /// and `gamma`.
-#[autodiff_reverse(d_gmm_objective, Duplicated, Duplicated, Duplicated, Duplicated, Const, Const, Const, Active)]
-pub fn gmm_objective(alpha: &[f64], mu: &[f64], q: &[f64], l: &[f64], x: &[f64], m: i32, gamma: f64) -> f64 {
+#[autodiff_reverse(
+    d_gmm_objective,
+    Duplicated,
+    Duplicated,
+    Duplicated,
+    Duplicated,
+    Const,
+    Const,
+    Const,
+    Active
+)]
+pub fn gmm_objective(
+    alpha: &[f64],
+    mu: &[f64],
+    q: &[f64],
+    l: &[f64],
+    x: &[f64],
+    m: i32,
+    gamma: f64,
+) -> f64 {
     let k = alpha.len();
     let d = mu.len() / k;
     let n = x.len() / d;
@@ -175,14 +201,32 @@ impl GmmProblem {
 
     /// The objective.
     pub fn objective(&self) -> f64 {
-        gmm_objective(&self.alpha, &self.mu, &self.q, &self.l, &self.x, self.m, self.gamma)
+        gmm_objective(
+            &self.alpha,
+            &self.mu,
+            &self.q,
+            &self.l,
+            &self.x,
+            self.m,
+            self.gamma,
+        )
     }
 
     /// The objective and its gradient (added into the four shadows).
     pub fn gradient(&self, g: &mut GmmGradient) -> f64 {
         d_gmm_objective(
-            &self.alpha, &mut g.alpha, &self.mu, &mut g.mu, &self.q, &mut g.q, &self.l, &mut g.l,
-            &self.x, self.m, self.gamma, 1.0,
+            &self.alpha,
+            &mut g.alpha,
+            &self.mu,
+            &mut g.mu,
+            &self.q,
+            &mut g.q,
+            &self.l,
+            &mut g.l,
+            &self.x,
+            self.m,
+            self.gamma,
+            1.0,
         )
     }
 }

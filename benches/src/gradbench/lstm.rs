@@ -36,7 +36,8 @@ pub fn lstm_objective(main: &[f64], extra: &[f64], state: &[f64], seq: &[f64], l
                 let h = hs[(layer + 1) * b + i];
                 let forget = 1.0 / (1.0 + (-(x * main[w + i] + main[w + 4 * b + i])).exp());
                 let ingate = 1.0 / (1.0 + (-(h * main[w + b + i] + main[w + 5 * b + i])).exp());
-                let outgate = 1.0 / (1.0 + (-(x * main[w + 2 * b + i] + main[w + 6 * b + i])).exp());
+                let outgate =
+                    1.0 / (1.0 + (-(x * main[w + 2 * b + i] + main[w + 6 * b + i])).exp());
                 let change = (h * main[w + 3 * b + i] + main[w + 7 * b + i]).tanh();
                 cs[layer * b + i] = cs[layer * b + i] * forget + ingate * change;
                 hs[(layer + 1) * b + i] = outgate * cs[layer * b + i].tanh();

@@ -72,14 +72,13 @@ pub(crate) fn analyse(sig: &Sig, func: &Func) -> Info {
             Class::Array { .. } => Shape::ParamArray,
             Class::Other => Shape::Other,
         };
-        vars.insert(
-            p.name.to_string(),
-            Var { shape },
-        );
+        vars.insert(p.name.to_string(), Var { shape });
     }
     vars.insert(
         "__ret".into(),
-        Var { shape: Shape::Scalar },
+        Var {
+            shape: Shape::Scalar,
+        },
     );
     let mut flows = Vec::new();
     collect(&func.body, func, &mut vars, &mut flows);
@@ -173,10 +172,7 @@ fn collect(stmts: &[Stmt], func: &Func, vars: &mut HashMap<String, Var>, flows: 
                         c.args.iter().filter_map(mut_base).collect(),
                     ),
                 };
-                vars.insert(
-                    name.clone(),
-                    Var { shape },
-                );
+                vars.insert(name.clone(), Var { shape });
                 let mut targets = vec![name];
                 targets.extend(extra);
                 flows.push(Flow { targets, sources });
@@ -192,7 +188,9 @@ fn collect(stmts: &[Stmt], func: &Func, vars: &mut HashMap<String, Var>, flows: 
             Stmt::For { var, body, .. } => {
                 vars.insert(
                     var.to_string(),
-                    Var { shape: Shape::Other },
+                    Var {
+                        shape: Shape::Other,
+                    },
                 );
                 for p in body.parts() {
                     collect(p, func, vars, flows);
@@ -231,9 +229,21 @@ pub(crate) fn base_name(e: &Expr) -> Option<String> {
 /// Methods whose result carries no derivative (integers, booleans, lengths, values
 /// rounded to integers).
 const FLAT_METHODS: &[&str] = &[
-    "len", "is_empty", "is_nan", "is_finite", "is_infinite", "is_sign_negative",
-    "is_sign_positive", "floor", "ceil", "round", "trunc", "signum", "to_bits",
-    "partial_cmp", "total_cmp",
+    "len",
+    "is_empty",
+    "is_nan",
+    "is_finite",
+    "is_infinite",
+    "is_sign_negative",
+    "is_sign_positive",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "signum",
+    "to_bits",
+    "partial_cmp",
+    "total_cmp",
 ];
 
 /// Variables whose values flow into `e`'s value (not through indices, casts,
@@ -368,7 +378,9 @@ fn cheap(e: &Expr) -> bool {
                 Expr::MethodCall(m) if !CHEAP_METHODS.contains(&m.method.to_string().as_str()) => {
                     self.0 = false
                 }
-                Expr::Call(_) | Expr::Macro(_) | Expr::Closure(_) | Expr::Block(_) => self.0 = false,
+                Expr::Call(_) | Expr::Macro(_) | Expr::Closure(_) | Expr::Block(_) => {
+                    self.0 = false
+                }
                 Expr::If(_) | Expr::Match(_) | Expr::Loop(_) | Expr::Assign(_) => self.0 = false,
                 _ => syn::visit::visit_expr(self, e),
             }

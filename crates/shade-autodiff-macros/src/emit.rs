@@ -74,7 +74,11 @@ fn internal_rev(sig: &Sig, body: TokenStream) -> ItemFn {
     }
     params.push(quote!(__keep: bool));
     let ret = sig.ret.as_ref().map_or(quote!(()), |t| quote!(#t));
-    let outs = sig.params.iter().filter(|p| is_active_scalar(p)).map(|_| quote!(#f));
+    let outs = sig
+        .params
+        .iter()
+        .filter(|p| is_active_scalar(p))
+        .map(|_| quote!(#f));
     let vis = &sig.vis;
     let allows = allows();
     syn::parse_quote! {
@@ -136,7 +140,10 @@ fn user_rev(sig: &Sig) -> ItemFn {
         let n = &p.name;
         args.push(quote!(#n));
         if is_dup(p) {
-            let (d, t) = (user_name(sig, p.user_shadow(None)), p.shadow_ty(Mode::Reverse));
+            let (d, t) = (
+                user_name(sig, p.user_shadow(None)),
+                p.shadow_ty(Mode::Reverse),
+            );
             params.push(quote!(#d: #t));
             args.push(quote!(#d));
             shadows.push((n.clone(), d));
@@ -230,7 +237,9 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         let lanes: Vec<Ident> = if n == 1 {
             vec![user_name(sig, p.user_shadow(None))]
         } else {
-            (0..n).map(|k| user_name(sig, p.user_shadow(Some(k)))).collect()
+            (0..n)
+                .map(|k| user_name(sig, p.user_shadow(Some(k))))
+                .collect()
         };
         let ty = &p.ty;
         for l in &lanes {
@@ -284,7 +293,11 @@ fn doc_line(sig: &Sig) -> String {
              (with the primal result for `Dual`).",
             sig.name,
             sig.deriv,
-            if sig.width > 1 { format!("{}, ", sig.width) } else { String::new() }
+            if sig.width > 1 {
+                format!("{}, ", sig.width)
+            } else {
+                String::new()
+            }
         ),
     }
 }

@@ -64,9 +64,32 @@ impl Node {
 
 /// Unary float methods with a derivative in [`partial`].
 const UNARY: &[&str] = &[
-    "exp", "exp2", "exp_m1", "ln", "ln_1p", "log2", "log10", "sqrt", "cbrt", "sin", "cos",
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "abs",
-    "recip", "to_degrees", "to_radians", "fract",
+    "exp",
+    "exp2",
+    "exp_m1",
+    "ln",
+    "ln_1p",
+    "log2",
+    "log10",
+    "sqrt",
+    "cbrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "abs",
+    "recip",
+    "to_degrees",
+    "to_radians",
+    "fract",
 ];
 
 /// Float methods whose derivative is zero (their value is used as a constant).
@@ -86,12 +109,17 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
         Expr::Paren(p) => return build(&p.expr, info, mode),
         Expr::Group(g) => return build(&g.expr, info, mode),
         Expr::Path(p) => {
-            let id = p.path.get_ident().expect("an active path is a variable").clone();
+            let id = p
+                .path
+                .get_ident()
+                .expect("an active path is a variable")
+                .clone();
             match info.shape(&id.to_string()) {
                 Shape::Scalar => Node::Leaf(Leaf::Var(id), e.clone()),
                 _ => {
-                    return Err(unsupported("a differentiated array used as a value")
-                        .help("index it (`x[i]`), or pass it to a function that carries the attribute"));
+                    return Err(unsupported("a differentiated array used as a value").help(
+                        "index it (`x[i]`), or pass it to a function that carries the attribute",
+                    ));
                 }
             }
         }
@@ -114,8 +142,18 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
         Expr::Unary(u) => match u.op {
             syn::UnOp::Neg(_) => Node::Neg(b(&u.expr)?),
             syn::UnOp::Deref(_) => match &*u.expr {
-                Expr::Path(p) if info.shape(&p.path.get_ident().map(|i| i.to_string()).unwrap_or_default()) == Shape::ParamRef => {
-                    Node::Leaf(Leaf::Deref(p.path.get_ident().expect("checked").clone()), e.clone())
+                Expr::Path(p)
+                    if info.shape(
+                        &p.path
+                            .get_ident()
+                            .map(|i| i.to_string())
+                            .unwrap_or_default(),
+                    ) == Shape::ParamRef =>
+                {
+                    Node::Leaf(
+                        Leaf::Deref(p.path.get_ident().expect("checked").clone()),
+                        e.clone(),
+                    )
                 }
                 inner => return build(inner, info, mode),
             },
@@ -128,7 +166,12 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
                 BinOp::Sub(_) => Node::Sub(l, r),
                 BinOp::Mul(_) => Node::Mul(l, r),
                 BinOp::Div(_) => Node::Div(l, r),
-                _ => return Err(unsupported(&format!("the operator `{}` on differentiated values", quote!(#bin.op).to_string().trim()))),
+                _ => {
+                    return Err(unsupported(&format!(
+                        "the operator `{}` on differentiated values",
+                        quote!(#bin.op).to_string().trim()
+                    )));
+                }
             }
         }
         Expr::MethodCall(m) => {
@@ -137,14 +180,31 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
                     .note("iterator adaptors (`map`, `sum`, `fold`, …) are outside the subset: write a `for` loop"));
             }
             let name = m.method.to_string();
-            method(&name, &m.receiver, &m.args.iter().collect::<Vec<_>>(), e, info, mode)?
+            method(
+                &name,
+                &m.receiver,
+                &m.args.iter().collect::<Vec<_>>(),
+                e,
+                info,
+                mode,
+            )?
         }
         Expr::Call(c) => {
             let Expr::Path(p) = &*c.func else {
                 return Err(unsupported("this call"));
             };
-            let root = p.path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
-            let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            let root = p
+                .path
+                .segments
+                .first()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            let last = p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
             let float_path = p.qself.as_ref().is_some_and(|q| {
                 matches!(&*q.ty, syn::Type::Path(t) if t.path.is_ident("f64") || t.path.is_ident("f32"))
             }) || FLOAT_PATHS.contains(&root.as_str())
@@ -156,7 +216,9 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
             }
             if last == "custom" {
                 let [rule, Expr::Array(arr)] = [&c.args[0], &c.args[1]] else {
-                    return Err(unsupported("`custom` without an array literal of arguments"));
+                    return Err(unsupported(
+                        "`custom` without an array literal of arguments",
+                    ));
                 };
                 let mut args = Vec::new();
                 for a in &arr.elems {
@@ -178,14 +240,18 @@ pub(crate) fn build(e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
         Expr::Cast(_) => return Err(unsupported("a cast of a differentiated value")),
         Expr::Field(_) => return Err(unsupported("a field of a differentiated value")),
         Expr::Closure(_) => return Err(unsupported("a closure")),
-        Expr::If(_) => return Err(unsupported("an `if` inside an expression")
-            .help("assign it to a variable first: `let y = if c { a } else { b };`")),
+        Expr::If(_) => {
+            return Err(unsupported("an `if` inside an expression")
+                .help("assign it to a variable first: `let y = if c { a } else { b };`"));
+        }
         Expr::Match(_) => return Err(unsupported("a `match` inside an expression")),
         Expr::Block(_) => return Err(unsupported("a block inside an expression")),
         Expr::Tuple(_) => return Err(unsupported("a tuple of differentiated values")),
         Expr::Macro(_) => return Err(unsupported("a macro call on differentiated values")),
-        Expr::Reference(_) => return Err(unsupported("a reference to a differentiated value")
-            .help("pass references only as arguments of functions that carry the attribute")),
+        Expr::Reference(_) => {
+            return Err(unsupported("a reference to a differentiated value")
+                .help("pass references only as arguments of functions that carry the attribute"));
+        }
         _ => return Err(unsupported("this expression")),
     })
 }
@@ -203,7 +269,14 @@ fn closure_in(e: &Expr) -> Option<Span> {
     f.0
 }
 
-fn method(name: &str, recv: &Expr, args: &[&Expr], e: &Expr, info: &Info, mode: Mode) -> Result<Node> {
+fn method(
+    name: &str,
+    recv: &Expr,
+    args: &[&Expr],
+    e: &Expr,
+    info: &Info,
+    mode: Mode,
+) -> Result<Node> {
     let b = |x: &Expr| build(x, info, mode).map(Box::new);
     let unsupported = |what: String| Error::unsupported(e.span(), &what, mode);
     if let Some(c) = args.iter().find(|a| matches!(a, Expr::Closure(_))) {
@@ -277,7 +350,12 @@ fn partial(u: &Un, x: &TokenStream, y: &TokenStream, f: &Ident) -> TokenStream {
 }
 
 /// The two partials of a binary function at `(a, b)` with value `y`.
-fn partials2(bi: Bi, a: &TokenStream, b: &TokenStream, y: &TokenStream) -> (TokenStream, TokenStream) {
+fn partials2(
+    bi: Bi,
+    a: &TokenStream,
+    b: &TokenStream,
+    y: &TokenStream,
+) -> (TokenStream, TokenStream) {
     match bi {
         Bi::Powf => (
             quote!(if #b == 0.0 { 0.0 } else { #b * #a.powf(#b - 1.0) }),
@@ -300,10 +378,7 @@ fn partials2(bi: Bi, a: &TokenStream, b: &TokenStream, y: &TokenStream) -> (Toke
             quote!(if #a.is_nan() || #b < #a { 0.0 } else { 1.0 }),
             quote!(if #a.is_nan() || #b < #a { 1.0 } else { 0.0 }),
         ),
-        Bi::Log => (
-            quote!((#a * #b.ln()).recip()),
-            quote!(-#y / (#b * #b.ln())),
-        ),
+        Bi::Log => (quote!((#a * #b.ln()).recip()), quote!(-#y / (#b * #b.ln()))),
     }
 }
 
@@ -335,7 +410,13 @@ pub(crate) struct Emit<'a> {
 }
 
 impl<'a> Emit<'a> {
-    pub(crate) fn new(float: Float, width: usize, reads: &'a mut HashSet<String>, tmp: &'a mut usize, span: Span) -> Self {
+    pub(crate) fn new(
+        float: Float,
+        width: usize,
+        reads: &'a mut HashSet<String>,
+        tmp: &'a mut usize,
+        span: Span,
+    ) -> Self {
         Emit {
             float,
             width,
@@ -546,7 +627,11 @@ impl<'a> Emit<'a> {
     }
 
     /// Forward mode: the tangent of `n` (a `Lanes` expression), `None` if constant.
-    pub(crate) fn tan(&mut self, n: &Node, leaf: &dyn Fn(&Leaf) -> TokenStream) -> Option<TokenStream> {
+    pub(crate) fn tan(
+        &mut self,
+        n: &Node,
+        leaf: &dyn Fn(&Leaf) -> TokenStream,
+    ) -> Option<TokenStream> {
         let f = self.float.ident();
         Some(match n {
             Node::Const(_) => return None,

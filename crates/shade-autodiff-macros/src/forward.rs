@@ -93,7 +93,9 @@ impl Fwd<'_> {
             }
         };
         let mut em = Emit::new(self.sig.float, w, &mut self.reads, &mut self.tmp, span);
-        let t = em.tan(&node, &leaf).unwrap_or_else(|| quote!(<#lanes>::zero()));
+        let t = em
+            .tan(&node, &leaf)
+            .unwrap_or_else(|| quote!(<#lanes>::zero()));
         let out = em.out;
         Ok(quote!({ #(#out)* #t }))
     }
@@ -212,7 +214,12 @@ impl Fwd<'_> {
                     }
                 }
             }
-            Stmt::Assign { place, op, value, span } => {
+            Stmt::Assign {
+                place,
+                op,
+                value,
+                span,
+            } => {
                 let p = place_tokens(place);
                 let o = match op {
                     Op::Set => quote!(=),
@@ -236,7 +243,12 @@ impl Fwd<'_> {
                     quote!(#call;)
                 }
             }
-            Stmt::Verbatim { tokens, writes, reads, span } => {
+            Stmt::Verbatim {
+                tokens,
+                writes,
+                reads,
+                span,
+            } => {
                 crate::analysis::check_verbatim(self.info, writes, reads, *span, self.sig.mode)?;
                 quote!(#tokens)
             }
@@ -253,7 +265,15 @@ impl Fwd<'_> {
                 }
                 quote!(match #scrut { #(#out)* })
             }
-            Stmt::For { var, lo, hi, inclusive, rev, body, .. } => {
+            Stmt::For {
+                var,
+                lo,
+                hi,
+                inclusive,
+                rev,
+                body,
+                ..
+            } => {
                 let range = crate::reverse::range_tokens(lo, hi, *inclusive, *rev);
                 let b = self.body(body)?;
                 quote!(for #var in #range { #b })
@@ -267,8 +287,12 @@ impl Fwd<'_> {
 
     fn check_fill(&self, fill: &Expr, span: proc_macro2::Span) -> Result<()> {
         if self.info.expr_active(fill) {
-            return Err(Error::unsupported(span, "an array filled with a differentiated value", self.sig.mode)
-                .help("fill it with a constant and assign the elements in a loop"));
+            return Err(Error::unsupported(
+                span,
+                "an array filled with a differentiated value",
+                self.sig.mode,
+            )
+            .help("fill it with a constant and assign the elements in a loop"));
         }
         Ok(())
     }
@@ -334,7 +358,11 @@ impl Fwd<'_> {
 fn place_tokens(p: &Place) -> TokenStream {
     let b = &p.base;
     let idx = &p.index;
-    if p.deref { quote!(*#b) } else { quote!(#b #([#idx])*) }
+    if p.deref {
+        quote!(*#b)
+    } else {
+        quote!(#b #([#idx])*)
+    }
 }
 
 /// Lane `l` of a buffer argument: `&x[a..b]` → `&__t0_x[a..b]`.
@@ -365,7 +393,11 @@ fn lane_of(a: &Expr, l: usize, mutable: bool) -> TokenStream {
         Expr::Paren(p) => lane_of(&p.expr, l, mutable),
         other => {
             let inner = subst(other, l);
-            if mutable { quote!(&mut *#inner) } else { quote!(&*#inner) }
+            if mutable {
+                quote!(&mut *#inner)
+            } else {
+                quote!(&*#inner)
+            }
         }
     }
 }

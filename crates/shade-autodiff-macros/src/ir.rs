@@ -25,9 +25,15 @@ pub(crate) enum Init {
     /// `let x;`, or a value set by the branches that follow.
     Uninit,
     /// `vec![fill; len]`.
-    Vec { fill: Expr, len: Expr },
+    Vec {
+        fill: Expr,
+        len: Expr,
+    },
     /// `[fill; len]`.
-    Repeat { fill: Expr, len: Expr },
+    Repeat {
+        fill: Expr,
+        len: Expr,
+    },
     /// `[a, b, c]`.
     List(Vec<Expr>),
     /// `g(args)` for a function `g` that is not a known elementary function.
@@ -104,7 +110,9 @@ pub(crate) enum Stmt {
         span: Span,
     },
     /// `loop` (a `while` is a loop whose first break is its negated condition).
-    Loop { body: Body },
+    Loop {
+        body: Body,
+    },
 }
 
 /// One arm of a `match`.

@@ -137,7 +137,11 @@ pub fn autodiff_forward(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(Mode::Forward, attr.into(), item.into()).into()
 }
 
-fn expand(mode: Mode, attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+fn expand(
+    mode: Mode,
+    attr: proc_macro2::TokenStream,
+    item: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
     let f: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {

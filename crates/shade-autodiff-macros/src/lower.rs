@@ -145,7 +145,13 @@ impl Lower<'_> {
         Renamer::new(&self.scopes, self.mode).expr(e)
     }
 
-    fn new_local(&mut self, name: Ident, mutable: bool, ty: Option<syn::Type>, _span: Span) -> usize {
+    fn new_local(
+        &mut self,
+        name: Ident,
+        mutable: bool,
+        ty: Option<syn::Type>,
+        _span: Span,
+    ) -> usize {
         self.locals.push(Local {
             name,
             mutable,
@@ -172,11 +178,9 @@ impl Lower<'_> {
             self.stmt(s, last, tail, &mut out)?;
             if !last && contains_return(s) {
                 if self.in_loop {
-                    return Err(self.unsupported(
-                        s.span(),
-                        "a `return` nested inside a block of a loop body",
-                    )
-                    .help("return from an `if` placed directly in the loop body"));
+                    return Err(self
+                        .unsupported(s.span(), "a `return` nested inside a block of a loop body")
+                        .help("return from an `if` placed directly in the loop body"));
                 }
                 // The rest runs only if nothing returned.
                 let rest = self.nested(|l| l.block(&stmts[k + 1..], tail))?;
@@ -194,7 +198,9 @@ impl Lower<'_> {
     fn stmt(&mut self, s: &syn::Stmt, last: bool, tail: &Tail, out: &mut Vec<Stmt>) -> Result<()> {
         match s {
             syn::Stmt::Local(l) => self.local(l, out),
-            syn::Stmt::Item(i) => Err(self.unsupported(i.span(), "an item declared inside the function")),
+            syn::Stmt::Item(i) => {
+                Err(self.unsupported(i.span(), "an item declared inside the function"))
+            }
             syn::Stmt::Macro(m) => {
                 out.push(self.verbatim_macro(&m.mac, m.span())?);
                 Ok(())
@@ -212,9 +218,8 @@ impl Lower<'_> {
 
     fn verbatim_macro(&self, mac: &syn::Macro, span: Span) -> Result<Stmt> {
         // Rename the arguments of expression-like macros (`assert!(a > 0.0)`).
-        let args = mac.parse_body_with(
-            syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
-        );
+        let args = mac
+            .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated);
         let tokens = match args {
             Ok(args) => {
                 let mut renamed = Vec::new();
@@ -243,9 +248,11 @@ impl Lower<'_> {
                 (p.ident.clone(), p.mutability.is_some(), None)
             }
             Pat::Type(pt) => match &*pt.pat {
-                Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                    (p.ident.clone(), p.mutability.is_some(), Some((*pt.ty).clone()))
-                }
+                Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (
+                    p.ident.clone(),
+                    p.mutability.is_some(),
+                    Some((*pt.ty).clone()),
+                ),
                 p => return self.verbatim_let(l, p, out),
             },
             p => return self.verbatim_let(l, p, out),
@@ -275,7 +282,8 @@ impl Lower<'_> {
                             len: self.rename(&p[1])?,
                         },
                         _ => {
-                            return Err(self.unsupported(m.span(), "`vec![a, b, …]`")
+                            return Err(self
+                                .unsupported(m.span(), "`vec![a, b, …]`")
                                 .help("write `vec![0.0; n]` and assign the elements"));
                         }
                     }
@@ -331,7 +339,10 @@ impl Lower<'_> {
             }
             _ => quote!(),
         };
-        let reads = init.as_ref().map(crate::analysis::all_reads).unwrap_or_default();
+        let reads = init
+            .as_ref()
+            .map(crate::analysis::all_reads)
+            .unwrap_or_default();
         let init = init.map(|e| quote!(= #e));
         out.push(Stmt::Verbatim {
             tokens: quote!(let #pat #ty #init;),
@@ -449,8 +460,12 @@ impl Lower<'_> {
         let st = match b.op {
             BinOp::AddAssign(_) => assign(place, Op::Add, value, span),
             BinOp::SubAssign(_) => assign(place, Op::Sub, value, span),
-            BinOp::MulAssign(_) => assign(place, Op::Set, syn::parse_quote!(#left * (#value)), span),
-            BinOp::DivAssign(_) => assign(place, Op::Set, syn::parse_quote!(#left / (#value)), span),
+            BinOp::MulAssign(_) => {
+                assign(place, Op::Set, syn::parse_quote!(#left * (#value)), span)
+            }
+            BinOp::DivAssign(_) => {
+                assign(place, Op::Set, syn::parse_quote!(#left / (#value)), span)
+            }
             _ => {
                 let renamed = self.rename(&Expr::Binary(b.clone()))?;
                 Stmt::Verbatim {
@@ -494,7 +509,8 @@ impl Lower<'_> {
                 }
             }
             _ => {
-                return Err(self.unsupported(e.span(), "this assignment target")
+                return Err(self
+                    .unsupported(e.span(), "this assignment target")
                     .note("assignments write a variable, `*r`, or an element `a[i]` / `a[i][j]`"));
             }
         };
@@ -533,7 +549,8 @@ impl Lower<'_> {
             let mut names = Vec::new();
             collect_pat_idents(&a.pat, &mut names);
             if let Some(n) = names.first() {
-                return Err(self.unsupported(n.span(), "a binding in a `match` pattern")
+                return Err(self
+                    .unsupported(n.span(), "a binding in a `match` pattern")
                     .help("match on values with literals, ranges, `|` and guards"));
             }
             let guard = match &a.guard {
@@ -600,7 +617,9 @@ impl Lower<'_> {
         let ends = match last {
             syn::Stmt::Expr(Expr::Break(b), _) => {
                 if b.label.is_some() || b.expr.is_some() {
-                    return Err(self.unsupported(b.span(), "a labelled `break` or `break` with a value"));
+                    return Err(
+                        self.unsupported(b.span(), "a labelled `break` or `break` with a value")
+                    );
                 }
                 Some(false)
             }
@@ -611,7 +630,8 @@ impl Lower<'_> {
             return Ok(None);
         };
         if i.else_branch.is_some() {
-            return Err(self.unsupported(i.span(), "a breaking `if` with an `else`")
+            return Err(self
+                .unsupported(i.span(), "a breaking `if` with an `else`")
                 .help("put the `else` statements after the `if`"));
         }
         let n = i.then_branch.stmts.len();
@@ -667,10 +687,11 @@ impl Lower<'_> {
         }
         let k = self.fresh("k");
         let Some(src) = iter::parse(&f.expr) else {
-            return Err(self.unsupported(f.expr.span(), "this iterator")
-                .note("loops run over ranges `a..b`, `a..=b`, `(a..b).rev()`, and over `x.iter()`, \
+            return Err(self.unsupported(f.expr.span(), "this iterator").note(
+                "loops run over ranges `a..b`, `a..=b`, `(a..b).rev()`, and over `x.iter()`, \
                        `x.iter_mut()`, `x.windows(n)`, `x.chunks_exact(n)` with `.zip(…)` and \
-                       `.enumerate()`"));
+                       `.enumerate()`",
+            ));
         };
         let mut lens = Vec::new();
         let mut binds = Vec::new();
@@ -837,8 +858,8 @@ fn is_compound(op: &BinOp) -> bool {
 /// Primitive types and traits whose associated functions are elementary functions or
 /// constructors, not user functions (`f64::max(a, b)`, `usize::min`, `Real::custom`).
 const BUILTIN_ROOTS: &[&str] = &[
-    "f64", "f32", "usize", "isize", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64",
-    "Real", "Float", "core", "std", "Some", "Ok", "Err", "Vec", "Box", "String",
+    "f64", "f32", "usize", "isize", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "Real",
+    "Float", "core", "std", "Some", "Ok", "Err", "Vec", "Box", "String",
 ];
 
 /// Whether `c` calls a user function (one that may carry the attribute).
@@ -856,7 +877,12 @@ pub(crate) fn is_user_call(c: &syn::ExprCall) -> bool {
     if BUILTIN_ROOTS.contains(&root.as_str()) {
         return false;
     }
-    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
     let upper = |s: &String| s.starts_with(|c: char| c.is_uppercase());
     // Tuple structs and enum variants are capitalised, and so are the types whose
     // associated functions are called (`S::cst`, `Self::new`).

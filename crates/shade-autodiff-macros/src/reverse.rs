@@ -204,9 +204,11 @@ impl<'a> Rev<'a> {
                 hoisted.push(quote!(let mut #name #ty = ::shade_autodiff::compiled::hoist();));
             }
         }
-        let ret_decl = self.sig.ret.as_ref().map(|t| {
-            quote!(let mut __ret: #t = ::shade_autodiff::compiled::hoist();)
-        });
+        let ret_decl = self
+            .sig
+            .ret
+            .as_ref()
+            .map(|t| quote!(let mut __ret: #t = ::shade_autodiff::compiled::hoist();));
         let done_decl = self.func.has_done.then(|| quote!(let mut __done = false;));
         let forward = self.fwd_stmts(&self.func.body)?;
 
@@ -217,7 +219,10 @@ impl<'a> Rev<'a> {
         writes(&self.func.body, self.func, &mut written);
         for p in &self.sig.params {
             let n = &p.name;
-            if !written.contains(&n.to_string()) || !self.in_r(n) || p.act == crate::sig::Act::DuplicatedNoNeed {
+            if !written.contains(&n.to_string())
+                || !self.in_r(n)
+                || p.act == crate::sig::Act::DuplicatedNoNeed
+            {
                 continue;
             }
             match p.class {
@@ -273,7 +278,11 @@ impl<'a> Rev<'a> {
                 )
             })
             .collect();
-        let ret_val = if self.sig.ret.is_some() { quote!(__ret) } else { quote!(()) };
+        let ret_val = if self.sig.ret.is_some() {
+            quote!(__ret)
+        } else {
+            quote!(())
+        };
         let outs: Vec<_> = self
             .sig
             .params
@@ -395,14 +404,19 @@ impl<'a> Rev<'a> {
                     || match init {
                         Init::Call(c) => self.call_has_rev(c, Some(name)),
                         Init::Expr(e) => self.active(name) && self.info.expr_active(e),
-                        Init::List(es) => self.active(name) && es.iter().any(|e| self.info.expr_active(e)),
+                        Init::List(es) => {
+                            self.active(name) && es.iter().any(|e| self.info.expr_active(e))
+                        }
                         _ => false,
                     }
             }
             Stmt::Assign { place, .. } => self.active(&place.base) || self.in_r(&place.base),
             Stmt::Call(c) => self.call_has_rev(c, None),
             Stmt::Verbatim { .. } => false,
-            other => other.children().iter().any(|c| c.iter().any(|s| self.has_rev(s))),
+            other => other
+                .children()
+                .iter()
+                .any(|c| c.iter().any(|s| self.has_rev(s))),
         }
     }
 
@@ -474,7 +488,9 @@ impl<'a> Rev<'a> {
                     m
                 };
                 match self.keep(*local) {
-                    Keep::Snapshot if matches!(init, Init::Uninit) => quote!(let mut #name: #f = 0.0;),
+                    Keep::Snapshot if matches!(init, Init::Uninit) => {
+                        quote!(let mut #name: #f = 0.0;)
+                    }
                     Keep::Snapshot => quote!(let mut #name: #f = #value;),
                     Keep::Hoist if matches!(init, Init::Uninit) => quote!(),
                     Keep::Hoist if self.skip.contains(&tbr::addr(s)) => quote!(#name = #value;),
@@ -482,11 +498,15 @@ impl<'a> Rev<'a> {
                         ::shade_autodiff::compiled::Save::save(#name, __ws);
                         #name = #value;
                     },
-                    _ if matches!(init, Init::Uninit) && value.is_empty() => quote!(let #m #name #ty;),
+                    _ if matches!(init, Init::Uninit) && value.is_empty() => {
+                        quote!(let #m #name #ty;)
+                    }
                     _ => quote!(let #m #name #ty = #value;),
                 }
             }
-            Stmt::Assign { place, op, value, .. } => {
+            Stmt::Assign {
+                place, op, value, ..
+            } => {
                 let p = Self::place_tokens(place);
                 let saves = self.saves(s, &place.base);
                 for i in &place.index {
@@ -494,8 +514,7 @@ impl<'a> Rev<'a> {
                         self.read(i);
                     }
                 }
-                let save = saves
-                    .then(|| quote!(::shade_autodiff::compiled::Save::save(#p, __ws);));
+                let save = saves.then(|| quote!(::shade_autodiff::compiled::Save::save(#p, __ws);));
                 let op = match op {
                     Op::Set => quote!(=),
                     Op::Add => quote!(+=),
@@ -507,12 +526,19 @@ impl<'a> Rev<'a> {
                 let call = self.fwd_call(c)?;
                 quote!(#call;)
             }
-            Stmt::Verbatim { tokens, writes, reads, span } => {
+            Stmt::Verbatim {
+                tokens,
+                writes,
+                reads,
+                span,
+            } => {
                 crate::analysis::check_verbatim(self.info, writes, reads, *span, self.sig.mode)?;
                 if let Some(w) = writes.iter().find(|w| self.in_r(w)) {
                     return Err(Error::unsupported(
                         *span,
-                        &format!("a statement that changes `{w}`, which the reverse sweep needs, in a form it cannot save"),
+                        &format!(
+                            "a statement that changes `{w}`, which the reverse sweep needs, in a form it cannot save"
+                        ),
                         self.sig.mode,
                     ));
                 }
@@ -537,7 +563,15 @@ impl<'a> Rev<'a> {
                 }
                 quote!(match #scrut { #(#out)* })
             }
-            Stmt::For { var, lo, hi, inclusive, rev, body, span } => {
+            Stmt::For {
+                var,
+                lo,
+                hi,
+                inclusive,
+                rev,
+                body,
+                span,
+            } => {
                 let range = range_tokens(lo, hi, *inclusive, *rev);
                 let rec = self.has_rev(s);
                 if rec {
@@ -548,7 +582,11 @@ impl<'a> Rev<'a> {
                     quote!(for #var in #range { #b })
                 } else {
                     if *rev {
-                        return Err(Error::unsupported(*span, "a `break` in a reversed range", self.sig.mode));
+                        return Err(Error::unsupported(
+                            *span,
+                            "a `break` in a reversed range",
+                            self.sig.mode,
+                        ));
                     }
                     let (n, e) = (self.fresh("n"), self.fresh("e"));
                     let b = self.fwd_body(body, Some(&e))?;
@@ -597,14 +635,24 @@ impl<'a> Rev<'a> {
 
     /// The bounds of a loop with a reverse must not change inside it (the reverse
     /// sweep evaluates them again).
-    fn check_stable(&mut self, lo: &syn::Expr, hi: &syn::Expr, body: &Body, span: proc_macro2::Span) -> Result<()> {
+    fn check_stable(
+        &mut self,
+        lo: &syn::Expr,
+        hi: &syn::Expr,
+        body: &Body,
+        span: proc_macro2::Span,
+    ) -> Result<()> {
         let mut w = HashSet::new();
         for p in body.parts() {
             writes(p, self.func, &mut w);
         }
         self.read(lo);
         self.read(hi);
-        if let Some(v) = crate::analysis::bound_reads(lo).into_iter().chain(crate::analysis::bound_reads(hi)).find(|r| w.contains(r)) {
+        if let Some(v) = crate::analysis::bound_reads(lo)
+            .into_iter()
+            .chain(crate::analysis::bound_reads(hi))
+            .find(|r| w.contains(r))
+        {
             return Err(Error::unsupported(
                 span,
                 &format!("a loop whose bounds change inside it (`{v}`)"),
@@ -631,7 +679,7 @@ impl<'a> Rev<'a> {
                 let restore = (self.keep(*local) == Keep::Hoist
                     && !matches!(init, Init::Uninit)
                     && !self.skip.contains(&tbr::addr(s)))
-                    .then(|| quote!(#name = ::shade_autodiff::compiled::Save::restore(__ws);));
+                .then(|| quote!(#name = ::shade_autodiff::compiled::Save::restore(__ws);));
                 let adj = if self.active(&name) {
                     let d = adj_ident(&name);
                     match init {
@@ -660,7 +708,12 @@ impl<'a> Rev<'a> {
                 };
                 quote!(#restore #adj)
             }
-            Stmt::Assign { place, op, value, span } => {
+            Stmt::Assign {
+                place,
+                op,
+                value,
+                span,
+            } => {
                 let p = Self::place_tokens(place);
                 let restore = self
                     .saves(s, &place.base)
@@ -712,7 +765,15 @@ impl<'a> Rev<'a> {
                 }
                 quote!(match __ws.pop_branch() { #(#out)* _ => ::core::unreachable!() })
             }
-            Stmt::For { var, lo, hi, inclusive, rev, body, .. } => {
+            Stmt::For {
+                var,
+                lo,
+                hi,
+                inclusive,
+                rev,
+                body,
+                ..
+            } => {
                 if !self.has_rev(s) {
                     return Ok(quote!());
                 }
@@ -737,7 +798,11 @@ impl<'a> Rev<'a> {
     /// The reverse of a loop that saved its trip count and exit: the partial last
     /// iteration (if it left by `break`), then the full ones backwards. `at(k)` binds
     /// the loop variable of iteration `k`.
-    fn rev_counted(&mut self, body: &Body, at: impl Fn(&syn::Ident) -> TokenStream) -> Result<TokenStream> {
+    fn rev_counted(
+        &mut self,
+        body: &Body,
+        at: impl Fn(&syn::Ident) -> TokenStream,
+    ) -> Result<TokenStream> {
         let (n, e, k) = (self.fresh("n"), self.fresh("e"), self.fresh("k"));
         let mut partial = Vec::new();
         for j in 1..=body.breaks.len() {
@@ -780,7 +845,12 @@ impl<'a> Rev<'a> {
     }
 
     /// Propagates `adj` through the active expression `e`.
-    fn prop(&mut self, e: &syn::Expr, adj: TokenStream, span: proc_macro2::Span) -> Result<TokenStream> {
+    fn prop(
+        &mut self,
+        e: &syn::Expr,
+        adj: TokenStream,
+        span: proc_macro2::Span,
+    ) -> Result<TokenStream> {
         let node = build(e, self.info, self.sig.mode)?;
         let mut reads = HashSet::new();
         let mut em = Emit::new(self.sig.float, 1, &mut reads, &mut self.tmp, span);
@@ -792,13 +862,26 @@ impl<'a> Rev<'a> {
 }
 
 fn fill_error(span: proc_macro2::Span, sig: &Sig) -> Error {
-    Error::unsupported(span, "an array filled with a differentiated value", sig.mode)
-        .help("fill it with a constant and assign the elements in a loop")
+    Error::unsupported(
+        span,
+        "an array filled with a differentiated value",
+        sig.mode,
+    )
+    .help("fill it with a constant and assign the elements in a loop")
 }
 
 /// `lo..hi`, `lo..=hi`, reversed if `rev`.
-pub(crate) fn range_tokens(lo: &syn::Expr, hi: &syn::Expr, inclusive: bool, rev: bool) -> TokenStream {
-    let r = if inclusive { quote!((#lo)..=(#hi)) } else { quote!((#lo)..(#hi)) };
+pub(crate) fn range_tokens(
+    lo: &syn::Expr,
+    hi: &syn::Expr,
+    inclusive: bool,
+    rev: bool,
+) -> TokenStream {
+    let r = if inclusive {
+        quote!((#lo)..=(#hi))
+    } else {
+        quote!((#lo)..(#hi))
+    };
     if rev { quote!((#r).rev()) } else { r }
 }
 

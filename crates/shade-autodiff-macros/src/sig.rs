@@ -45,14 +45,12 @@ impl Act {
             "Dual" => Act::Dual,
             "DualOnly" => Act::DualOnly,
             other => {
-                return Err(Error::new(
-                    id.span(),
-                    format!("unknown activity `{other}`"),
-                )
-                .help(
-                    "reverse mode takes `Const`, `Active`, `Duplicated`, `DuplicatedNoNeed`; \
+                return Err(
+                    Error::new(id.span(), format!("unknown activity `{other}`")).help(
+                        "reverse mode takes `Const`, `Active`, `Duplicated`, `DuplicatedNoNeed`; \
                      forward mode takes `Const`, `Dual`, `DualOnly`",
-                ));
+                    ),
+                );
             }
         })
     }
@@ -153,9 +151,9 @@ impl Class {
 
     pub(crate) fn float(&self) -> Option<Float> {
         match *self {
-            Class::Scalar(f) | Class::ScalarRef { float: f, .. } | Class::Array { float: f, .. } => {
-                Some(f)
-            }
+            Class::Scalar(f)
+            | Class::ScalarRef { float: f, .. }
+            | Class::Array { float: f, .. } => Some(f),
             Class::Other => None,
         }
     }
@@ -212,7 +210,10 @@ impl Parse for AttrArgs {
                 let lit: LitInt = input.parse()?;
                 width = lit.base10_parse()?;
                 if width == 0 {
-                    return Err(syn::Error::new(lit.span(), "the batch width must be at least 1"));
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "the batch width must be at least 1",
+                    ));
                 }
                 continue;
             }
@@ -269,7 +270,9 @@ impl Sig {
             let what = if ret.is_some() {
                 format!("{n_in} parameter activities and one for the return")
             } else {
-                format!("{n_in} parameter activities (no return activity: the function returns `()`)")
+                format!(
+                    "{n_in} parameter activities (no return activity: the function returns `()`)"
+                )
             };
             return Err(Error::new(
                 args.name.span(),
@@ -284,7 +287,11 @@ impl Sig {
         let mut params = Vec::new();
         for (arg, &(act, span)) in s.inputs.iter().zip(&args.acts) {
             let FnArg::Typed(pt) = arg else {
-                return Err(Error::unsupported(span_of(arg), "a method (`self` parameter)", mode));
+                return Err(Error::unsupported(
+                    span_of(arg),
+                    "a method (`self` parameter)",
+                    mode,
+                ));
             };
             let (name, mutable_binding) = match &*pt.pat {
                 Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
@@ -317,7 +324,11 @@ impl Sig {
             if !ok {
                 return Err(Error::new(
                     span,
-                    format!("`{}` is not a return activity of `#[{}]`", ret_act.name(), mode.attr()),
+                    format!(
+                        "`{}` is not a return activity of `#[{}]`",
+                        ret_act.name(),
+                        mode.attr()
+                    ),
                 )
                 .help(match mode {
                     Mode::Reverse => "use `Active` (a seed argument is added) or `Const`",
@@ -325,8 +336,11 @@ impl Sig {
                 }));
             }
             if ret_act.is_active() && Float::of(t).is_none() {
-                return Err(Error::new(span_of(t), "an active return must be `f64` or `f32`")
-                    .help("return the values through a `&mut [f64]` parameter marked `Duplicated`"));
+                return Err(
+                    Error::new(span_of(t), "an active return must be `f64` or `f32`").help(
+                        "return the values through a `&mut [f64]` parameter marked `Duplicated`",
+                    ),
+                );
             }
         }
         // One float type for everything that carries a derivative.
@@ -335,7 +349,11 @@ impl Sig {
             .filter(|p| p.act.is_active())
             .filter_map(|p| p.class.float().map(|f| (f, p.name.span())))
             .collect();
-        if let Some(f) = ret.as_ref().and_then(Float::of).filter(|_| ret_act.is_active()) {
+        if let Some(f) = ret
+            .as_ref()
+            .and_then(Float::of)
+            .filter(|_| ret_act.is_active())
+        {
             all.push((f, s.ident.span()));
         }
         let float = all.first().map_or(Float::F64, |f| f.0);
@@ -417,7 +435,10 @@ fn check_act(mode: Mode, act: Act, span: Span, class: &Class, name: &Ident) -> R
     let list: Vec<_> = allowed.iter().map(|a| format!("`{}`", a.name())).collect();
     Err(Error::new(
         span,
-        format!("`{}` cannot be the activity of `{name}`, {what}", act.name()),
+        format!(
+            "`{}` cannot be the activity of `{name}`, {what}",
+            act.name()
+        ),
     )
     .help(format!("`{name}` takes {} here", list.join(" or "))))
 }

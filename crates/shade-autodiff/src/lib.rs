@@ -25,8 +25,8 @@ pub mod tensor;
 
 pub use activity::{Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed};
 pub use error::{AdError, AdResult, Shape};
-/// Compile-time reverse mode with `std::autodiff`'s surface (see [`shade_autodiff_macros`]).
-pub use shade_autodiff_macros::autodiff_reverse;
+pub use mode::{Forward, ForwardWithPrimal, Mode, ModeKind, Reverse, ReverseWithPrimal};
 /// Compile-time forward mode with `std::autodiff`'s surface (see [`shade_autodiff_macros`]).
 pub use shade_autodiff_macros::autodiff_forward;
-pub use mode::{Forward, ForwardWithPrimal, Mode, ModeKind, Reverse, ReverseWithPrimal};
+/// Compile-time reverse mode with `std::autodiff`'s surface (see [`shade_autodiff_macros`]).
+pub use shade_autodiff_macros::autodiff_reverse;

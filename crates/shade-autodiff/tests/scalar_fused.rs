@@ -6,10 +6,7 @@
 //! helper records one tape entry.
 
 use proptest::prelude::*;
-use shade_autodiff::scalar::{
-    Real, ScalarFn, Slice, Tangent, Tape, autodiff, gradient,
-    shade_fn,
-};
+use shade_autodiff::scalar::{Real, ScalarFn, Slice, Tangent, Tape, autodiff, gradient, shade_fn};
 use shade_autodiff::{Duplicated, Forward};
 
 fn close(a: f64, b: f64, tol: f64) -> bool {

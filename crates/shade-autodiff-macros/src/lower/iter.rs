@@ -113,25 +113,37 @@ pub(super) fn bind(
         }
         Src::Elem(array) => {
             lens.push(syn::parse_quote!(#array.len()));
-            leaf(pat, binds, Bind::Elem {
-                array: array.clone(),
-                k: k.clone(),
-            })
+            leaf(
+                pat,
+                binds,
+                Bind::Elem {
+                    array: array.clone(),
+                    k: k.clone(),
+                },
+            )
         }
         Src::Window(array, n) => {
             lens.push(syn::parse_quote!((#array.len() + 1).saturating_sub(#n)));
-            leaf(pat, binds, Bind::Window {
-                array: array.clone(),
-                k: k.clone(),
-            })
+            leaf(
+                pat,
+                binds,
+                Bind::Window {
+                    array: array.clone(),
+                    k: k.clone(),
+                },
+            )
         }
         Src::Chunk(array, n) => {
             lens.push(syn::parse_quote!(#array.len() / (#n)));
-            leaf(pat, binds, Bind::Chunk {
-                array: array.clone(),
-                k: k.clone(),
-                size: n.clone(),
-            })
+            leaf(
+                pat,
+                binds,
+                Bind::Chunk {
+                    array: array.clone(),
+                    k: k.clone(),
+                    size: n.clone(),
+                },
+            )
         }
     }
 }

@@ -107,8 +107,12 @@ impl VisitMut for Renamer<'_> {
                     Some(Bind::Elem { array, k }) => *e = syn::parse_quote!(#array[#k]),
                     Some(Bind::Window { .. } | Bind::Chunk { .. }) => {
                         self.err.get_or_insert(
-                            Error::unsupported(id.span(), "a window or chunk used as a whole", self.mode)
-                                .help(format!("index it: `{id}[j]`")),
+                            Error::unsupported(
+                                id.span(),
+                                "a window or chunk used as a whole",
+                                self.mode,
+                            )
+                            .help(format!("index it: `{id}[j]`")),
                         );
                     }
                     None => {}

@@ -59,7 +59,9 @@ impl Rev<'_> {
         for a in &c.args {
             let (inner, base) = match a {
                 Expr::Reference(r) if r.mutability.is_some() => (&*r.expr, base_name(&r.expr)),
-                Expr::Path(_) if self.is_buffer_arg(a) && self.mutable_param(a) => (a, base_name(a)),
+                Expr::Path(_) if self.is_buffer_arg(a) && self.mutable_param(a) => {
+                    (a, base_name(a))
+                }
                 _ => continue,
             };
             let Some(base) = base else { continue };
@@ -68,7 +70,9 @@ impl Rev<'_> {
             }
             let scalar = matches!(self.info.shape(&base), Shape::Scalar | Shape::ParamRef);
             let place = match (scalar, inner) {
-                (true, Expr::Path(_)) if self.info.shape(&base) == Shape::ParamRef => quote!(*#inner),
+                (true, Expr::Path(_)) if self.info.shape(&base) == Shape::ParamRef => {
+                    quote!(*#inner)
+                }
                 (true, _) => quote!(#inner),
                 (false, _) => quote!((#inner)[..]),
             };
@@ -121,7 +125,11 @@ impl Rev<'_> {
                 Kind::Const => 'C',
             })
             .collect();
-        p.push(if result.is_some_and(|r| self.active(r)) { 'A' } else { 'C' });
+        p.push(if result.is_some_and(|r| self.active(r)) {
+            'A'
+        } else {
+            'C'
+        });
         p
     }
 
@@ -146,7 +154,12 @@ impl Rev<'_> {
     }
 
     /// The reverse of the call (`result`: the `let` that holds its value).
-    pub(super) fn rev_call(&mut self, c: &Call, result: Option<&Ident>, defer: bool) -> Result<TokenStream> {
+    pub(super) fn rev_call(
+        &mut self,
+        c: &Call,
+        result: Option<&Ident>,
+        defer: bool,
+    ) -> Result<TokenStream> {
         let f = self.float();
         let snaps = self.snapshots(c);
         let pattern = self.pattern(c, result);

@@ -22,7 +22,13 @@ impl Rev<'_> {
         if self.func.has_done || !self.sig.ret_act.is_active() {
             return none;
         }
-        let Some(Stmt::Assign { place, op: Op::Set, value, .. }) = body.last() else {
+        let Some(Stmt::Assign {
+            place,
+            op: Op::Set,
+            value,
+            ..
+        }) = body.last()
+        else {
             return none;
         };
         if place.base != "__ret" || !place.index.is_empty() {
@@ -32,12 +38,13 @@ impl Rev<'_> {
         positive_terms(value, &mut terms);
         let (mut calls, mut adds) = (HashSet::new(), HashSet::new());
         for acc in terms {
-            if self.r.contains(&acc) || all_reads(value).iter().filter(|r| **r == acc).count() != 1 {
+            if self.r.contains(&acc) || all_reads(value).iter().filter(|r| **r == acc).count() != 1
+            {
                 continue;
             }
-            let declared_on_top = body.iter().any(|s| {
-                matches!(s, Stmt::Let { local, .. } if self.func.locals[*local].name == acc)
-            });
+            let declared_on_top = body.iter().any(
+                |s| matches!(s, Stmt::Let { local, .. } if self.func.locals[*local].name == acc),
+            );
             let mut found = (Vec::new(), Vec::new());
             if declared_on_top && self.only_accumulated(body, &acc, body.last(), &mut found) {
                 calls.extend(found.0);
@@ -61,13 +68,25 @@ impl Rev<'_> {
                 continue;
             }
             match s {
-                Stmt::Assign { place, op, value, .. } if place.base == acc => {
-                    if *op != Op::Add || !place.index.is_empty() || all_reads(value).iter().any(|r| r == acc) {
+                Stmt::Assign {
+                    place, op, value, ..
+                } if place.base == acc => {
+                    if *op != Op::Add
+                        || !place.index.is_empty()
+                        || all_reads(value).iter().any(|r| r == acc)
+                    {
                         return false;
                     }
                     // `acc += __c` right after `let __c = g(…)`, `__c` used nowhere else.
-                    if let (Expr::Path(p), Some(prev)) = (value, k.checked_sub(1).map(|j| &stmts[j])) {
-                        if let Stmt::Let { local, init: Init::Call(c), .. } = prev {
+                    if let (Expr::Path(p), Some(prev)) =
+                        (value, k.checked_sub(1).map(|j| &stmts[j]))
+                    {
+                        if let Stmt::Let {
+                            local,
+                            init: Init::Call(c),
+                            ..
+                        } = prev
+                        {
                             let t = &self.func.locals[*local].name;
                             if p.path.is_ident(t)
                                 && self.active(t)
@@ -116,15 +135,25 @@ impl Rev<'_> {
             .iter()
             .map(|s| {
                 let own = usize::from(stmt_reads(s).iter().any(|r| r == v) || self.let_reads(s, v));
-                own + s.children().iter().map(|c| self.reads_of(c, v)).sum::<usize>()
+                own + s
+                    .children()
+                    .iter()
+                    .map(|c| self.reads_of(c, v))
+                    .sum::<usize>()
             })
             .sum()
     }
 
     fn let_reads(&self, s: &Stmt, v: &str) -> bool {
         match s {
-            Stmt::Let { init: Init::Expr(e), .. } => all_reads(e).iter().any(|r| r == v),
-            Stmt::Let { init: Init::Call(c), .. } => c.args.iter().flat_map(all_reads).any(|r| r == v),
+            Stmt::Let {
+                init: Init::Expr(e),
+                ..
+            } => all_reads(e).iter().any(|r| r == v),
+            Stmt::Let {
+                init: Init::Call(c),
+                ..
+            } => c.args.iter().flat_map(all_reads).any(|r| r == v),
             _ => false,
         }
     }
@@ -143,7 +172,11 @@ fn stmt_reads(s: &Stmt) -> Vec<String> {
         Stmt::If { cond, .. } => all_reads(cond),
         Stmt::Match { scrut, arms } => {
             let mut v = all_reads(scrut);
-            v.extend(arms.iter().filter_map(|a| a.guard.as_ref()).flat_map(all_reads));
+            v.extend(
+                arms.iter()
+                    .filter_map(|a| a.guard.as_ref())
+                    .flat_map(all_reads),
+            );
             v
         }
         Stmt::For { lo, hi, body, .. } => {

@@ -29,7 +29,14 @@ impl Rev<'_> {
     pub(super) fn skips(&self, readers: &HashMap<String, HashSet<usize>>) -> HashSet<usize> {
         let mut out = HashSet::new();
         let mut chain = Vec::new();
-        self.walk(vec![&self.func.body[..]], false, None, readers, &mut chain, &mut out);
+        self.walk(
+            vec![&self.func.body[..]],
+            false,
+            None,
+            readers,
+            &mut chain,
+            &mut out,
+        );
         out
     }
 
@@ -73,7 +80,14 @@ impl Rev<'_> {
                     }
                     other => {
                         for c in other.children() {
-                            self.walk(vec![c.as_slice()], false, Some(addr(s)), readers, chain, out);
+                            self.walk(
+                                vec![c.as_slice()],
+                                false,
+                                Some(addr(s)),
+                                readers,
+                                chain,
+                                out,
+                            );
                         }
                     }
                 }
@@ -108,19 +122,27 @@ impl Rev<'_> {
         // A new instance of `v` starts at its `let` only if that `let` saves the
         // previous one; otherwise everything before counts.
         let protected = match decl {
-            Stmt::Let { local, .. } if self.keep(*local) == super::Keep::Snapshot => {
-                chain.last().is_some_and(|lv| !std::ptr::eq(&lv.parts[lv.pos.0][lv.pos.1], decl))
-            }
-            Stmt::Let { local, init: Init::Expr(_), .. } => {
+            Stmt::Let { local, .. } if self.keep(*local) == super::Keep::Snapshot => chain
+                .last()
+                .is_some_and(|lv| !std::ptr::eq(&lv.parts[lv.pos.0][lv.pos.1], decl)),
+            Stmt::Let {
+                local,
+                init: Init::Expr(_),
+                ..
+            } => {
                 self.keep(*local) == super::Keep::Hoist
                     && !decided.contains(&addr(decl))
-                    && chain.last().is_some_and(|lv| {
-                        !std::ptr::eq(&lv.parts[lv.pos.0][lv.pos.1], decl)
-                    })
+                    && chain
+                        .last()
+                        .is_some_and(|lv| !std::ptr::eq(&lv.parts[lv.pos.0][lv.pos.1], decl))
             }
             _ => false,
         };
-        let (lb, let_pos) = if protected { (lb, let_pos) } else { (0, (usize::MAX, usize::MAX)) };
+        let (lb, let_pos) = if protected {
+            (lb, let_pos)
+        } else {
+            (0, (usize::MAX, usize::MAX))
+        };
         let mut looped = false;
         for (k, lv) in chain.iter().enumerate().skip(lb) {
             if k > lb && lv.owner.is_some_and(|o| rs.contains(&o)) {
@@ -157,5 +179,8 @@ impl Rev<'_> {
 
 /// Whether `s` or a statement nested in it is among `rs`.
 fn reads_in(s: &Stmt, rs: &HashSet<usize>) -> bool {
-    rs.contains(&addr(s)) || s.children().iter().any(|c| c.iter().any(|t| reads_in(t, rs)))
+    rs.contains(&addr(s))
+        || s.children()
+            .iter()
+            .any(|c| c.iter().any(|t| reads_in(t, rs)))
 }

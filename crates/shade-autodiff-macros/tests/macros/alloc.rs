@@ -75,8 +75,10 @@ fn warm_reverse_derivative_allocates_nothing() {
     });
     assert_eq!(n, 0, "warm calls allocated {n} times");
     // The primal itself allocates its `Vec`: the counter does see allocations.
-    assert!(count(|| {
-        std::hint::black_box(busy(&x));
-    }) > 0);
+    assert!(
+        count(|| {
+            std::hint::black_box(busy(&x));
+        }) > 0
+    );
     assert!(shade_autodiff::compiled::workspace_footprint_bytes() > 0);
 }

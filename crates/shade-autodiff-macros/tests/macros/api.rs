@@ -82,7 +82,12 @@ fn each_derivative_describes_itself() {
     assert_eq!((info.primal, info.derivative), ("g", "d_g"));
     assert_eq!(info.mode, GeneratedMode::Reverse);
     assert_eq!(info.activities, ["Active", "Const", "Active", "Active"]);
-    assert!(info.signature.contains("fn d_g(a: f64, k: usize, b: f64, seed: f64) -> (f64, f64, f64)"), "{}", info.signature);
+    assert!(
+        info.signature
+            .contains("fn d_g(a: f64, k: usize, b: f64, seed: f64) -> (f64, f64, f64)"),
+        "{}",
+        info.signature
+    );
     assert!(info.expansion.contains("fn __shade_rev_g_ACAA"));
     let t = <t_h as Generated>::INFO;
     assert_eq!((t.mode, t.width), (GeneratedMode::Forward, 3));

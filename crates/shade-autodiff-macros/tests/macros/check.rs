@@ -49,7 +49,10 @@ pub(crate) fn check(row: &Row<'_>, x: &[f64], fd_tol: f64) -> Result<(), String>
     let fd = central(row.primal, x);
     for k in 0..n {
         if !close(g[k], tape[k], 1e-10) {
-            return Err(format!("{}: ∂/∂x[{k}] reverse {} vs tape {} at {x:?}", row.name, g[k], tape[k]));
+            return Err(format!(
+                "{}: ∂/∂x[{k}] reverse {} vs tape {} at {x:?}",
+                row.name, g[k], tape[k]
+            ));
         }
         let mut t = vec![0.0; n];
         t[k] = 1.0;
@@ -58,10 +61,16 @@ pub(crate) fn check(row: &Row<'_>, x: &[f64], fd_tol: f64) -> Result<(), String>
             return Err(format!("{}: forward returned {yf}, primal {y}", row.name));
         }
         if !close(d, g[k], 1e-10) {
-            return Err(format!("{}: ∂/∂x[{k}] forward {d} vs reverse {} at {x:?}", row.name, g[k]));
+            return Err(format!(
+                "{}: ∂/∂x[{k}] forward {d} vs reverse {} at {x:?}",
+                row.name, g[k]
+            ));
         }
         if !close(fd[k], g[k], fd_tol) {
-            return Err(format!("{}: ∂/∂x[{k}] differences {} vs reverse {} at {x:?}", row.name, fd[k], g[k]));
+            return Err(format!(
+                "{}: ∂/∂x[{k}] differences {} vs reverse {} at {x:?}",
+                row.name, fd[k], g[k]
+            ));
         }
     }
     // Shadows accumulate: a second call adds the same gradient.
@@ -69,7 +78,10 @@ pub(crate) fn check(row: &Row<'_>, x: &[f64], fd_tol: f64) -> Result<(), String>
     (row.reverse)(x, &mut g2);
     for k in 0..n {
         if !close(g2[k], 2.0 * g[k], 1e-12) {
-            return Err(format!("{}: the shadow did not accumulate at {k}", row.name));
+            return Err(format!(
+                "{}: the shadow did not accumulate at {k}",
+                row.name
+            ));
         }
     }
     Ok(())

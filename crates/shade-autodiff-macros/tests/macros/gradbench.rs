@@ -21,7 +21,9 @@ use shade_autodiff::scalar::{Real, gradient, shade_fn};
 fn uniform(seed: u64) -> impl FnMut() -> f64 {
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
     move || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (s >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -73,7 +75,9 @@ fn gmm_tape<S: Real>(p: &[S], x: &[f64], dims: &[usize], c: &[f64]) -> S {
         slse += S::logsumexp(&beta);
     }
     let constant = gmm::gmm_constant(d, k, n, m, c[0]);
-    slse - S::logsumexp(alpha) * n as f64 - frob * (c[0] * c[0] * 0.5) + sum_q * f64::from(m) + constant
+    slse - S::logsumexp(alpha) * n as f64 - frob * (c[0] * c[0] * 0.5)
+        + sum_q * f64::from(m)
+        + constant
 }
 
 #[test]
@@ -85,11 +89,26 @@ fn gmm_gradient_equals_the_tapes() {
         let mut g = gmm::GmmGradient::zeros(&p);
         let y = p.gradient(&mut g);
         assert_eq!(y, p.objective());
-        let params: Vec<f64> = [&p.alpha, &p.mu, &p.q, &p.l].iter().flat_map(|v| v.iter().copied()).collect();
+        let params: Vec<f64> = [&p.alpha, &p.mu, &p.q, &p.l]
+            .iter()
+            .flat_map(|v| v.iter().copied())
+            .collect();
         let f = shade_fn!(gmm_tape(&[S], &[f64], &[usize], &[f64]));
         let dims = [d, k, p.m as usize];
-        let want = gradient(f, &params, (shade_autodiff::Const(&p.x[..]), shade_autodiff::Const(&dims[..]), shade_autodiff::Const(&[p.gamma][..]))).unwrap();
-        let got: Vec<f64> = [&g.alpha, &g.mu, &g.q, &g.l].iter().flat_map(|v| v.iter().copied()).collect();
+        let want = gradient(
+            f,
+            &params,
+            (
+                shade_autodiff::Const(&p.x[..]),
+                shade_autodiff::Const(&dims[..]),
+                shade_autodiff::Const(&[p.gamma][..]),
+            ),
+        )
+        .unwrap();
+        let got: Vec<f64> = [&g.alpha, &g.mu, &g.q, &g.l]
+            .iter()
+            .flat_map(|v| v.iter().copied())
+            .collect();
         assert_close("gmm", &got, &want);
         let tape_value = gmm_tape(&params, &p.x, &dims, &[p.gamma]);
         assert!(close(y, tape_value, 1e-12), "gmm value {y} vs {tape_value}");
@@ -102,7 +121,9 @@ fn lse_tape<S: Real>(x: &[S]) -> S {
 
 #[test]
 fn lse_gradient_equals_the_tapes() {
-    let x: Vec<f64> = (0..50).map(|i| ((i * 37) % 11) as f64 * 0.3 - 1.0).collect();
+    let x: Vec<f64> = (0..50)
+        .map(|i| ((i * 37) % 11) as f64 * 0.3 - 1.0)
+        .collect();
     let mut g = vec![0.0; x.len()];
     let y = lse::d_lse(&x, &mut g, 1.0);
     assert!(close(y, lse_tape(&x), 1e-14));
@@ -140,7 +161,15 @@ fn kmeans_gradient_equals_the_tapes() {
     let mut g = vec![0.0; c.len()];
     let y = kmeans::d_kmeans_cost(&points, &c, &mut g, d, 1.0);
     assert!(close(y, kmeans::kmeans_cost(&points, &c, d), 0.0));
-    let want = gradient(shade_fn!(kmeans_tape(&[S], &[f64], &[usize])), &c, (shade_autodiff::Const(&points[..]), shade_autodiff::Const(&[d][..]))).unwrap();
+    let want = gradient(
+        shade_fn!(kmeans_tape(&[S], &[f64], &[usize])),
+        &c,
+        (
+            shade_autodiff::Const(&points[..]),
+            shade_autodiff::Const(&[d][..]),
+        ),
+    )
+    .unwrap();
     assert_close("kmeans", &g, &want);
 }
 
@@ -175,7 +204,9 @@ fn lstm_tape<S: Real>(p: &[S], state: &[f64], seq: &[f64], dims: &[usize]) -> S 
                 hs[(layer + 1) * b + i] = outgate * cs[layer * b + i].tanh();
             }
         }
-        let ypred: Vec<S> = (0..b).map(|i| hs[l * b + i] * extra[b + i] + extra[2 * b + i]).collect();
+        let ypred: Vec<S> = (0..b)
+            .map(|i| hs[l * b + i] * extra[b + i] + extra[2 * b + i])
+            .collect();
         let sum: S = ypred.iter().map(|y| y.exp()).sum();
         let lse = (sum + 2.0).ln();
         for i in 0..b {
@@ -194,7 +225,16 @@ fn lstm_gradient_equals_the_tapes() {
     assert_eq!(y, lstm::lstm_objective(&main, &extra, &state, &seq, l));
     let p: Vec<f64> = main.iter().chain(&extra).copied().collect();
     let f = shade_fn!(lstm_tape(&[S], &[f64], &[f64], &[usize]));
-    let want = gradient(f, &p, (shade_autodiff::Const(&state[..]), shade_autodiff::Const(&seq[..]), shade_autodiff::Const(&[l][..]))).unwrap();
+    let want = gradient(
+        f,
+        &p,
+        (
+            shade_autodiff::Const(&state[..]),
+            shade_autodiff::Const(&seq[..]),
+            shade_autodiff::Const(&[l][..]),
+        ),
+    )
+    .unwrap();
     let got: Vec<f64> = dm.iter().chain(&de).copied().collect();
     assert_close("lstm", &got, &want);
 }

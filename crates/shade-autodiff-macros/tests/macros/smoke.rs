@@ -26,7 +26,12 @@ fn rosenbrock_both_modes() {
         200.0 * (-0.5 - 2.25),
     ];
     for k in 0..3 {
-        assert!((dx[k] - want[k]).abs() < 1e-9, "{k}: {} vs {}", dx[k], want[k]);
+        assert!(
+            (dx[k] - want[k]).abs() < 1e-9,
+            "{k}: {} vs {}",
+            dx[k],
+            want[k]
+        );
         let mut t = [0.0; 3];
         t[k] = 1.0;
         let (v, d) = t_rosen(&x, &t);
