@@ -10,6 +10,9 @@
 //! reverse sweep keeps one point's intermediates at a time (memory `O(k d²)` beyond
 //! the primal's, at any `n`).
 
+// Index loops are the form the compile-time engine differentiates.
+#![allow(clippy::needless_range_loop)]
+
 use shade_autodiff::autodiff_reverse;
 
 /// One point's term `logsumexp_k(β_k)` with `β_k = base_k − ½ ‖Q_k (x − μ_k)‖²`;

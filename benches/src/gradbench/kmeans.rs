@@ -1,6 +1,9 @@
 //! GradBench `kmeans`: `f(P, C) = Σᵢ minⱼ |Cⱼ - Pᵢ|²` over `n` points and `k`
 //! centroids in `d` dimensions (row-major), differentiated with respect to `C`.
 
+// Index loops are the form the compile-time engine differentiates.
+#![allow(clippy::needless_range_loop)]
+
 use shade_autodiff::autodiff_reverse;
 
 /// The k-means cost.

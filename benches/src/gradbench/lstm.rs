@@ -7,6 +7,9 @@
 //! of `b` (input weight, output weight, output bias), `state` `2l` rows of `b` (layer
 //! `i`: hidden, then cell), `seq` `c` rows of `b`.
 
+// Index loops are the form the compile-time engine differentiates.
+#![allow(clippy::needless_range_loop)]
+
 use shade_autodiff::autodiff_reverse;
 
 /// The loss `−Σₜ Σᵢ seq[t+1][i] · (ŷₜ[i] − ln(Σⱼ exp ŷₜ[j] + 2)) / ((c − 1) b)`.

@@ -290,13 +290,11 @@ pub(crate) fn value_reads(e: &Expr) -> Vec<String> {
                 }
                 Expr::Call(c) => {
                     // `f64::floor(x)` and friends are flat too.
-                    if let Expr::Path(p) = &*c.func {
-                        if let Some(last) = p.path.segments.last() {
-                            if FLAT_METHODS.contains(&last.ident.to_string().as_str()) {
+                    if let Expr::Path(p) = &*c.func
+                        && let Some(last) = p.path.segments.last()
+                            && FLAT_METHODS.contains(&last.ident.to_string().as_str()) {
                                 return;
                             }
-                        }
-                    }
                     for a in &c.args {
                         self.visit_expr(a);
                     }
@@ -315,11 +313,10 @@ pub(crate) fn all_reads(e: &Expr) -> Vec<String> {
     struct V(Vec<String>);
     impl<'ast> Visit<'ast> for V {
         fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
-            if p.qself.is_none() {
-                if let Some(i) = p.path.get_ident() {
+            if p.qself.is_none()
+                && let Some(i) = p.path.get_ident() {
                     self.0.push(i.to_string());
                 }
-            }
         }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
             let args = m.parse_body_with(

@@ -37,7 +37,7 @@ pub(crate) fn generate(sig: &Sig, f: &ItemFn) -> Result<TokenStream> {
 }
 
 const ALLOWS: &str = "unused_mut, unused_variables, unused_assignments, unused_parens, \
-    unused_braces, non_snake_case, clippy::all";
+    unused_braces, unused_unit, non_snake_case, clippy::all";
 
 fn allows() -> TokenStream {
     let a: TokenStream = ALLOWS.parse().expect("valid lint list");
@@ -176,6 +176,7 @@ fn user_rev(sig: &Sig) -> ItemFn {
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
+        #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#params),*) -> #ret {
             #(#checks)*
             let __r = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* true));
@@ -254,7 +255,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
     }
     let checks = length_checks(sig, &shadows);
     let (ret, value) = match (&sig.ret, sig.ret_act) {
-        (None, _) => (quote!(()), quote!(())),
+        (None, _) => (quote!(()), quote!(let _ = (__v, __t);)),
         (Some(t), Act::Const) => (quote!(#t), quote!(__v)),
         (Some(_), Act::Dual) if n == 1 => (quote!((#f, #f)), quote!((__v, __t.0[0]))),
         (Some(_), Act::Dual) => {
@@ -270,6 +271,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
+        #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#params),*) -> #ret {
             #(#checks)*
             let (__v, __t) = #internal(#(#args),*);

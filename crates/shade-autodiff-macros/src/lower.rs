@@ -206,11 +206,10 @@ impl Lower<'_> {
                 Ok(())
             }
             syn::Stmt::Expr(e, semi) => {
-                if semi.is_none() && last {
-                    if let Tail::Into(p) = tail {
+                if semi.is_none() && last
+                    && let Tail::Into(p) = tail {
                         return self.value_into(p.clone(), e, out);
                     }
-                }
                 self.expr_stmt(e, out)
             }
         }
@@ -776,8 +775,8 @@ impl Lower<'_> {
         }
         impl syn::visit_mut::VisitMut for Ex<'_, '_> {
             fn visit_expr_mut(&mut self, e: &mut Expr) {
-                if let Expr::Call(c) = e {
-                    if is_user_call(c) {
+                if let Expr::Call(c) = e
+                    && is_user_call(c) {
                         for a in c.args.iter_mut() {
                             self.visit_expr_mut(a);
                         }
@@ -797,7 +796,6 @@ impl Lower<'_> {
                         *e = syn::parse_quote!(#t);
                         return;
                     }
-                }
                 match e {
                     // Short-circuiting and closures keep their calls where they are.
                     Expr::Closure(_) => {}

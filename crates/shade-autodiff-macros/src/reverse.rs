@@ -123,11 +123,10 @@ impl<'a> Rev<'a> {
             let mut more = Vec::new();
             for (k, l) in self.func.locals.iter().enumerate() {
                 let name = l.name.to_string();
-                if out.contains(&name) && self.keep(k) == Keep::Recompute {
-                    if let Some(init) = self.init_of(k) {
+                if out.contains(&name) && self.keep(k) == Keep::Recompute
+                    && let Some(init) = self.init_of(k) {
                         more.extend(all_reads(init).into_iter().filter(|r| !out.contains(r)));
                     }
-                }
             }
             if more.is_empty() {
                 return out;
@@ -137,7 +136,7 @@ impl<'a> Rev<'a> {
     }
 
     fn init_of(&self, local: usize) -> Option<&'a syn::Expr> {
-        fn find<'s>(stmts: &'s [Stmt], local: usize) -> Option<&'s syn::Expr> {
+        fn find(stmts: &[Stmt], local: usize) -> Option<&syn::Expr> {
             for s in stmts {
                 match s {
                     Stmt::Let {
@@ -313,12 +312,11 @@ impl<'a> Rev<'a> {
         let mut snaps = Vec::new();
         for part in parts {
             for s in part.iter() {
-                if let Stmt::Let { local, .. } = s {
-                    if self.keep(*local) == Keep::Snapshot {
+                if let Stmt::Let { local, .. } = s
+                    && self.keep(*local) == Keep::Snapshot {
                         let n = &self.func.locals[*local].name;
                         snaps.push(quote!(let mut #n: #f = ::shade_autodiff::compiled::Save::restore(__ws);));
                     }
-                }
             }
         }
         snaps.reverse();
@@ -350,15 +348,14 @@ impl<'a> Rev<'a> {
                         _ => decls.push(quote!(let mut #d: #f = 0.0;)),
                     }
                 }
-                if self.keep(*local) == Keep::Recompute {
-                    if let Init::Expr(e) = init {
+                if self.keep(*local) == Keep::Recompute
+                    && let Init::Expr(e) = init {
                         self.cur.push(tbr::addr(s));
                         self.read(e);
                         self.cur.pop();
                         let ty = l.ty.as_ref().map(|t| quote!(: #t));
                         recompute.push(quote!(let #name #ty = #e;));
                     }
-                }
             }
         }
         Ok(quote!(#(#snaps)* #(#decls)* #(#recompute)*))
@@ -371,12 +368,11 @@ impl<'a> Rev<'a> {
         }
         // The final values of this block's snapshot locals, for its reverse.
         for s in stmts {
-            if let Stmt::Let { local, .. } = s {
-                if self.keep(*local) == Keep::Snapshot {
+            if let Stmt::Let { local, .. } = s
+                && self.keep(*local) == Keep::Snapshot {
                     let n = &self.func.locals[*local].name;
                     out.push(quote!(::shade_autodiff::compiled::Save::save(#n, __ws);));
                 }
-            }
         }
         Ok(quote!(#(#out)*))
     }

@@ -80,8 +80,7 @@ impl Rev<'_> {
                     // `acc += __c` right after `let __c = g(…)`, `__c` used nowhere else.
                     if let (Expr::Path(p), Some(prev)) =
                         (value, k.checked_sub(1).map(|j| &stmts[j]))
-                    {
-                        if let Stmt::Let {
+                        && let Stmt::Let {
                             local,
                             init: Init::Call(c),
                             ..
@@ -97,7 +96,6 @@ impl Rev<'_> {
                                 found.1.push(addr(s));
                             }
                         }
-                    }
                 }
                 Stmt::Let { local, init, .. } => {
                     let reads = match init {

@@ -53,7 +53,7 @@ fn busy(x: &[f64]) -> f64 {
         if s > 0.1 {
             acc += s.sqrt();
         } else {
-            acc = acc * x[i];
+            acc *= x[i];
         }
     }
     let mut r = acc * acc + 4.0;

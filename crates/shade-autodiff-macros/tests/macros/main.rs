@@ -3,6 +3,9 @@
 //! (`gradbench`), allocation (`alloc`), the generated API (`api`) and compile errors
 //! with our own messages (`ui`).
 
+// The rows exercise the subset's forms on purpose: index loops and `x = x * y`.
+#![allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+
 mod alloc;
 mod api;
 mod check;
