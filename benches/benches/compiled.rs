@@ -9,19 +9,8 @@ use shade_autodiff::autodiff_reverse;
 use shade_benches::gradbench::Lcg;
 use shade_benches::gradbench::gmm::{GmmGradient, GmmProblem};
 use shade_benches::gradbench::lstm::{d_lstm_objective, lstm_objective, lstm_problem};
+use shade_benches::rosenbrock::{d_rosenbrock, rosenbrock};
 use std::hint::black_box;
-
-/// `Σ (1 - xᵢ)² + 100 (xᵢ₊₁ - xᵢ²)²`.
-#[autodiff_reverse(d_rosenbrock, Duplicated, Active)]
-fn rosenbrock(x: &[f64]) -> f64 {
-    let mut acc = 0.0;
-    for i in 0..x.len() - 1 {
-        let a = 1.0 - x[i];
-        let b = x[i + 1] - x[i] * x[i];
-        acc += a * a + 100.0 * b * b;
-    }
-    acc
-}
 
 /// `Σ sin(wᵢ xᵢ) xᵢ` (the interface bench's loss).
 #[autodiff_reverse(d_sin_loss, Duplicated, Const, Active)]

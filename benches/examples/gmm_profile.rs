@@ -1,22 +1,11 @@
 //! Runs one function of the `compiled` bench `reps` times, for `perf stat` (cycles of
 //! this process only, steadier than wall time on a busy machine): `gmm_profile
 //! {gmm|lstm|rosen} {primal|gradient} [reps] [n]`.
-use shade_autodiff::autodiff_reverse;
 use shade_benches::gradbench::Lcg;
 use shade_benches::gradbench::gmm::{GmmGradient, GmmProblem};
 use shade_benches::gradbench::lstm::{d_lstm_objective, lstm_objective, lstm_problem};
+use shade_benches::rosenbrock::{d_rosenbrock, rosenbrock};
 use std::hint::black_box;
-
-#[autodiff_reverse(d_rosenbrock, Duplicated, Active)]
-fn rosenbrock(x: &[f64]) -> f64 {
-    let mut acc = 0.0;
-    for i in 0..x.len() - 1 {
-        let a = 1.0 - x[i];
-        let b = x[i + 1] - x[i] * x[i];
-        acc += a * a + 100.0 * b * b;
-    }
-    acc
-}
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();

@@ -4,6 +4,7 @@
 //! and writes `docs/benchmarks.md` from criterion's estimates.
 
 pub mod gradbench;
+pub mod rosenbrock;
 
 use ndarray::Array2;
 use rand::rngs::StdRng;

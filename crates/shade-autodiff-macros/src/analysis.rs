@@ -292,9 +292,10 @@ pub(crate) fn value_reads(e: &Expr) -> Vec<String> {
                     // `f64::floor(x)` and friends are flat too.
                     if let Expr::Path(p) = &*c.func
                         && let Some(last) = p.path.segments.last()
-                            && FLAT_METHODS.contains(&last.ident.to_string().as_str()) {
-                                return;
-                            }
+                        && FLAT_METHODS.contains(&last.ident.to_string().as_str())
+                    {
+                        return;
+                    }
                     for a in &c.args {
                         self.visit_expr(a);
                     }
@@ -314,9 +315,10 @@ pub(crate) fn all_reads(e: &Expr) -> Vec<String> {
     impl<'ast> Visit<'ast> for V {
         fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
             if p.qself.is_none()
-                && let Some(i) = p.path.get_ident() {
-                    self.0.push(i.to_string());
-                }
+                && let Some(i) = p.path.get_ident()
+            {
+                self.0.push(i.to_string());
+            }
         }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
             let args = m.parse_body_with(
@@ -476,4 +478,20 @@ pub(crate) fn bound_reads(e: &Expr) -> Vec<String> {
     let mut v = V(Vec::new());
     v.visit_expr(e);
     v.0
+}
+
+impl Info {
+    /// Whether a call argument passes a buffer (a reference, or a reference
+    /// parameter), which is shadowed when differentiated.
+    pub(crate) fn is_buffer_arg(&self, a: &Expr) -> bool {
+        match a {
+            Expr::Reference(_) => true,
+            Expr::Paren(p) => self.is_buffer_arg(&p.expr),
+            Expr::Path(_) => matches!(
+                base_name(a).map(|b| self.shape(&b)),
+                Some(Shape::ParamArray | Shape::ParamRef)
+            ),
+            _ => false,
+        }
+    }
 }

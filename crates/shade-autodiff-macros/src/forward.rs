@@ -297,18 +297,6 @@ impl Fwd<'_> {
         Ok(())
     }
 
-    fn is_buffer_arg(&self, a: &Expr) -> bool {
-        match a {
-            Expr::Reference(_) => true,
-            Expr::Paren(p) => self.is_buffer_arg(&p.expr),
-            Expr::Path(_) => matches!(
-                base_name(a).map(|b| self.info.shape(&b)),
-                Some(Shape::ParamArray | Shape::ParamRef)
-            ),
-            _ => false,
-        }
-    }
-
     /// A call: the primal call, or the callee's forward function if a derivative flows.
     /// Returns the call and whether it yields `(value, tangent)`.
     fn call(&mut self, c: &Call, result: Option<&Ident>) -> Result<(TokenStream, bool)> {
@@ -317,7 +305,7 @@ impl Fwd<'_> {
         for a in &c.args {
             self.reads.extend(all_reads(a));
             args.push(quote!(#a));
-            if self.is_buffer_arg(a) {
+            if self.info.is_buffer_arg(a) {
                 match base_name(a) {
                     Some(b) if self.info.is_active(&b) => {
                         pattern.push('D');

@@ -206,10 +206,12 @@ impl Lower<'_> {
                 Ok(())
             }
             syn::Stmt::Expr(e, semi) => {
-                if semi.is_none() && last
-                    && let Tail::Into(p) = tail {
-                        return self.value_into(p.clone(), e, out);
-                    }
+                if semi.is_none()
+                    && last
+                    && let Tail::Into(p) = tail
+                {
+                    return self.value_into(p.clone(), e, out);
+                }
                 self.expr_stmt(e, out)
             }
         }
@@ -776,26 +778,27 @@ impl Lower<'_> {
         impl syn::visit_mut::VisitMut for Ex<'_, '_> {
             fn visit_expr_mut(&mut self, e: &mut Expr) {
                 if let Expr::Call(c) = e
-                    && is_user_call(c) {
-                        for a in c.args.iter_mut() {
-                            self.visit_expr_mut(a);
-                        }
-                        let Expr::Path(p) = &*c.func else { return };
-                        let call = Call {
-                            callee: p.path.clone(),
-                            args: c.args.iter().cloned().collect(),
-                            span: c.span(),
-                        };
-                        let t = self.l.fresh("c");
-                        let local = self.l.new_local(t.clone(), false, None, c.span());
-                        self.out.push(Stmt::Let {
-                            local,
-                            init: Init::Call(call),
-                            span: c.span(),
-                        });
-                        *e = syn::parse_quote!(#t);
-                        return;
+                    && is_user_call(c)
+                {
+                    for a in c.args.iter_mut() {
+                        self.visit_expr_mut(a);
                     }
+                    let Expr::Path(p) = &*c.func else { return };
+                    let call = Call {
+                        callee: p.path.clone(),
+                        args: c.args.iter().cloned().collect(),
+                        span: c.span(),
+                    };
+                    let t = self.l.fresh("c");
+                    let local = self.l.new_local(t.clone(), false, None, c.span());
+                    self.out.push(Stmt::Let {
+                        local,
+                        init: Init::Call(call),
+                        span: c.span(),
+                    });
+                    *e = syn::parse_quote!(#t);
+                    return;
+                }
                 match e {
                     // Short-circuiting and closures keep their calls where they are.
                     Expr::Closure(_) => {}

@@ -123,10 +123,12 @@ impl<'a> Rev<'a> {
             let mut more = Vec::new();
             for (k, l) in self.func.locals.iter().enumerate() {
                 let name = l.name.to_string();
-                if out.contains(&name) && self.keep(k) == Keep::Recompute
-                    && let Some(init) = self.init_of(k) {
-                        more.extend(all_reads(init).into_iter().filter(|r| !out.contains(r)));
-                    }
+                if out.contains(&name)
+                    && self.keep(k) == Keep::Recompute
+                    && let Some(init) = self.init_of(k)
+                {
+                    more.extend(all_reads(init).into_iter().filter(|r| !out.contains(r)));
+                }
             }
             if more.is_empty() {
                 return out;
@@ -313,10 +315,13 @@ impl<'a> Rev<'a> {
         for part in parts {
             for s in part.iter() {
                 if let Stmt::Let { local, .. } = s
-                    && self.keep(*local) == Keep::Snapshot {
-                        let n = &self.func.locals[*local].name;
-                        snaps.push(quote!(let mut #n: #f = ::shade_autodiff::compiled::Save::restore(__ws);));
-                    }
+                    && self.keep(*local) == Keep::Snapshot
+                {
+                    let n = &self.func.locals[*local].name;
+                    snaps.push(
+                        quote!(let mut #n: #f = ::shade_autodiff::compiled::Save::restore(__ws);),
+                    );
+                }
             }
         }
         snaps.reverse();
@@ -349,13 +354,14 @@ impl<'a> Rev<'a> {
                     }
                 }
                 if self.keep(*local) == Keep::Recompute
-                    && let Init::Expr(e) = init {
-                        self.cur.push(tbr::addr(s));
-                        self.read(e);
-                        self.cur.pop();
-                        let ty = l.ty.as_ref().map(|t| quote!(: #t));
-                        recompute.push(quote!(let #name #ty = #e;));
-                    }
+                    && let Init::Expr(e) = init
+                {
+                    self.cur.push(tbr::addr(s));
+                    self.read(e);
+                    self.cur.pop();
+                    let ty = l.ty.as_ref().map(|t| quote!(: #t));
+                    recompute.push(quote!(let #name #ty = #e;));
+                }
             }
         }
         Ok(quote!(#(#snaps)* #(#decls)* #(#recompute)*))
@@ -369,10 +375,11 @@ impl<'a> Rev<'a> {
         // The final values of this block's snapshot locals, for its reverse.
         for s in stmts {
             if let Stmt::Let { local, .. } = s
-                && self.keep(*local) == Keep::Snapshot {
-                    let n = &self.func.locals[*local].name;
-                    out.push(quote!(::shade_autodiff::compiled::Save::save(#n, __ws);));
-                }
+                && self.keep(*local) == Keep::Snapshot
+            {
+                let n = &self.func.locals[*local].name;
+                out.push(quote!(::shade_autodiff::compiled::Save::save(#n, __ws);));
+            }
         }
         Ok(quote!(#(#out)*))
     }

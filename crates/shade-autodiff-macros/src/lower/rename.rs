@@ -120,10 +120,11 @@ impl VisitMut for Renamer<'_> {
             }
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
                 if let Some(name) = Self::ident_of(&u.expr)
-                    && let Some(Bind::Elem { array, k }) = self.lookup(&name) {
-                        *e = syn::parse_quote!(#array[#k]);
-                        return;
-                    }
+                    && let Some(Bind::Elem { array, k }) = self.lookup(&name)
+                {
+                    *e = syn::parse_quote!(#array[#k]);
+                    return;
+                }
                 syn::visit_mut::visit_expr_mut(self, e);
             }
             Expr::Index(i) => {

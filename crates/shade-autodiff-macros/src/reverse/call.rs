@@ -28,20 +28,8 @@ enum Kind {
 }
 
 impl Rev<'_> {
-    fn is_buffer_arg(&self, a: &Expr) -> bool {
-        match a {
-            Expr::Reference(_) => true,
-            Expr::Paren(p) => self.is_buffer_arg(&p.expr),
-            Expr::Path(_) => matches!(
-                base_name(a).map(|b| self.info.shape(&b)),
-                Some(Shape::ParamArray | Shape::ParamRef)
-            ),
-            _ => false,
-        }
-    }
-
     fn kind(&self, a: &Expr) -> Kind {
-        if self.is_buffer_arg(a) {
+        if self.info.is_buffer_arg(a) {
             match base_name(a) {
                 Some(b) if self.info.is_active(&b) => Kind::Dup,
                 _ => Kind::Const,
@@ -59,7 +47,7 @@ impl Rev<'_> {
         for a in &c.args {
             let (inner, base) = match a {
                 Expr::Reference(r) if r.mutability.is_some() => (&*r.expr, base_name(&r.expr)),
-                Expr::Path(_) if self.is_buffer_arg(a) && self.mutable_param(a) => {
+                Expr::Path(_) if self.info.is_buffer_arg(a) && self.mutable_param(a) => {
                     (a, base_name(a))
                 }
                 _ => continue,

@@ -85,17 +85,17 @@ impl Rev<'_> {
                             init: Init::Call(c),
                             ..
                         } = prev
+                    {
+                        let t = &self.func.locals[*local].name;
+                        if p.path.is_ident(t)
+                            && self.active(t)
+                            && c.args.iter().all(|a| mut_base(a).is_none())
+                            && self.reads_of(&self.func.body, &t.to_string()) == 1
                         {
-                            let t = &self.func.locals[*local].name;
-                            if p.path.is_ident(t)
-                                && self.active(t)
-                                && c.args.iter().all(|a| mut_base(a).is_none())
-                                && self.reads_of(&self.func.body, &t.to_string()) == 1
-                            {
-                                found.0.push(addr(prev));
-                                found.1.push(addr(s));
-                            }
+                            found.0.push(addr(prev));
+                            found.1.push(addr(s));
                         }
+                    }
                 }
                 Stmt::Let { local, init, .. } => {
                     let reads = match init {

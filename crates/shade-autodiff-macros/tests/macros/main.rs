@@ -10,6 +10,5 @@ mod alloc;
 mod api;
 mod check;
 mod gradbench;
-mod smoke;
 mod subset;
 mod ui;
