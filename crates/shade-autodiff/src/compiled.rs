@@ -17,15 +17,72 @@
 use core::cell::RefCell;
 use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
+/// A stack that always keeps one free slot: a push stores its value first and grows
+/// the buffer after, so the pushed value is never live across a call (the optimiser
+/// then keeps the pushing loop's values in registers).
+#[derive(Debug)]
+struct Stack<T> {
+    buf: Vec<T>,
+    len: usize,
+}
+
+impl<T: Copy + Default> Default for Stack<T> {
+    fn default() -> Self {
+        Stack {
+            buf: vec![T::default(); 64],
+            len: 0,
+        }
+    }
+}
+
+impl<T: Copy + Default> Stack<T> {
+    #[inline(always)]
+    fn push(&mut self, v: T) {
+        self.buf[self.len] = v;
+        self.len += 1;
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> T {
+        if self.len == 0 {
+            unbalanced();
+        }
+        self.len -= 1;
+        self.buf[self.len]
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let n = 2 * self.buf.len();
+        self.buf.resize(n, T::default());
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
 /// The stacks and buffers of one thread's compiled derivatives.
 ///
 /// The forward sweep pushes, the reverse sweep pops in the opposite order, so nested
 /// calls of generated derivatives share one workspace. Buffers keep their capacity.
 #[derive(Debug, Default)]
 pub struct Workspace {
-    f64s: Vec<f64>,
-    f32s: Vec<f32>,
-    ints: Vec<u64>,
+    f64s: Stack<f64>,
+    f32s: Stack<f32>,
+    ints: Stack<u64>,
     pool64: Vec<Vec<f64>>,
     pool32: Vec<Vec<f32>>,
 }
@@ -64,7 +121,7 @@ impl Workspace {
 
     #[inline(always)]
     fn pop_int(&mut self) -> u64 {
-        self.ints.pop().unwrap_or_else(|| unbalanced())
+        self.ints.pop()
     }
 
     /// Saves a branch or arm number.
@@ -139,7 +196,7 @@ impl Save for f64 {
     }
     #[inline(always)]
     fn restore(ws: &mut Workspace) -> Self {
-        ws.f64s.pop().unwrap_or_else(|| unbalanced())
+        ws.f64s.pop()
     }
 }
 
@@ -150,7 +207,7 @@ impl Save for f32 {
     }
     #[inline(always)]
     fn restore(ws: &mut Workspace) -> Self {
-        ws.f32s.pop().unwrap_or_else(|| unbalanced())
+        ws.f32s.pop()
     }
 }
 
