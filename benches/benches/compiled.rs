@@ -3,6 +3,8 @@
 //! (the prepared-gradient overhead), GradBench's GMM (d=10, k=25, n=1000) and LSTM
 //! (l=4, c=4096). The large GMM (d=64, k=200, n=10⁴) takes seconds per call: its ratio
 //! and memory come from `cargo run --release -p shade-benches --example gmm_large`.
+//! On a busy machine, `examples/gmm_profile.rs` under `perf stat -e task-clock` gives
+//! the same ratios from the process's own CPU time.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use shade_autodiff::autodiff_reverse;

@@ -1,6 +1,6 @@
 //! Runs one function of the `compiled` bench `reps` times, for `perf stat` (cycles of
 //! this process only, steadier than wall time on a busy machine): `gmm_profile
-//! {gmm|lstm|rosen} {primal|gradient} [reps] [n]`.
+//! {gmm|gmm-large|lstm|rosen} {primal|gradient} [reps] [n]`.
 use shade_benches::gradbench::Lcg;
 use shade_benches::gradbench::gmm::{GmmGradient, GmmProblem};
 use shade_benches::gradbench::lstm::{d_lstm_objective, lstm_objective, lstm_problem};
@@ -14,8 +14,13 @@ fn main() {
     let grad = mode == "gradient";
     let mut r = Lcg::new(1);
     match what {
-        "gmm" => {
-            let p = GmmProblem::random(10, 25, 1000, &mut || r.next_f64());
+        "gmm" | "gmm-large" => {
+            let (d, k, n) = if what == "gmm" {
+                (10, 25, 1000)
+            } else {
+                (64, 200, 10_000)
+            };
+            let p = GmmProblem::random(d, k, n, &mut || r.next_f64());
             let mut g = GmmGradient::zeros(&p);
             for _ in 0..reps {
                 if grad {
