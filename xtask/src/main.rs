@@ -161,7 +161,8 @@ const GENERATED_TESTS: &[&[&str]] = &[
         "shade-diagnostics",
         "--all-features",
         "--test",
-        "generated",
+        "diagnostics",
+        "generated::",
     ],
     &[
         "test",
