@@ -170,7 +170,8 @@ const GENERATED_TESTS: &[&[&str]] = &[
         "shade-interface",
         "--all-features",
         "--test",
-        "docs",
+        "interface",
+        "docs::",
     ],
 ];
 

@@ -10,6 +10,6 @@ fn backends_page_is_current() {
     let have = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         have == want,
-        "docs/backends.md is out of date: run `SHADE_BLESS=1 cargo test -p shade-interface --test docs`"
+        "docs/backends.md is out of date: run `SHADE_BLESS=1 cargo test -p shade-interface --test interface docs::`"
     );
 }
