@@ -1,9 +1,6 @@
 //! Gradient checks for matmul, shape operations, reductions and softmax.
 
-#[path = "tensor_support/check.rs"]
-mod check;
-
-use check::{arr, cases, check_op, mat};
+use crate::check::{arr, cases, check_op, mat};
 use ndarray::ArrayD;
 use proptest::prelude::*;
 

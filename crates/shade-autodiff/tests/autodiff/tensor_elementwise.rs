@@ -1,10 +1,7 @@
 //! Gradient checks (reverse = forward = finite differences) for the elementwise and
 //! broadcasting operations of the tensor layer.
 
-#[path = "tensor_support/check.rs"]
-mod check;
-
-use check::{arr, cases, check_op, mat};
+use crate::check::{arr, cases, check_op, mat};
 use ndarray::ArrayD;
 use proptest::prelude::*;
 

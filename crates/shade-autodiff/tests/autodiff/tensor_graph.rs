@@ -1,10 +1,7 @@
 //! Gradient checks for losses, graph indexing (gather, scatter, segment softmax),
 //! sparse × dense products, dropout and custom rules; plus dense references.
 
-#[path = "tensor_support/check.rs"]
-mod check;
-
-use check::{arr, cases, check_op, mat};
+use crate::check::{arr, cases, check_op, mat};
 use ndarray::{Array1, Array2, ArrayD, array};
 use proptest::prelude::*;
 use rand::SeedableRng;

@@ -3,10 +3,7 @@
 //! independent ndarray references, for f32 and f64, on inputs in standard layout,
 //! column-major layout and strided (non-contiguous) layout.
 
-#[path = "tensor_support/check.rs"]
-mod check;
-
-use check::cases;
+use crate::check::cases;
 use ndarray::{Array2, ArrayD, ShapeBuilder, s};
 use proptest::prelude::*;
 use shade_autodiff::tensor::{self, Element, TapeBuffers};

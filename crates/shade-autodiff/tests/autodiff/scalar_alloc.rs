@@ -4,34 +4,7 @@
 
 use shade_autodiff::scalar::{Dual, Real, Tape, autodiff_with, shade_fn};
 use shade_autodiff::{Active, Const, Duplicated, Reverse};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-struct Counting;
-
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use shade_test_support::alloc::allocations as count;
 
 fn rosenbrock<S: Real>(x: &[S], c: &[f64]) -> S {
     let mut acc = S::zero();
@@ -49,14 +22,8 @@ fn fields<S: Real>(y: &mut [S], x: &[S]) {
     }
 }
 
-/// Allocations made by `f`.
-fn count(f: impl FnOnce()) -> usize {
-    let before = ALLOCS.load(Ordering::SeqCst);
-    f();
-    ALLOCS.load(Ordering::SeqCst) - before
-}
-
-// One test function: the counter is global, and tests in one binary run on threads.
+// The binary's allocator counts per thread (`shade_test_support::alloc`): other tests
+// running beside this one do not disturb the counts.
 #[test]
 fn warm_calls_do_not_allocate() {
     let f = shade_fn!(rosenbrock(&[S], &[f64]));

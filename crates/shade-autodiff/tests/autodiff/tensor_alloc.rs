@@ -6,44 +6,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{self, Rows, SparseMatrix, TapeBuffers};
 use shade_autodiff::{Const, Duplicated};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-// SAFETY: forwards to the system allocator; only counts calls made on a thread that
-// asked for counting.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn counted<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    COUNT.with(|c| c.set(Some(0)));
-    let r = f();
-    let n = COUNT.with(|c| c.replace(None)).unwrap_or(0);
-    (r, n)
-}
+use shade_test_support::alloc::count_allocations as counted;
 
 #[test]
 fn warm_calls_allocate_nothing() {

@@ -2,7 +2,7 @@
 //! reverse-mode gradient matches central differences on a small problem, and forward
 //! mode agrees with it.
 
-#[path = "../../../benches/benches/gmm/objective.rs"]
+#[path = "../../../../benches/benches/gmm/objective.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod objective;
 
