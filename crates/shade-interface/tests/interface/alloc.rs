@@ -3,43 +3,7 @@
 
 use shade_autodiff::scalar::{Real, shade_fn};
 use shade_interface::*;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts calls (per thread, so the test
-// harness's other threads do not interfere).
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations(f: impl FnOnce()) -> usize {
-    let before = COUNT.with(Cell::get);
-    f();
-    COUNT.with(Cell::get) - before
-}
+use shade_test_support::alloc::allocations;
 
 fn loss<S: Real>(x: &[S], w: &[f64], cache: &[S]) -> S {
     let mut acc = cache[0];

@@ -2,9 +2,15 @@
 //! (one link instead of one per file; `cargo test -p shade-interface --test
 //! interface`).
 //!
-//! The binary's global allocator is `alloc`'s counting one; it counts per thread, so only
-//! the allocation test's own calls are counted. `cargo xtask compat` runs the `docs`
-//! module alone (`-- docs::`) to rewrite `docs/backends.md`.
+//! The binary's global allocator counts per thread, on request
+//! (`shade_test_support::alloc`), so the allocation tests count their own calls only,
+//! whatever the other tests do at the same time.
+//!
+//! `cargo xtask compat` runs the `docs` module alone (`-- docs::`) to rewrite
+//! `docs/backends.md`.
+
+#[global_allocator]
+static ALLOC: shade_test_support::alloc::CountingAlloc = shade_test_support::alloc::CountingAlloc;
 
 mod alloc;
 mod compile_fail;
