@@ -3,33 +3,16 @@
 
 #![allow(dead_code)]
 
-use ndarray::{ArrayD, IxDyn};
+use ndarray::ArrayD;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError};
+use proptest::test_runner::TestCaseError;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{self, Tape, TapeBuffers, TensorArg, Var};
 use shade_autodiff::{AdResult, Const, Duplicated};
+use shade_test_support::close;
 
-/// `n` cases, or more when `PROPTEST_CASES` asks for more.
-pub(crate) fn cases(n: u32) -> Config {
-    let env = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse::<u32>().ok());
-    Config::with_cases(env.map_or(n, |e| e.max(n)))
-}
-
-/// An array of the given shape with entries in `lo..hi`.
-pub(crate) fn arr(shape: Vec<usize>, lo: f64, hi: f64) -> impl Strategy<Value = ArrayD<f64>> {
-    let n: usize = shape.iter().product();
-    prop::collection::vec(lo..hi, n)
-        .prop_map(move |v| ArrayD::from_shape_vec(IxDyn(&shape), v).unwrap())
-}
-
-/// A `[r, c]` matrix with `r, c` in `1..=max`.
-pub(crate) fn mat(max: usize) -> impl Strategy<Value = ArrayD<f64>> {
-    (1..=max, 1..=max).prop_flat_map(|(r, c)| arr(vec![r, c], -2.0, 2.0))
-}
+pub(crate) use shade_test_support::strategies::{arr, cases, mat};
 
 fn uniform(rng: &mut StdRng) -> f64 {
     use rand::Rng;
@@ -62,10 +45,6 @@ fn consts(xs: &[ArrayD<f64>]) -> Vec<Arg<'_>> {
 
 fn dot(a: &ArrayD<f64>, b: &ArrayD<f64>) -> f64 {
     a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
-}
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
 }
 
 /// Checks `f` at `inputs`: the reverse rule (pullback with a random seed), the forward

@@ -8,6 +8,7 @@ use shade_autodiff::scalar::{
     pullback, pushforward, shade_fn,
 };
 use shade_autodiff::{Active, Const, Duplicated, Forward, Reverse};
+use shade_test_support::close;
 
 /// Number of variables the expressions read (more than one forward chunk).
 const NV: usize = 11;
@@ -90,10 +91,6 @@ fn outputs<S: Real>(y: &mut [S], x: &[S], es: &Vec<Expr>) {
     for (yi, e) in y.iter_mut().zip(es) {
         *yi = eval(e, x);
     }
-}
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
 }
 
 /// Whether `exact` agrees with a central difference `d(h)` of a smooth function.

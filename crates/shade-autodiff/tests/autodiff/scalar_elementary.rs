@@ -5,11 +5,7 @@
 use proptest::prelude::*;
 use shade_autodiff::scalar::{Real, ScalarFn, Slice, Tangent, autodiff, gradient, shade_fn};
 use shade_autodiff::{Duplicated, Forward};
-
-/// `|a - b| <= tol (1 + max(|a|, |b|))`.
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
-}
+use shade_test_support::close;
 
 /// Reverse gradient = forward tangents (to rounding) = central differences (to `tol`).
 fn check<F: ScalarFn<Kinds = (Slice,)> + Copy>(

@@ -11,10 +11,7 @@ use shade_autodiff::scalar::{
     shade_fn,
 };
 use shade_autodiff::{Duplicated, Forward};
-
-fn close(a: f64, b: f64, tol: f64) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
-}
+use shade_test_support::close;
 
 /// Reverse gradient = forward tangents (to rounding) = central differences (to `tol`).
 fn check<F: ScalarFn<Kinds = (Slice,)> + Copy>(

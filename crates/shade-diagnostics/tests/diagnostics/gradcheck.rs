@@ -173,11 +173,8 @@ fn gradgradcheck_catches_a_rule_that_is_not_twice_differentiable() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // Each case runs 13 tensor programs; `PROPTEST_CASES` raises the count.
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(32),
-        ..ProptestConfig::default()
-    })]
+    // Each case runs 13 tensor programs; `PROPTEST_CASES` raises the count.
+    #![proptest_config(shade_test_support::strategies::cases(32))]
 
     /// Built-in rules pass gradcheck at random points (away from kinks).
     #[test]

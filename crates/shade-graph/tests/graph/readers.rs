@@ -145,11 +145,8 @@ fn edge_list_errors_are_coded() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // `cargo xtask fuzz --cases N` raises this through PROPTEST_CASES.
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
-        ..ProptestConfig::default()
-    })]
+    // `cargo xtask fuzz --cases N` raises this through PROPTEST_CASES.
+    #![proptest_config(shade_test_support::strategies::cases(64))]
 
     #[test]
     fn npz_reader_never_panics_on_random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..2000)) {

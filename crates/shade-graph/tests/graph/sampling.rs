@@ -9,11 +9,8 @@ use shade_graph::{
 };
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        // `cargo xtask fuzz --cases N` raises this through PROPTEST_CASES.
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64),
-        ..ProptestConfig::default()
-    })]
+    // `cargo xtask fuzz --cases N` raises this through PROPTEST_CASES.
+    #![proptest_config(shade_test_support::strategies::cases(64))]
 
     #[test]
     fn sampled_edges_are_real_and_respect_fanouts(n in 2usize..40, m in 0usize..200, f1 in 1usize..5, f2 in 1usize..4, replace in any::<bool>(), seed in any::<u64>()) {
