@@ -418,3 +418,37 @@ fn large_spmm_matches_dense_product_both_ways() {
     let e = a.mul_dense_into(g.view(), out.view_mut()).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0110");
 }
+
+#[test]
+fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
+    // `x` is 20000 × 8 f64 (1.25 MiB), past the kernel's 1 MiB prefetch threshold: the
+    // product takes the software-prefetch branch (the crate's one `unsafe` block),
+    // row-parallel (64 000 multiply-adds). The reference sums the triplets directly.
+    let (r, c, f) = (500, 20_000, 8);
+    let triplets: Vec<(usize, usize, f64)> = (0..8000usize)
+        .map(|k| {
+            (
+                (k * 7919) % r,
+                (k * 104_729) % c,
+                ((k % 13) as f64) * 0.1 - 0.6,
+            )
+        })
+        .collect();
+    let mut tri = sprs::TriMat::new((r, c));
+    for &(i, j, v) in &triplets {
+        tri.add_triplet(i, j, v);
+    }
+    let a = SparseMatrix::new(tri.to_csr());
+    let x = Array2::from_shape_fn((c, f), |(i, j)| {
+        ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
+    });
+    let mut want = Array2::<f64>::zeros((r, f));
+    for &(i, j, v) in &triplets {
+        for k in 0..f {
+            want[[i, k]] += v * x[[j, k]];
+        }
+    }
+    let mut out = Array2::zeros((r, f));
+    a.mul_dense_into(x.view(), out.view_mut()).unwrap();
+    assert!((&out - &want).iter().all(|e| e.abs() < 1e-12));
+}
