@@ -8,8 +8,13 @@
 //! - `cargo xtask compat`: regenerates `docs/errors.md`, `docs/compatibility.md` (the
 //!   compatibility matrix is computed by really running each cell) and
 //!   `docs/backends.md`; `ci`'s test step fails when one of them is stale.
+//!
+//! The tidy tests (`tidy.rs`: crate dependency directions, `//!` headers, file length)
+//! are this crate's unit tests, so `cargo test` runs them.
 
 mod bench;
+#[cfg(test)]
+mod tidy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
