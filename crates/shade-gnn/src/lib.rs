@@ -129,6 +129,22 @@ pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx};
 pub use error::{GnnError, GnnResult};
 pub use layer::{Arg, Env, Features, Input, Inputs, Layer, apply, forward_model, model_args};
 pub use params::{ParamVars, Params, State, StateScope, Store};
+
+// Public dependencies whose types appear in this crate's API, re-exported so that one
+// dependency is enough (versions: README.md, "Re-exported dependencies").
+/// The array crate of parameters, features and outputs.
+pub use ndarray;
+/// The RNG crate: [`Layer::init`] takes a `rand::rngs::StdRng`.
+pub use rand;
+/// The AD core: the tensor layer's `Tape` and `Var` that layers and losses record on.
+pub use shade_autodiff;
+/// Graphs, generators, readers and splits ([`GraphCtx::new`] takes a `shade_graph::Graph`).
+pub use shade_graph;
+/// The differentiation interface: the backend markers that
+/// [`train::single_train_step`] takes (`AutoShade`, `AutoFiniteDiff`).
+pub use shade_interface;
+/// The sparse-matrix crate: [`Features::sparse_from_f32`] takes an `sprs::CsMat`.
+pub use sprs;
 pub use safetensors::{
     from_safetensors_bytes, load_safetensors, save_safetensors, to_safetensors_bytes,
 };

@@ -60,6 +60,14 @@ pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, ra
 pub use split::{NodeSplit, split_per_class};
 pub use transform::KHop;
 
+// Public dependencies whose types appear in this crate's API, re-exported so that one
+// dependency is enough (versions: README.md, "Re-exported dependencies").
+/// The array crate of node, edge and graph data (`DataStore`, generated features).
+pub use ndarray;
+/// The sparse-matrix crate: sparse node features and normalised adjacencies are
+/// `sprs::CsMat`s.
+pub use sprs;
+
 /// How to merge values of edges that become one (coalesce, to_undirected).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reduce {
