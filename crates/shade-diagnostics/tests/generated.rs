@@ -62,7 +62,10 @@ fn workspace_versions() -> std::collections::BTreeMap<String, String> {
             let (name, rest) = l.split_once(" = ")?;
             // `name = "0.17"` or `name = { ..., version = "0.11.6", ... }`.
             let value = rest.split_once("version = ").map_or(rest, |(_, v)| v);
-            Some((name.trim().to_string(), value.split('"').nth(1)?.to_string()))
+            Some((
+                name.trim().to_string(),
+                value.split('"').nth(1)?.to_string(),
+            ))
         })
         .collect()
 }

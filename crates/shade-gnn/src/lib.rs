@@ -129,6 +129,9 @@ pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx};
 pub use error::{GnnError, GnnResult};
 pub use layer::{Arg, Env, Features, Input, Inputs, Layer, apply, forward_model, model_args};
 pub use params::{ParamVars, Params, State, StateScope, Store};
+pub use safetensors::{
+    from_safetensors_bytes, load_safetensors, save_safetensors, to_safetensors_bytes,
+};
 
 // Public dependencies whose types appear in this crate's API, re-exported so that one
 // dependency is enough (versions: README.md, "Re-exported dependencies").
@@ -145,6 +148,3 @@ pub use shade_graph;
 pub use shade_interface;
 /// The sparse-matrix crate: [`Features::sparse_from_f32`] takes an `sprs::CsMat`.
 pub use sprs;
-pub use safetensors::{
-    from_safetensors_bytes, load_safetensors, save_safetensors, to_safetensors_bytes,
-};
