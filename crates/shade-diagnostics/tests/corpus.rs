@@ -17,6 +17,8 @@ mod graph;
 mod harness;
 #[path = "corpus/interface.rs"]
 mod interface;
+#[path = "corpus/io.rs"]
+mod io;
 
 use std::collections::BTreeSet;
 
@@ -44,6 +46,7 @@ fn corpus() {
         graph::PROGRAMS,
         gnn::PROGRAMS,
         checks::PROGRAMS,
+        io::PROGRAMS,
     ]
     .concat();
     assert!(
