@@ -6,6 +6,7 @@ use crate::harness::{Program, Seen};
 pub(crate) const PROGRAMS: &[(&str, Program)] = &[
     ("io_npz_array_of_another_type", npz_array_of_another_type),
     ("io_npy_string_array", npy_string_array),
+    ("io_safetensors_overlapping_offsets", safetensors_overlapping_offsets),
 ];
 
 fn npz_array_of_another_type() -> Result<(), Seen> {
@@ -29,5 +30,15 @@ fn npy_string_array() -> Result<(), Seen> {
     bytes.extend_from_slice(header.as_bytes());
     bytes.extend_from_slice(&[0; 16]);
     shade_graph::parse_npy(&bytes, "names.npy")?;
+    Ok(())
+}
+
+fn safetensors_overlapping_offsets() -> Result<(), Seen> {
+    // A hand-edited header: `bias` points into `weight`'s bytes.
+    let header = r#"{"weight":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"bias":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&[0; 8]);
+    shade_gnn::from_safetensors_bytes::<f32>(&bytes)?;
     Ok(())
 }
