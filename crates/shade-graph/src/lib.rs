@@ -13,7 +13,8 @@
 //!   [`Graph::random_walk_adjacency`], [`Graph::scaled_laplacian`], [`Graph::lambda_max`].
 //!   Matrices are sprs CSR with rows = destination, in `f32` or `f64`.
 //! - Transforms on [`Graph`]: self-loops, edges, nodes, `coalesce`, `to_undirected`,
-//!   subgraphs; batching with [`Graph::batch`] / [`Graph::unbatch`].
+//!   subgraphs, [`NormalizeFeatures`] (PyG's row normalisation, sparse kept sparse);
+//!   batching with [`Graph::batch`] / [`Graph::unbatch`].
 //! - Generators ([`csbm`], [`erdos_renyi`], ...), sampling ([`NeighborSampler`],
 //!   [`random_edge_split`]), splits ([`split_per_class`]), readers and writers
 //!   ([`read_npz`] for citation graphs, [`read_npy`] / [`read_npz_arrays`] for arrays of
@@ -61,7 +62,7 @@ pub use io::{
 pub use norm::{GcnNorm, NormEdges};
 pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};
 pub use split::{NodeSplit, split_per_class};
-pub use transform::KHop;
+pub use transform::{KHop, NormalizeFeatures};
 
 // Public dependencies whose types appear in this crate's API, re-exported so that one
 // dependency is enough (versions: README.md, "Re-exported dependencies").

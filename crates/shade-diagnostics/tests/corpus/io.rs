@@ -6,7 +6,10 @@ use crate::harness::{Program, Seen};
 pub(crate) const PROGRAMS: &[(&str, Program)] = &[
     ("io_npz_array_of_another_type", npz_array_of_another_type),
     ("io_npy_string_array", npy_string_array),
-    ("io_safetensors_overlapping_offsets", safetensors_overlapping_offsets),
+    (
+        "io_safetensors_overlapping_offsets",
+        safetensors_overlapping_offsets,
+    ),
 ];
 
 fn npz_array_of_another_type() -> Result<(), Seen> {
