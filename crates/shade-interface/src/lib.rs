@@ -120,3 +120,11 @@ pub use form::{OneArg, TwoArg};
 pub use ops::*;
 pub use prep::{Meta, Prepared};
 pub use support::{render_support_table, support_table};
+
+// Public dependencies whose types appear in this crate's API, re-exported so that one
+// dependency is enough (versions: README.md, "Re-exported dependencies").
+/// The array crate of tensor programs ([`tensor`]).
+pub use ndarray;
+/// The AD core: function values (`shade_fn!`), the `Real` number trait, the tensor
+/// layer's `Tape` and `Var` that programs are written against.
+pub use shade_autodiff;
