@@ -11,6 +11,8 @@ mod autodiff;
 mod checks;
 #[path = "corpus/gnn.rs"]
 mod gnn;
+#[path = "corpus/gnn_layers.rs"]
+mod gnn_layers;
 #[path = "corpus/graph.rs"]
 mod graph;
 #[path = "corpus/harness.rs"]
@@ -43,6 +45,7 @@ fn corpus() {
         interface::PROGRAMS,
         graph::PROGRAMS,
         gnn::PROGRAMS,
+        gnn_layers::PROGRAMS,
         checks::PROGRAMS,
     ]
     .concat();

@@ -30,7 +30,10 @@
 //!   pooling (returns the pooled graph) and Set2Set.
 //!
 //! Errors are [`GnnError`]s with codes `SHADE-E04xx` (errors of the core and of the
-//! graph crate pass through with their own codes).
+//! graph crate pass through with their own codes). An error raised inside a layer
+//! names the layer's path in the model ([`GnnError::InLayer`], e.g. ``conv1: input
+//! has 1433 features per node but `conv1.lin.weight` expects 16``); [`ErrorCarry`]
+//! carries them out of a tensor program, whose closure returns the core's result type.
 //!
 //! # Adding a layer
 //!
@@ -42,11 +45,15 @@
 //!    initialisers from the given RNG, and the initial state (usually empty). A
 //!    [`Chain`](layers::Chain) prefixes them with the layer's name.
 //! 2. **`forward`** records the computation on the tape: read parameters with
-//!    `p.get("lin.weight")?`, the graph with `env.graph("MyConv")?`, edge sets with
+//!    `p.get("bias")?` (or `p.param("lin.weight")?` for a weight that
+//!    [`Input::linear`] multiplies, so that its shape errors name it), the graph
+//!    with `env.graph("MyConv")?`, edge sets with
 //!    `ctx.edges()` / `ctx.edges_with_self_loops()`; transform with
 //!    [`Input::linear`] (which also handles sparse input) and aggregate with
-//!    [`message`]'s functions. Return coded errors (`?` on tape operations), never
-//!    panic. Nothing structural (self-loops, degrees, normalisation) may be computed
+//!    [`message`]'s functions. Return coded errors ([`GnnResult`]: `?` on a tape
+//!    operation wraps the core's error), never panic; call a sublayer through
+//!    [`forward_sublayer`], so that its errors name its path in the model.
+//!    Nothing structural (self-loops, degrees, normalisation) may be computed
 //!    here: add a cached builder to [`GraphCtx`] / [`EdgeIndex`] instead.
 //!    Edge features arrive as `env.edge_attr` (`[E, D]`, graph edge order); a batch
 //!    of graphs is described by `ctx.batch()` / `ctx.num_graphs()` (pooling). Inside
@@ -65,9 +72,8 @@
 //!
 //! ```
 //! use rand::rngs::StdRng;
-//! use shade_autodiff::AdResult;
 //! use shade_autodiff::tensor::{Tape, Var};
-//! use shade_gnn::{init, Env, Float, Input, Layer, ParamVars, Params, State, StateScope};
+//! use shade_gnn::{init, Env, Float, GnnResult, Input, Layer, ParamVars, Params, State, StateScope};
 //! use shade_gnn::message::{propagate, Aggr, Message};
 //!
 //! /// `x'_i = W · max_{j -> i} x_j` (a toy layer).
@@ -80,11 +86,11 @@
 //!         (Params::new().with("weight", w), State::new())
 //!     }
 //!     fn forward<'a>(&self, t: &mut Tape<'a, T>, env: &mut Env<'a, '_, T>, x: Input<'a, T>,
-//!                    p: ParamVars<'_>, _st: StateScope<'_, T>) -> AdResult<Var> {
+//!                    p: ParamVars<'_>, _st: StateScope<'_, T>) -> GnnResult<Var> {
 //!         let g = env.graph("MaxConv")?;
 //!         let x = x.dense(t)?;
 //!         let m = propagate(t, g.edges(), x, Message::CopySrc, Aggr::Max)?;
-//!         Input::Dense(m).linear(t, p.get("weight")?)
+//!         Input::Dense(m).linear(t, p.param("weight")?)
 //!     }
 //!     fn is_graph_layer(&self) -> bool { true }
 //! }
@@ -127,8 +133,11 @@ pub mod train;
 
 pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx};
 pub use error::{GnnError, GnnResult};
-pub use layer::{Arg, Env, Features, Input, Inputs, Layer, apply, forward_model, model_args};
-pub use params::{ParamVars, Params, State, StateScope, Store};
+pub use layer::{
+    Arg, Env, ErrorCarry, Features, Input, Inputs, Layer, apply, forward_model, forward_sublayer,
+    model_args,
+};
+pub use params::{Param, ParamVars, Params, State, StateScope, Store};
 pub use safetensors::{
     from_safetensors_bytes, load_safetensors, save_safetensors, to_safetensors_bytes,
 };

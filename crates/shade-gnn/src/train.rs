@@ -36,7 +36,7 @@
 
 use crate::ctx::{Float, GraphArena};
 use crate::error::{GnnError, GnnResult};
-use crate::layer::{Inputs, Layer, apply_in, forward_model, model_args};
+use crate::layer::{ErrorCarry, Inputs, Layer, apply_in, forward_model, model_args};
 use crate::optim::{OptState, Optimiser};
 use crate::params::{Params, State};
 use ndarray::ArrayD;
@@ -163,15 +163,15 @@ impl TrainBackend for AutoShade {
         let arena = GraphArena::new();
         let inputs = &data.inputs.or_arena(&arena);
         let args = model_args(&ts.params, Some(&mut ts.grads), inputs, None, None);
-        let v = tensor::gradient(
+        let carry = ErrorCarry::new();
+        carry.land(tensor::gradient(
             &mut ts.bufs,
             |t, h: Vec<Var>| {
-                let y = forward_model(t, model, names, &h, inputs, state, true, rng)?;
+                let y = carry.lift(forward_model(t, model, names, &h, inputs, state, true, rng))?;
                 loss(t, y, data.target)
             },
             args,
-        )?;
-        Ok(v)
+        ))
     }
 }
 
@@ -202,14 +202,15 @@ where
     let arena = GraphArena::new();
     let inputs = &data.inputs.or_arena(&arena);
     let args = model_args(params, None, inputs, None, None);
-    let v = tensor::value(
+    let carry = ErrorCarry::new();
+    let v = carry.land(tensor::value(
         bufs,
         |t, h: Vec<Var>| {
-            let y = forward_model(t, model, names, &h, inputs, state, true, rng)?;
+            let y = carry.lift(forward_model(t, model, names, &h, inputs, state, true, rng))?;
             loss(t, y, data.target)
         },
         args,
-    )?;
+    ))?;
     Ok(v.iter().next().copied().unwrap_or_else(T::nan))
 }
 
@@ -424,8 +425,11 @@ mod tests {
         };
         let e = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)
             .unwrap_err();
-        assert_eq!(e.code(), "SHADE-E0110", "{e}");
-        assert!(e.to_string().contains("linear"), "{e}");
+        assert_eq!(e.code(), "SHADE-E0410", "{e}");
+        assert_eq!(
+            e.to_string(),
+            "conv1: input has 2 features per node but `conv1.lin.weight` expects 3"
+        );
         assert_eq!(ts.params, before);
         // A label out of range.
         let x = Features::dense(random_features(5, 3, 2));

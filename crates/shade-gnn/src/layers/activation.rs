@@ -2,6 +2,7 @@
 //! layer.
 
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
@@ -66,9 +67,9 @@ impl<T: Float> Layer<T> for Activation {
         x: Input<'a, T>,
         _p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let x = x.dense(t)?;
-        self.apply(t, x)
+        Ok(self.apply(t, x)?)
     }
 }
 

@@ -3,11 +3,11 @@
 
 use super::blocks::bad_option;
 use crate::ctx::{Float, GcnEdges};
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::{ArrayD, IxDyn};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Approximate personalised propagation: `h_0 = x`, `h_k = (1 - α) Â_k h_{k-1} + α x`,
@@ -117,19 +117,13 @@ impl<T: Float> Layer<T> for APPNP {
         x: Input<'a, T>,
         _p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("APPNP")?;
         if !(0.0..=1.0).contains(&self.alpha) {
-            return Err(bad_option(
-                "APPNP",
-                format!("alpha = {} (need 0 <= alpha <= 1)", self.alpha),
-            ));
+            return Err(bad_option("alpha", self.alpha, "a value in [0, 1]"));
         }
         if !(0.0..1.0).contains(&self.dropout) {
-            return Err(bad_option(
-                "APPNP",
-                format!("dropout = {} (need 0 <= dropout < 1)", self.dropout),
-            ));
+            return Err(bad_option("dropout", self.dropout, "a value in [0, 1)"));
         }
         let a = if self.normalize {
             g.gcn_adjacency(false, self.add_self_loops)
@@ -372,7 +366,18 @@ mod tests {
         ] {
             for training in [false, true] {
                 let err = run(&layer, &g, &x, training, &mut rng).unwrap_err();
-                assert_eq!(err.code(), "SHADE-E0114", "{layer:?}");
+                assert_eq!(err.code(), "SHADE-E0404", "{layer:?}");
+                let (name, value, range) = if (0.0..=1.0).contains(&layer.alpha) {
+                    ("dropout", layer.dropout, "[0, 1)")
+                } else {
+                    ("alpha", layer.alpha, "[0, 1]")
+                };
+                assert_eq!(
+                    err.to_string(),
+                    format!(
+                        "APPNP: invalid setting `{name}` = {value}: expected a value in {range}"
+                    )
+                );
             }
         }
     }

@@ -7,13 +7,14 @@
 //! `GATConv` and `GATv2Conv` use all of it, `TransformerConv` the option check, the edge
 //! features and the tail, `ResGatedGraphConv` the edge features.
 
-use super::blocks::bad_option;
+use super::blocks::{bad_option, no_edge_features};
 use crate::ctx::{EdgeIndex, Float, GraphCtx};
+use crate::error::{GnnError, GnnResult};
 use crate::layer::Env;
 use crate::message::weighted_sum;
 use ndarray::Array2;
+use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// The edge features of the self-loops that an attention layer adds (PyG's
 /// `fill_value`), computed from the features of the edges into each node after
@@ -37,14 +38,13 @@ pub enum FillValue {
     Const(f64),
 }
 
-/// Errors with [`AdError::InvalidArgument`] naming `layer` unless `heads >= 1` and
-/// `0 <= dropout < 1`.
-pub(crate) fn check_heads(layer: &'static str, heads: usize, dropout: f64) -> AdResult<()> {
-    if heads == 0 || !(0.0..1.0).contains(&dropout) {
-        return Err(bad_option(
-            layer,
-            format!("heads = {heads} and dropout = {dropout} (need heads >= 1, 0 <= dropout < 1)"),
-        ));
+/// Errors with [`GnnError::InvalidSetting`] unless `heads >= 1` and `0 <= dropout < 1`.
+pub(crate) fn check_heads(heads: usize, dropout: f64) -> GnnResult<()> {
+    if heads == 0 {
+        return Err(bad_option("heads", heads, "at least 1"));
+    }
+    if !(0.0..1.0).contains(&dropout) {
+        return Err(bad_option("dropout", dropout, "a value in [0, 1)"));
     }
     Ok(())
 }
@@ -53,27 +53,22 @@ pub(crate) fn check_heads(layer: &'static str, heads: usize, dropout: f64) -> Ad
 /// edge order (`[E]` is read as `[E, 1]`); `None` when the layer has no `edge_dim`
 /// (edge features of the call are then ignored, as by PyG's attention layers).
 ///
-/// Errors: [`AdError::InvalidArgument`] naming `layer` and `edge_dim` when the call has
-/// no edge features; [`AdError::ShapeMismatch`] (op `op`) with the expected
-/// `[E, edge_dim]` and the given shape when they differ.
+/// Errors: [`GnnError::DataMismatch`] when the call has no edge features;
+/// [`GnnError::InputShape`] with the expected `[E, edge_dim]` and the given shape when
+/// they differ.
 pub(crate) fn edge_features<T: Float>(
     t: &mut Tape<'_, T>,
     env: &Env<'_, '_, T>,
-    (layer, op): (&'static str, &'static str),
     edge_dim: Option<usize>,
     num_edges: usize,
-) -> AdResult<Option<Var>> {
+) -> GnnResult<Option<Var>> {
     let Some(d) = edge_dim else {
         return Ok(None);
     };
     let e = env.edge_attr.ok_or_else(|| {
-        bad_option(
-            layer,
-            format!(
-                "edge_dim = {d} is set but the call has no edge features (give `[E, {d}]` \
-                 edge features, or build the layer without edge_dim)"
-            ),
-        )
+        no_edge_features(format!(
+            "`[{num_edges}, {d}]` (edge_dim = {d}; or build the layer without edge_dim)"
+        ))
     })?;
     let shape = t.shape(e)?.to_vec();
     let e = if shape.len() == 1 {
@@ -83,10 +78,11 @@ pub(crate) fn edge_features<T: Float>(
     };
     let found = t.shape(e)?;
     if found != [num_edges, d] {
-        return Err(AdError::ShapeMismatch {
-            op,
-            left: vec![num_edges, d],
-            right: shape,
+        return Err(GnnError::InputShape {
+            what: "the edge feature array".into(),
+            found: format!("shape {shape:?}"),
+            param: None,
+            expected: format!("[{num_edges}, {d}] (one row per edge, edge_dim = {d} columns)"),
         });
     }
     Ok(Some(e))
@@ -178,7 +174,7 @@ impl Attention {
         logits: Var,
         msgs: Messages,
         bias: Option<Var>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let (n, h, c) = (edges.num_nodes(), self.heads, self.channels);
         let alpha = t.segment_softmax(logits, edges.dst(), n)?;
         let alpha = if self.dropout > 0.0 {
@@ -210,7 +206,7 @@ impl Attention {
             }
         };
         match bias {
-            Some(b) => crate::ops::add_bias(t, y, b),
+            Some(b) => Ok(crate::ops::add_bias(t, y, b)?),
             None => Ok(y),
         }
     }
@@ -343,17 +339,22 @@ mod tests {
         ] {
             let layer = edge_layer(name, 2);
             let err = run(&layer, &g, None).unwrap_err();
-            assert_eq!(err.code(), "SHADE-E0114", "{err}");
-            let msg = err.to_string();
-            assert!(msg.contains(name) && msg.contains("edge_dim = 2"), "{msg}");
+            assert_eq!(err.code(), "SHADE-E0405", "{err}");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{name}: edge features: expected `[{ne}, 2]` (edge_dim = 2; or build the \
+                     layer without edge_dim), found none (give them with `Inputs::with_edge_attr`)"
+                )
+            );
             let err = run(&layer, &g, Some(&e3)).unwrap_err();
-            assert_eq!(err.code(), "SHADE-E0110", "{err}");
-            let msg = err.to_string();
-            assert!(
-                msg.contains(name)
-                    && msg.contains(&format!("[{ne}, 2]"))
-                    && msg.contains(&format!("[{ne}, 3]")),
-                "{msg}"
+            assert_eq!(err.code(), "SHADE-E0410", "{err}");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{name}: the edge feature array has shape [{ne}, 3] but the layer expects \
+                     [{ne}, 2] (one row per edge, edge_dim = 2 columns)"
+                )
             );
             // `[E]` is one feature per edge.
             let layer = edge_layer(name, 1);
@@ -418,7 +419,8 @@ mod tests {
         let mut st = crate::State::new();
         let mut rng = StdRng::seed_from_u64(0);
         let program = |t: &mut Tape<'a, f64>, h: Vec<Var>| {
-            let y = forward_model(t, layer, p.names(), &h, &inputs, &mut st, false, &mut rng)?;
+            let y = forward_model(t, layer, p.names(), &h, &inputs, &mut st, false, &mut rng);
+            let y = y.expect("the layer runs");
             let rv = t.constant(r);
             let m = t.mul(y, rv)?;
             t.sum(m)

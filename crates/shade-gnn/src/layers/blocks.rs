@@ -4,15 +4,41 @@
 //! forward call, e.g. TopK pooling's selection).
 
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::layer::Input;
 use crate::params::ParamVars;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis};
 use shade_autodiff::tensor::{Tape, TensorRule, Var};
 use shade_autodiff::{AdError, AdResult};
 
-/// [`AdError::InvalidArgument`] for an option of `layer`.
-pub(crate) fn bad_option(layer: &'static str, what: String) -> AdError {
-    AdError::InvalidArgument { op: layer, what }
+/// [`GnnError::InvalidSetting`] for an option of a layer: its name, its value and
+/// what is allowed (the layer's path is added on the way out of the model).
+pub(crate) fn bad_option(name: &str, value: impl std::fmt::Display, expected: &str) -> GnnError {
+    GnnError::setting(name, value, expected)
+}
+
+/// [`GnnError::DataMismatch`] for a layer that needs edge features the call does not
+/// have; `expected` says which (e.g. `` `[E, 4]` edge features (edge_dim = 4) ``).
+pub(crate) fn no_edge_features(expected: String) -> GnnError {
+    GnnError::DataMismatch {
+        what: "edge features".into(),
+        expected,
+        found: "none (give them with `Inputs::with_edge_attr`)".into(),
+    }
+}
+
+/// [`GnnError::InputShape`] for an input of shape `shape` where the layer needs
+/// `[nodes, F]`.
+pub(crate) fn rows_per_node(shape: &[usize], nodes: usize) -> GnnError {
+    GnnError::InputShape {
+        what: "input".into(),
+        found: match shape {
+            [r, _] => format!("{r} rows"),
+            s => format!("shape {s:?}"),
+        },
+        param: None,
+        expected: format!("one row per node of the graph, [{nodes}, features]"),
+    }
 }
 
 /// `x · Wᵀ (+ b)` with `W = p[{name}.weight]` and `b = p[{name}.bias]` when `bias`.
@@ -22,11 +48,11 @@ pub(crate) fn linear<'a, T: Float>(
     p: &ParamVars<'_>,
     name: &str,
     bias: bool,
-) -> AdResult<Var> {
+) -> GnnResult<Var> {
     let p = p.scope(name);
-    let y = x.linear(t, p.get("weight")?)?;
+    let y = x.linear(t, p.param("weight")?)?;
     if bias {
-        t.add(y, p.get("bias")?)
+        Ok(t.add(y, p.get("bias")?)?)
     } else {
         Ok(y)
     }
@@ -41,9 +67,9 @@ fn gates<T: Float>(
     names: [&str; 4],
     (k, c): (usize, usize),
     bias: bool,
-) -> AdResult<(Vec<Var>, Vec<Var>)> {
-    let mut gi = Input::Dense(x).linear(t, p.get(names[0])?)?;
-    let mut gh = Input::Dense(h).linear(t, p.get(names[1])?)?;
+) -> GnnResult<(Vec<Var>, Vec<Var>)> {
+    let mut gi = Input::Dense(x).linear(t, p.param(names[0])?)?;
+    let mut gh = Input::Dense(h).linear(t, p.param(names[1])?)?;
     if bias {
         gi = t.add(gi, p.get(names[2])?)?;
         gh = t.add(gh, p.get(names[3])?)?;
@@ -67,7 +93,7 @@ pub(crate) fn gru_cell<T: Float>(
     p: &ParamVars<'_>,
     c: usize,
     bias: bool,
-) -> AdResult<Var> {
+) -> GnnResult<Var> {
     let (gi, gh) = gates(
         t,
         x,
@@ -87,7 +113,7 @@ pub(crate) fn gru_cell<T: Float>(
     // h' = (1 - z) n + z h = n + z (h - n)
     let d = t.sub(h, n)?;
     let zd = t.mul(z, d)?;
-    t.add(n, zd)
+    Ok(t.add(n, zd)?)
 }
 
 /// PyTorch's `LSTM` layer 0 for one step (gate order i, f, g, o): parameters
@@ -99,7 +125,7 @@ pub(crate) fn lstm_cell<T: Float>(
     (h, cell): (Var, Var),
     p: &ParamVars<'_>,
     c: usize,
-) -> AdResult<(Var, Var)> {
+) -> GnnResult<(Var, Var)> {
     let (gi, gh) = gates(
         t,
         x,

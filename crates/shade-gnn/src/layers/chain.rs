@@ -1,11 +1,11 @@
 //! `Chain`: layers applied in sequence, each under its own name.
 
 use crate::ctx::Float;
-use crate::layer::{Env, Input, Layer};
+use crate::error::{GnnError, GnnResult};
+use crate::layer::{Env, Input, Layer, forward_sublayer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// Layers applied in order. Each child's parameters are stored under its name
 /// (`conv1.lin.weight`); children added with [`Chain::push`] are named by position
@@ -74,6 +74,15 @@ impl<T: Float> Chain<T> {
     }
 }
 
+/// `path.name`, or `name` at the root.
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
 impl<T: Float> Layer<T> for Chain<T> {
     fn name(&self) -> &'static str {
         "Chain"
@@ -96,37 +105,32 @@ impl<T: Float> Layer<T> for Chain<T> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let mut h = x;
         let mut pooled: Option<&str> = None;
         for (name, l) in &self.layers {
             // With an arena the pooling hands the pooled graph on; without, the layers
             // after it would read the input graph.
+            let (lp, ls) = (p.scope(name), st.scope(name));
             if let Some(pool) = pooled.filter(|_| l.is_graph_layer() && env.arena.is_none()) {
-                return Err(AdError::InvalidArgument {
-                    op: "Chain",
-                    what: format!(
-                        "layer `{name}` ({}) reads the graph, but layer `{pool}` before it \
-                         dropped nodes and the call has no GraphArena to hold the pooled \
-                         graph; give the inputs one (`Inputs::with_arena`) or run the \
-                         model through `apply`, `TrainState::predict` or \
-                         `single_train_step`, which make one",
-                        l.name()
-                    ),
-                });
+                let e = GnnError::NoGraph {
+                    layer: l.name(),
+                    after_pooling: Some(join(&p.path(), pool)),
+                };
+                return Err(e.in_layer(lp.path(), l.name()));
             }
             if l.drops_nodes() {
                 pooled = Some(name);
             }
             let y = if l.is_graph_layer() {
-                l.forward(t, env, h, p.scope(name), st.scope(name))?
+                forward_sublayer(l, t, env, h, lp, ls)?
             } else {
                 // Plain layers see no graph.
-                env.without_graph(|env| l.forward(t, env, h, p.scope(name), st.scope(name)))?
+                env.without_graph(|env| forward_sublayer(l, t, env, h, lp, ls))?
             };
             h = Input::Dense(y);
         }
-        h.dense(t)
+        Ok(h.dense(t)?)
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -248,25 +252,91 @@ mod tests {
         let run = |inputs: &Inputs<'_, f64>| {
             let mut st = st.clone();
             let mut rng = rand::SeedableRng::seed_from_u64(0);
-            tensor::value(
+            let carry = crate::ErrorCarry::new();
+            carry.land(tensor::value(
                 &mut TapeBuffers::new(),
                 |t, h: Vec<Var>| {
-                    forward_model(t, &model, p.names(), &h, inputs, &mut st, false, &mut rng)
+                    carry.lift(forward_model(
+                        t,
+                        &model,
+                        p.names(),
+                        &h,
+                        inputs,
+                        &mut st,
+                        false,
+                        &mut rng,
+                    ))
                 },
                 model_args(&p, None, inputs, None, None),
-            )
+            ))
         };
         let err = run(&Inputs::new(&ctx, &f)).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
-        let msg = err.to_string();
-        assert!(
-            msg.contains("`conv2`") && msg.contains("`pool`") && msg.contains("with_arena"),
-            "{msg}"
+        assert_eq!(err.code(), "SHADE-E0409");
+        assert_eq!(
+            err.to_string(),
+            "conv2: the layer reads the graph, but the call has no graph for it: layer `pool` \
+             before it dropped nodes, and the pooled graph has nowhere to live"
         );
+        assert!(err.help().contains("Inputs::with_arena"), "{}", err.help());
         let arena = GraphArena::new();
         let y = run(&Inputs::new(&ctx, &f).with_arena(&arena)).unwrap();
         assert_eq!(y.shape(), &[4, 2]);
         assert_eq!(y, layer_output(&model, Some(&g), &x, 0).0.into_dyn());
+    }
+
+    /// Every layer with an input weight, run in a chain under the name `c` on features
+    /// of the wrong width, says so in the user's terms: the path, the width found, the
+    /// weight's full name and the width it expects.
+    #[test]
+    fn every_layer_names_its_path_and_weight_on_a_width_mismatch() {
+        use crate::layers::{
+            ChebConv, GATConv, GATv2Conv, GINConv, GraphConv, ResGatedGraphConv, SAGEConv, SGConv,
+            TAGConv, TransformerConv,
+        };
+        use crate::pool::TopKPool;
+        use crate::{Features, GraphCtx, Inputs, apply};
+        let g = random_graph(5, 8, 1);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let x = Features::dense(random_features(6, 5, 2));
+        let cases: Vec<(Box<dyn Layer<f64>>, &str)> = vec![
+            (Box::new(Dense::new(3, 2)), "c.weight"),
+            (Box::new(GCNConv::new(3, 2)), "c.lin.weight"),
+            (Box::new(GCNConv::new(3, 8)), "c.lin.weight"),
+            (Box::new(GATConv::new(3, 2)), "c.lin.weight"),
+            (Box::new(GATv2Conv::new(3, 2)), "c.lin_l.weight"),
+            (Box::new(SAGEConv::new(3, 2)), "c.lin_l.weight"),
+            (Box::new(GraphConv::new(3, 2)), "c.lin_rel.weight"),
+            (Box::new(ChebConv::new(3, 2, 2)), "c.lins.0.weight"),
+            (Box::new(SGConv::new(3, 2)), "c.lin.weight"),
+            (Box::new(TAGConv::new(3, 2)), "c.lins.0.weight"),
+            (Box::new(ResGatedGraphConv::new(3, 2)), "c.lin_key.weight"),
+            (Box::new(TransformerConv::new(3, 2)), "c.lin_query.weight"),
+            (Box::new(TopKPool::new(3, 0.5)), "c.weight"),
+            (
+                Box::new(GINConv::new(Chain::new().add("0", Dense::new(3, 2)))),
+                "c.nn.0.weight",
+            ),
+        ];
+        for (layer, weight) in cases {
+            let name = layer.name();
+            let model = Chain::new().add("c", layer);
+            let mut rng = rand::SeedableRng::seed_from_u64(0);
+            let (p, st) = model.init(&mut rng);
+            let err =
+                apply(&model, &Inputs::new(&ctx, &x), &p, &st, false, &mut rng).expect_err(name);
+            assert_eq!(err.code(), "SHADE-E0410", "{name}: {err}");
+            // The sublayer `nn.0` is a layer of its own; the other weights are the layer's.
+            let path = if weight.starts_with("c.nn.") {
+                "c.nn.0"
+            } else {
+                "c"
+            };
+            assert_eq!(
+                err.to_string(),
+                format!("{path}: input has 5 features per node but `{weight}` expects 3"),
+                "{name}"
+            );
+        }
     }
 
     proptest! {

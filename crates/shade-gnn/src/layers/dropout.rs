@@ -1,10 +1,10 @@
 //! `Dropout` with inverted scaling; the identity at evaluation.
 
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Zeroes each element with probability `p` (in `[0, 1)`) in training and scales the
@@ -37,9 +37,9 @@ impl<T: Float> Layer<T> for Dropout {
         x: Input<'a, T>,
         _p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let x = x.dense(t)?;
-        crate::ops::dropout(t, x, self.p, env.rng, env.training)
+        Ok(crate::ops::dropout(t, x, self.p, env.rng, env.training)?)
     }
 }
 

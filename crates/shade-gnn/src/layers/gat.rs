@@ -4,12 +4,12 @@ use super::attention::{
     Attention, FillValue, Mask, Messages, attention_edges, check_heads, edge_features,
 };
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::ops::head_dot;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Graph attention: `x'_i = Σ_{j ∈ N(i) ∪ {i}} α_ij W x_j` per head, with
@@ -27,8 +27,8 @@ use shade_autodiff::tensor::{Tape, Var};
 /// (the edge features of the added loops, see [`FillValue`]), `bias = true`,
 /// `residual = false`.
 ///
-/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
-/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0405`), and so
+/// are edge features of another width (`SHADE-E0410`); without it, edge features of
 /// the call are ignored.
 ///
 /// ```
@@ -48,7 +48,7 @@ use shade_autodiff::tensor::{Tape, Var};
 /// assert_eq!(y.shape(), &[3, 16]);
 /// // Without the edge features the call is a coded error.
 /// let err = apply(&conv, &Inputs::new(&ctx, &x), &p, &st, false, &mut rng).unwrap_err();
-/// assert_eq!(err.code(), "SHADE-E0114");
+/// assert_eq!(err.code(), "SHADE-E0405");
 /// # Ok::<(), shade_gnn::GnnError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -179,21 +179,20 @@ impl<T: Float> Layer<T> for GATConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
-        const NAMES: (&str, &str) = ("GATConv", "GATConv edge features ([E, edge_dim] vs given)");
+    ) -> GnnResult<Var> {
         let g = env.graph("GATConv")?;
-        check_heads("GATConv", self.heads, self.dropout)?;
-        let e = edge_features(t, env, NAMES, self.edge_dim, g.edges().num_edges())?;
+        check_heads(self.heads, self.dropout)?;
+        let e = edge_features(t, env, self.edge_dim, g.edges().num_edges())?;
         let (edges, e) = attention_edges(t, g, self.add_self_loops, e, self.fill_value)?;
         let h = self.heads;
-        let hx = x.linear(t, p.get("lin.weight")?)?;
+        let hx = x.linear(t, p.param("lin.weight")?)?;
         let a_src = head_dot(t, hx, p.get("att_src")?, h)?;
         let a_dst = head_dot(t, hx, p.get("att_dst")?, h)?;
         let es = t.index_select(a_src, edges.src())?;
         let ed = t.index_select(a_dst, edges.dst())?;
         let mut logits = t.add(es, ed)?;
         if let Some(e) = e {
-            let we = Input::Dense(e).linear(t, p.get("lin_edge.weight")?)?;
+            let we = Input::Dense(e).linear(t, p.param("lin_edge.weight")?)?;
             let a_edge = head_dot(t, we, p.get("att_edge")?, h)?;
             logits = t.add(logits, a_edge)?;
         }
@@ -215,10 +214,10 @@ impl<T: Float> Layer<T> for GATConv {
         }
         // PyG's order: attention output, then the skip connection, then the bias.
         let y = tail.aggregate(t, env, edges, logits, Messages::Nodes(hx), None)?;
-        let res = x.linear(t, p.get("res.weight")?)?;
+        let res = x.linear(t, p.param("res.weight")?)?;
         let y = t.add(y, res)?;
         match bias {
-            Some(b) => crate::ops::add_bias(t, y, b),
+            Some(b) => Ok(crate::ops::add_bias(t, y, b)?),
             None => Ok(y),
         }
     }

@@ -5,11 +5,11 @@ use super::attention::{
 };
 use super::blocks::linear;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Dynamic graph attention: `x'_i = Σ_{j ∈ N(i) ∪ {i}} α_ij W_l x_j` per head, with
@@ -28,8 +28,8 @@ use shade_autodiff::tensor::{Tape, Var};
 /// features of the added loops, see [`FillValue`]), `bias = true`,
 /// `share_weights = false`, `residual = false`.
 ///
-/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
-/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0405`), and so
+/// are edge features of another width (`SHADE-E0410`); without it, edge features of
 /// the call are ignored.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GATv2Conv {
@@ -170,14 +170,10 @@ impl<T: Float> Layer<T> for GATv2Conv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
-        const NAMES: (&str, &str) = (
-            "GATv2Conv",
-            "GATv2Conv edge features ([E, edge_dim] vs given)",
-        );
+    ) -> GnnResult<Var> {
         let g = env.graph("GATv2Conv")?;
-        check_heads("GATv2Conv", self.heads, self.dropout)?;
-        let e = edge_features(t, env, NAMES, self.edge_dim, g.edges().num_edges())?;
+        check_heads(self.heads, self.dropout)?;
+        let e = edge_features(t, env, self.edge_dim, g.edges().num_edges())?;
         let (edges, e) = attention_edges(t, g, self.add_self_loops, e, self.fill_value)?;
         let (h, c) = (self.heads, self.out_channels);
         let n = x.rows(t)?;
@@ -217,10 +213,10 @@ impl<T: Float> Layer<T> for GATv2Conv {
         }
         // PyG's order: attention output, then the skip connection, then the bias.
         let y = tail.aggregate(t, env, edges, logits, Messages::Edges(xj), None)?;
-        let res = x.linear(t, p.get("res.weight")?)?;
+        let res = x.linear(t, p.param("res.weight")?)?;
         let y = t.add(y, res)?;
         match bias {
-            Some(b) => crate::ops::add_bias(t, y, b),
+            Some(b) => Ok(crate::ops::add_bias(t, y, b)?),
             None => Ok(y),
         }
     }
@@ -408,7 +404,11 @@ mod tests {
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(x);
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0404");
+        assert_eq!(
+            err.to_string(),
+            "GATv2Conv: invalid setting `heads` = 0: expected at least 1"
+        );
     }
 
     /// A case the fuzzer found: with zero features and zero biases the scores sit

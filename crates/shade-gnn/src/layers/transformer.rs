@@ -3,11 +3,11 @@
 use super::attention::{Attention, Mask, Messages, check_heads, edge_features};
 use super::blocks::linear;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Graph transformer: per head, `x'_i = W_1 x_i + Σ_{j -> i} α_ij (W_2 x_j + W_e e_ij)`
@@ -22,8 +22,8 @@ use shade_autodiff::tensor::{Tape, Var};
 /// PyG: `heads = 1`, `concat = true`, `beta = false`, `dropout = 0` (on `α`, in
 /// training), `edge_dim = None`, `bias = true`, `root_weight = true`.
 ///
-/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
-/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0405`), and so
+/// are edge features of another width (`SHADE-E0410`); without it, edge features of
 /// the call are ignored.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransformerConv {
@@ -138,15 +138,11 @@ impl<T: Float> Layer<T> for TransformerConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
-        const NAMES: (&str, &str) = (
-            "TransformerConv",
-            "TransformerConv edge features ([E, edge_dim] vs given)",
-        );
+    ) -> GnnResult<Var> {
         let g = env.graph("TransformerConv")?;
-        check_heads("TransformerConv", self.heads, self.dropout)?;
+        check_heads(self.heads, self.dropout)?;
         let edges = g.edges();
-        let e = edge_features(t, env, NAMES, self.edge_dim, edges.num_edges())?;
+        let e = edge_features(t, env, self.edge_dim, edges.num_edges())?;
         let (h, c) = (self.heads, self.out_channels);
         let n = x.rows(t)?;
         let heads = |t: &mut Tape<'a, T>, y: Var| t.reshape(y, &[n, h, c]);
@@ -330,7 +326,7 @@ mod tests {
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(random_features(4, 3, 2));
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0405");
     }
 
     proptest! {
