@@ -12,7 +12,7 @@
 
 use crate::layers::ChebNorm;
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
-use shade_autodiff::tensor::{Element, SparseMatrix};
+use shade_autodiff::tensor::{Element, SparseMatrix, SymNorm};
 use shade_graph::{GcnNorm, Graph, GraphFloat};
 use std::sync::OnceLock;
 
@@ -278,6 +278,24 @@ pub struct GcnEdges<T: Element> {
 }
 
 impl<T: Float> GcnEdges<T> {
+    /// The structure of the core's [`Tape::sym_norm_values`] for this list: the
+    /// normalised values (PyG's `gcn_norm`) of `matrix` from edge weights on the tape,
+    /// or, unless `normalize`, the weights summed into the entries.
+    ///
+    /// [`Tape::sym_norm_values`]: shade_autodiff::tensor::Tape::sym_norm_values
+    pub fn sym_norm(&self, normalize: bool) -> SymNorm<'_> {
+        SymNorm {
+            rows: &self.dst,
+            cols: &self.src,
+            from: &self.from,
+            fill: self.fill,
+            entry: &self.position,
+            num_entries: self.matrix.nnz(),
+            num_nodes: self.matrix.rows(),
+            normalize,
+        }
+    }
+
     /// The listed edges' weights `wf` (`w(i)` of the graph edge each carries, `fill`
     /// for an added loop), the degrees `deg[i] = Σ_{dst = i} wf` (zeros unless
     /// `normalize`) and `deg^-1/2` (0 where the degree is 0, as PyG masks the

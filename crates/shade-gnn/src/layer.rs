@@ -62,7 +62,7 @@ impl<'a, T: Float> Input<'a, T> {
                 expected,
             });
         }
-        let wt = crate::ops::transpose2(t, w.var)?;
+        let wt = t.transpose(w.var)?;
         Ok(match self {
             Input::Dense(x) => t.matmul(x, wt)?,
             Input::Sparse(x) => t.spmm(x, wt)?,

@@ -56,10 +56,12 @@
 //!    Nothing structural (self-loops, degrees, normalisation) may be computed
 //!    here: add a cached builder to [`GraphCtx`] / [`EdgeIndex`] instead.
 //!    Edge features arrive as `env.edge_attr` (`[E, D]`, graph edge order); a batch
-//!    of graphs is described by `ctx.batch()` / `ctx.num_graphs()` (pooling). Inside
-//!    the crate, the hot-path helpers of the private `ops` module (`add_bias`,
-//!    `relu`, `transpose2`, `dropout`, `head_dot`, `edge_weighted_sum`) are faster
-//!    than the generic tape operations on `[N, F]` values.
+//!    of graphs is described by `ctx.batch()` / `ctx.num_graphs()` (pooling). Every
+//!    derivative rule lives in the core's tensor layer (`t.add` of a bias row,
+//!    `t.relu`, `t.group_dot` for per-head scores, `t.coo_spmm` for attention
+//!    aggregation, `t.sym_norm_values` for GCN normalisation over edge weights on
+//!    the tape); a layer that needs a new differentiable operation adds it there,
+//!    with its three rules and a gradient check.
 //! 3. **`is_graph_layer`** returns `true` if the layer reads the graph.
 //! 4. **Tests** in the same file: a proptest gradient check over random small graphs
 //!    with isolated nodes, self-loops and multi-edges

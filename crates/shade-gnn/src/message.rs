@@ -250,7 +250,7 @@ pub fn propagate_weighted<'a, T: crate::Float>(
     alpha: Var,
     x: Var,
 ) -> AdResult<Var> {
-    crate::ops::edge_weighted_sum(t, edges, alpha, x)
+    t.coo_spmm(edges.dst(), edges.src(), edges.num_nodes(), alpha, x)
 }
 
 /// Messages then aggregation. Sum and mean of [`Message::CopySrc`] and

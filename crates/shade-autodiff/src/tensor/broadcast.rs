@@ -281,6 +281,14 @@ impl<'a, T: Element> Tape<'a, T> {
             let z = aview0(&zero).into_dyn();
             let ta = self.tans[ia].view().unwrap_or_else(|| z.view());
             let tb = self.tans[ib].view().unwrap_or_else(|| z.view());
+            // A sum or difference is linear: its tangent is the same operation on the
+            // tangents, through the contiguous paths when they apply (a bias row).
+            if matches!(kind, Bin::Add | Bin::Sub)
+                && let Some(t) = fast_binary(&mut self.pool, kind, &ta, &tb, shape.slice())
+            {
+                let rec = Rec { a: ia, b: ib, kind };
+                return Ok(self.push(out, tracked, Op::Binary(rec), Tan::Own(t)));
+            }
             let mut t = self.pool.zeros(shape.slice());
             Zip::from(&mut t)
                 .and_broadcast(&x)

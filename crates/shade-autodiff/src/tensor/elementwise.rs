@@ -218,12 +218,24 @@ impl<'a, T: Element> Tape<'a, T> {
         if self.forward()
             && let Some(ta) = self.tans[ia].view()
         {
-            let mut t = self.pool.zeros(x.shape());
-            Zip::from(&mut t)
-                .and(&ta)
-                .and(&x)
-                .and(&y)
-                .for_each(|t, &ta, &x, &y| *t = ta * kind.df(x, y));
+            let t = match (ta.as_slice(), x.as_slice(), y.as_slice()) {
+                // All in standard layout: one pass over contiguous slices.
+                (Some(ts), Some(xs), Some(ys)) => self.pool.collect(
+                    x.shape(),
+                    ts.iter()
+                        .zip(xs.iter().zip(ys))
+                        .map(|(&ta, (&x, &y))| ta * kind.df(x, y)),
+                ),
+                _ => {
+                    let mut t = self.pool.zeros(x.shape());
+                    Zip::from(&mut t)
+                        .and(&ta)
+                        .and(&x)
+                        .and(&y)
+                        .for_each(|t, &ta, &x, &y| *t = ta * kind.df(x, y));
+                    t
+                }
+            };
             tan = Tan::Own(t);
         }
         Ok(self.push(y, tracked, Op::Unary(Rec { a: ia, kind }), tan))

@@ -40,7 +40,7 @@ impl Activation {
     pub fn apply<T: Float>(self, t: &mut Tape<'_, T>, x: Var) -> AdResult<Var> {
         match self {
             Activation::Identity => Ok(x),
-            Activation::Relu => crate::ops::relu(t, x),
+            Activation::Relu => t.relu(x),
             Activation::Tanh => t.tanh(x),
             Activation::Sigmoid => t.sigmoid(x),
             Activation::LeakyRelu(s) => t.leaky_relu(x, T::cst(s)),

@@ -11,7 +11,7 @@ use super::blocks::{bad_option, no_edge_features};
 use crate::ctx::{EdgeIndex, Float, GraphCtx};
 use crate::error::{GnnError, GnnResult};
 use crate::layer::Env;
-use crate::message::weighted_sum;
+use crate::message::{propagate_weighted, weighted_sum};
 use ndarray::Array2;
 use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
@@ -188,7 +188,7 @@ impl Attention {
         let single = self.concat || h == 1;
         let y = match msgs {
             Messages::Nodes(x) => {
-                let out = crate::ops::edge_weighted_sum(t, edges, alpha, x)?;
+                let out = propagate_weighted(t, edges, alpha, x)?;
                 if single {
                     out
                 } else {
@@ -206,7 +206,7 @@ impl Attention {
             }
         };
         match bias {
-            Some(b) => Ok(crate::ops::add_bias(t, y, b)?),
+            Some(b) => Ok(t.add(y, b)?),
             None => Ok(y),
         }
     }

@@ -76,7 +76,7 @@ impl<T: Float> Layer<T> for Dense {
     ) -> GnnResult<Var> {
         let mut y = x.linear(t, p.param("weight")?)?;
         if self.bias {
-            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
+            y = t.add(y, p.get("bias")?)?;
         }
         Ok(self.activation.apply(t, y)?)
     }

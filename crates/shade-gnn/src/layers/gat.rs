@@ -7,7 +7,6 @@ use crate::ctx::Float;
 use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
-use crate::ops::head_dot;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
@@ -186,14 +185,14 @@ impl<T: Float> Layer<T> for GATConv {
         let (edges, e) = attention_edges(t, g, self.add_self_loops, e, self.fill_value)?;
         let h = self.heads;
         let hx = x.linear(t, p.param("lin.weight")?)?;
-        let a_src = head_dot(t, hx, p.get("att_src")?, h)?;
-        let a_dst = head_dot(t, hx, p.get("att_dst")?, h)?;
+        let a_src = t.group_dot(hx, p.get("att_src")?, h)?;
+        let a_dst = t.group_dot(hx, p.get("att_dst")?, h)?;
         let es = t.index_select(a_src, edges.src())?;
         let ed = t.index_select(a_dst, edges.dst())?;
         let mut logits = t.add(es, ed)?;
         if let Some(e) = e {
             let we = Input::Dense(e).linear(t, p.param("lin_edge.weight")?)?;
-            let a_edge = head_dot(t, we, p.get("att_edge")?, h)?;
+            let a_edge = t.group_dot(we, p.get("att_edge")?, h)?;
             logits = t.add(logits, a_edge)?;
         }
         let logits = t.leaky_relu(logits, T::cst(self.negative_slope))?;
@@ -217,7 +216,7 @@ impl<T: Float> Layer<T> for GATConv {
         let res = x.linear(t, p.param("res.weight")?)?;
         let y = t.add(y, res)?;
         match bias {
-            Some(b) => Ok(crate::ops::add_bias(t, y, b)?),
+            Some(b) => Ok(t.add(y, b)?),
             None => Ok(y),
         }
     }

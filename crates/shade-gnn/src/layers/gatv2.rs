@@ -216,7 +216,7 @@ impl<T: Float> Layer<T> for GATv2Conv {
         let res = x.linear(t, p.param("res.weight")?)?;
         let y = t.add(y, res)?;
         match bias {
-            Some(b) => Ok(crate::ops::add_bias(t, y, b)?),
+            Some(b) => Ok(t.add(y, b)?),
             None => Ok(y),
         }
     }

@@ -5,7 +5,6 @@ use crate::ctx::Float;
 use crate::error::{GnnError, GnnResult};
 use crate::init;
 use crate::layer::{Env, Input, Layer};
-use crate::ops::gcn_norm_values;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
@@ -125,7 +124,7 @@ impl<T: Float> Layer<T> for GCNConv {
                     });
                 }
                 let edges = g.gcn_edges(self.improved, self.normalize && self.add_self_loops);
-                let v = gcn_norm_values(t, edges, g.num_nodes(), self.normalize, ew)?;
+                let v = t.sym_norm_values(ew, edges.sym_norm(self.normalize))?;
                 (&edges.matrix, Some(v))
             }
         };
@@ -145,7 +144,7 @@ impl<T: Float> Layer<T> for GCNConv {
             Input::Dense(h).linear(t, w)?
         };
         if self.bias {
-            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
+            y = t.add(y, p.get("bias")?)?;
         }
         Ok(y)
     }

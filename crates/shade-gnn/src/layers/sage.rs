@@ -102,7 +102,7 @@ impl<T: Float> Layer<T> for SAGEConv {
         // The source side: the raw features or their projection.
         let xs = if self.project {
             let h = linear(t, x, &p, "lin", true)?;
-            Input::Dense(crate::ops::relu(t, h)?)
+            Input::Dense(t.relu(h)?)
         } else {
             x
         };
@@ -118,7 +118,7 @@ impl<T: Float> Layer<T> for SAGEConv {
             Input::Dense(a).linear(t, wl)?
         };
         if self.bias {
-            y = crate::ops::add_bias(t, y, p.get("lin_l.bias")?)?;
+            y = t.add(y, p.get("lin_l.bias")?)?;
         }
         if self.root_weight {
             let r = x.linear(t, p.param("lin_r.weight")?)?;
