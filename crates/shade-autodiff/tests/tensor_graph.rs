@@ -107,6 +107,17 @@ proptest! {
         check_op(&[x], seed, move |t, v| t.index_select(v[0], idx))?;
     }
 
+    /// With indices the tape owns: the same values and rules as with borrowed ones.
+    #[test]
+    fn index_select_owned(x in mat(4), raw in prop::collection::vec(0..100usize, 0..7), seed in any::<u64>()) {
+        let n = x.shape()[0];
+        let idx: Vec<usize> = raw.into_iter().map(|i| i % n).collect();
+        let owned = idx.clone();
+        let y = tensor::value(&mut TapeBuffers::new(), |t, (x,)| t.index_select_owned(x, owned), (Const(&x),)).unwrap();
+        prop_assert_eq!(y, x.select(ndarray::Axis(0), &idx));
+        check_op(&[x], seed, move |t, v| t.index_select_owned(v[0], idx.clone()))?;
+    }
+
     #[test]
     fn scatter_add((x, idx, n) in segments(), seed in any::<u64>()) {
         let idx = leak(idx);

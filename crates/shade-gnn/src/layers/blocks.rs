@@ -1,15 +1,12 @@
-//! Building blocks shared by the part-B layers: option checks, linear maps by
-//! parameter name, the GRU and LSTM cells (composed from matmul, sigmoid, tanh, mul
-//! and add), and a row gather with owned indices (for index sets computed inside a
-//! forward call, e.g. TopK pooling's selection).
+//! Building blocks shared by the layers: option and shape errors in the user's terms,
+//! linear maps by parameter name, and the GRU and LSTM cells (composed from matmul,
+//! sigmoid, tanh, mul and add).
 
 use crate::ctx::Float;
 use crate::error::{GnnError, GnnResult};
 use crate::layer::Input;
 use crate::params::ParamVars;
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis};
-use shade_autodiff::tensor::{Tape, TensorRule, Var};
-use shade_autodiff::{AdError, AdResult};
+use shade_autodiff::tensor::{Tape, Var};
 
 /// [`GnnError::InvalidSetting`] for an option of a layer: its name, its value and
 /// what is allowed (the layer's path is added on the way out of the model).
@@ -149,56 +146,6 @@ pub(crate) fn lstm_cell<T: Float>(
     let tc = t.tanh(cell)?;
     let h = t.mul(o, tc)?;
     Ok((h, cell))
-}
-
-/// `out[i] = x[idx[i]]` along axis 0 with indices owned by the rule (for index sets
-/// computed inside a forward call, which cannot be borrowed for the tape's lifetime).
-#[derive(Debug)]
-pub(crate) struct RowGather {
-    pub(crate) idx: Vec<usize>,
-}
-
-impl<T: Float> TensorRule<T> for RowGather {
-    fn name(&self) -> &'static str {
-        "row_gather"
-    }
-    fn forward(&self, x: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
-        let x = &x[0];
-        let n = x.shape().first().copied().unwrap_or(0);
-        if let Some((position, &index)) = self.idx.iter().enumerate().find(|(_, i)| **i >= n) {
-            return Err(AdError::IndexOutOfRange {
-                op: "row_gather",
-                position,
-                index,
-                bound: n,
-            });
-        }
-        Ok(x.select(Axis(0), &self.idx))
-    }
-    fn vjp(
-        &self,
-        _x: &[ArrayViewD<'_, T>],
-        _y: ArrayViewD<'_, T>,
-        g: ArrayViewD<'_, T>,
-        _input: usize,
-        mut dx: ArrayViewMutD<'_, T>,
-    ) {
-        for (k, &i) in self.idx.iter().enumerate() {
-            let mut row = dx.index_axis_mut(Axis(0), i);
-            row.zip_mut_with(&g.index_axis(Axis(0), k), |d, &v| *d += v);
-        }
-    }
-    fn jvp(
-        &self,
-        _x: &[ArrayViewD<'_, T>],
-        _y: ArrayViewD<'_, T>,
-        tx: &[Option<ArrayViewD<'_, T>>],
-        mut ty: ArrayViewMutD<'_, T>,
-    ) {
-        if let Some(tx) = &tx[0] {
-            ty.assign(&tx.select(Axis(0), &self.idx));
-        }
-    }
 }
 
 /// Dense helpers for the reference computations of the part-B layer tests.

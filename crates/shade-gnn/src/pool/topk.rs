@@ -7,7 +7,7 @@ use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::layers::Activation;
-use crate::layers::blocks::{RowGather, bad_option, rows_per_node};
+use crate::layers::blocks::{bad_option, rows_per_node};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
@@ -267,8 +267,8 @@ impl TopKPool {
             .filter(|&e| kept[src[e]] && kept[dst[e]])
             .collect();
         let xd = x.dense(t)?;
-        let xk = t.custom(RowGather { idx: perm.clone() }, &[xd])?;
-        let sk = t.custom(RowGather { idx: perm.clone() }, &[score])?;
+        let xk = t.index_select_owned(xd, perm.clone())?;
+        let sk = t.index_select_owned(score, perm.clone())?;
         let mut y = t.mul(xk, sk)?;
         if self.multiplier != 1.0 {
             y = t.scale(y, T::cst(self.multiplier))?;
@@ -320,7 +320,7 @@ impl<T: Float> Layer<T> for TopKPool {
             })?;
             env.graph = Some(pooled);
             env.edge_attr = match env.edge_attr {
-                Some(e) => Some(t.custom(RowGather { idx: o.edges }, &[e])?),
+                Some(e) => Some(t.index_select_owned(e, o.edges)?),
                 None => None,
             };
         }
