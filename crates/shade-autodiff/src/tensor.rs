@@ -20,7 +20,7 @@
 //! | graph indexing | `index.rs` | `index_select scatter_add scatter_mean scatter_max segment_softmax` |
 //! | sparse × dense | `sparse.rs` | `spmm dense_spmm spmm_values` over [`SparseMatrix`] |
 //! | coordinate lists | `coo.rs` | `coo_spmm` (per-group values), `sym_norm_values` ([`SymNorm`]) |
-//! | dropout | `dropout.rs` | `dropout` with an explicit RNG |
+//! | dropout | `dropout.rs` | `dropout` with an explicit RNG; [`keep_mask`], its mask generator |
 //! | custom rules | `custom.rs` | [`TensorRule`], [`Tape::custom`] |
 //!
 //! Values derived only from constants are constants: they get no backward record, no
@@ -87,6 +87,7 @@ pub use crate::error::ValueRange;
 pub use args::{TensorArg, TensorArgs};
 pub use coo::SymNorm;
 pub use custom::TensorRule;
+pub use dropout::keep_mask;
 pub use index::Rows;
 pub use sparse::SparseMatrix;
 pub use tape::{Tape, TapeBuffers, Var};

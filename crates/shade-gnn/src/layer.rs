@@ -324,16 +324,21 @@ impl<T: Float> Features<T> {
     ///
     /// Errors with [`GnnError::InvalidSetting`] unless `0 <= p < 1`.
     pub fn dropout(&self, p: f64, rng: &mut StdRng) -> GnnResult<Features<T>> {
-        use rand::RngExt;
         if !(0.0..1.0).contains(&p) {
             return Err(GnnError::setting("dropout", p, "a value in [0, 1)"));
         }
         let scale = T::cst(1.0 / (1.0 - p));
+        let n = match self {
+            Features::Dense(x) => x.len(),
+            Features::Sparse(x) => x.nnz(),
+        };
+        // The core's mask generator, as the tape's dropout (one draw from `rng`).
+        let mut mask = shade_autodiff::tensor::keep_mask(n, p, rng).into_iter();
         let mut keep = |v: T| {
-            if rng.random::<f64>() < p {
-                T::zero()
-            } else {
+            if mask.next().unwrap_or(true) {
                 v * scale
+            } else {
+                T::zero()
             }
         };
         Ok(match self {

@@ -123,7 +123,6 @@ pub mod layers;
 pub mod loss;
 pub mod message;
 pub mod models;
-mod ops;
 pub mod optim;
 mod params;
 pub mod pool;

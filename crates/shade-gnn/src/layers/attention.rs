@@ -127,17 +127,6 @@ pub(crate) fn attention_edges<'a, T: Float>(
     Ok((edges, Some(t.concat(&[kept, loops], 0)?)))
 }
 
-/// Which dropout draws the attention mask. Both are inverted dropout; they draw
-/// different masks from the same seed, and each layer keeps the one it has always
-/// used so that seeded training runs stay reproducible.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Mask {
-    /// The crate's counter-based mask (`ops::dropout`).
-    Fast,
-    /// The tape's dropout (`Tape::dropout`).
-    Tape,
-}
-
 /// The messages that the attention coefficients weight.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Messages {
@@ -158,8 +147,6 @@ pub(crate) struct Attention {
     pub(crate) concat: bool,
     /// Dropout probability on the coefficients, in training.
     pub(crate) dropout: f64,
-    /// How the dropout mask is drawn.
-    pub(crate) mask: Mask,
 }
 
 impl Attention {
@@ -177,14 +164,7 @@ impl Attention {
     ) -> GnnResult<Var> {
         let (n, h, c) = (edges.num_nodes(), self.heads, self.channels);
         let alpha = t.segment_softmax(logits, edges.dst(), n)?;
-        let alpha = if self.dropout > 0.0 {
-            match self.mask {
-                Mask::Fast => crate::ops::dropout(t, alpha, self.dropout, env.rng, env.training)?,
-                Mask::Tape => t.dropout(alpha, self.dropout, env.rng, env.training)?,
-            }
-        } else {
-            alpha
-        };
+        let alpha = t.dropout(alpha, self.dropout, env.rng, env.training)?;
         let single = self.concat || h == 1;
         let y = match msgs {
             Messages::Nodes(x) => {

@@ -1,7 +1,7 @@
 //! `GATConv` (Veličković et al., 2018) with PyTorch Geometric's options and defaults.
 
 use super::attention::{
-    Attention, FillValue, Mask, Messages, attention_edges, check_heads, edge_features,
+    Attention, FillValue, Messages, attention_edges, check_heads, edge_features,
 };
 use crate::ctx::Float;
 use crate::error::GnnResult;
@@ -206,7 +206,6 @@ impl<T: Float> Layer<T> for GATConv {
             channels: self.out_channels,
             concat: self.concat,
             dropout: self.dropout,
-            mask: Mask::Fast,
         };
         if !self.residual {
             return tail.aggregate(t, env, edges, logits, Messages::Nodes(hx), bias);

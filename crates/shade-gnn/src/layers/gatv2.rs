@@ -1,7 +1,7 @@
 //! `GATv2Conv` (Brody et al., 2022) with PyTorch Geometric's options and defaults.
 
 use super::attention::{
-    Attention, FillValue, Mask, Messages, attention_edges, check_heads, edge_features,
+    Attention, FillValue, Messages, attention_edges, check_heads, edge_features,
 };
 use super::blocks::linear;
 use crate::ctx::Float;
@@ -206,7 +206,6 @@ impl<T: Float> Layer<T> for GATv2Conv {
             channels: c,
             concat: self.concat,
             dropout: self.dropout,
-            mask: Mask::Tape,
         };
         if !self.residual {
             return tail.aggregate(t, env, edges, logits, Messages::Edges(xj), bias);

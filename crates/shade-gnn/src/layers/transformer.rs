@@ -1,6 +1,6 @@
 //! `TransformerConv` (Shi et al., 2021) with PyTorch Geometric's options and defaults.
 
-use super::attention::{Attention, Mask, Messages, check_heads, edge_features};
+use super::attention::{Attention, Messages, check_heads, edge_features};
 use super::blocks::linear;
 use crate::ctx::Float;
 use crate::error::GnnResult;
@@ -173,7 +173,6 @@ impl<T: Float> Layer<T> for TransformerConv {
             channels: c,
             concat: self.concat,
             dropout: self.dropout,
-            mask: Mask::Tape,
         };
         let mut y = tail.aggregate(t, env, edges, logits, msgs, None)?;
         if self.root_weight {
