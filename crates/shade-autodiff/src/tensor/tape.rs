@@ -170,7 +170,7 @@ impl<T> Pool<T> {
 }
 
 #[track_caller]
-fn wrap<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
+pub(crate) fn wrap<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
     // The length is the shape's product by construction.
     ArrayD::from_shape_vec(IxDyn(shape), v).expect("pool buffer has the shape's length")
 }
