@@ -132,7 +132,7 @@ mod safetensors;
 pub mod testing;
 pub mod train;
 
-pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx};
+pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx, NormEdgeList, ScaledLaplacian};
 pub use error::{GnnError, GnnResult};
 pub use layer::{
     Arg, Env, ErrorCarry, Features, Input, Inputs, Layer, apply, forward_model, forward_sublayer,

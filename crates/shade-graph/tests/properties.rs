@@ -1,9 +1,12 @@
-//! Property tests of the graph invariants: transforms, batching, degrees, caches and
-//! the GCN normalisation against a dense reference.
+//! Property tests of the graph invariants: transforms, batching, degrees, caches, and
+//! the normalisations (GCN, Laplacians) against dense references written from PyTorch
+//! Geometric's `gcn_norm`, `get_laplacian` and `ChebConv` on directed graphs with
+//! self-loops, multi-edges and isolated nodes (where the in- and out-degree
+//! conventions of the two families differ).
 
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
-use shade_graph::{GcnNorm, Graph, Reduce};
+use shade_graph::{GcnNorm, Graph, LaplacianNorm, Reduce};
 use sprs::CsMat;
 
 /// A random small graph: self-loops and multi-edges allowed, weights optional, one
@@ -198,16 +201,65 @@ proptest! {
         }
     }
 
+    /// PyG's `get_laplacian` and ChebConv's `2L/λ - I`, written densely: self-loops
+    /// removed, `deg = scatter(w, row)` (row = source: the out-degree, the column sums
+    /// of `A[dst, src]`), `L = D - A`, `I - D^-1/2 A D^-1/2` or `I - D^-1 A` with
+    /// `A_norm[dst, src] = deg_inv[src] · w` for `rw`; a zero degree gives 0.
     #[test]
-    fn scaled_laplacian_matches_dense(g in small_graph(), lambda in 0.5f64..3.0) {
+    fn laplacians_match_pyg_dense(g in small_graph(), lambda in 0.5f64..3.0) {
         let n = g.num_nodes();
         let a = dense(&g.remove_self_loops().adjacency_matrix::<f64>(true));
-        let deg: Vec<f64> = (0..n).map(|i| a.row(i).sum()).collect();
-        let dis: Vec<f64> = deg.iter().map(|&d| if d == 0.0 { 0.0 } else { 1.0 / d.sqrt() }).collect();
-        let l = Array2::from_shape_fn((n, n), |(i, j)| f64::from(u8::from(i == j)) - dis[i] * a[[i, j]] * dis[j]);
-        prop_assert!(close(&dense(&g.normalized_laplacian::<f64>()), &l));
-        let s = &l * (2.0 / lambda) - Array2::<f64>::eye(n);
-        prop_assert!(close(&dense(&g.scaled_laplacian::<f64>(lambda)), &s));
+        let deg: Vec<f64> = (0..n).map(|j| a.column(j).sum()).collect();
+        let p = |d: f64, e: f64| if d == 0.0 { 0.0 } else { d.powf(e) };
+        let eye = Array2::<f64>::eye(n);
+        for norm in LaplacianNorm::ALL {
+            let l = match norm {
+                LaplacianNorm::None => Array2::from_diag(&Array1::from(deg.clone())) - &a,
+                LaplacianNorm::Sym => &eye - &Array2::from_shape_fn((n, n), |(i, j)| p(deg[i], -0.5) * a[[i, j]] * p(deg[j], -0.5)),
+                LaplacianNorm::Rw => &eye - &Array2::from_shape_fn((n, n), |(i, j)| a[[i, j]] * p(deg[j], -1.0)),
+            };
+            prop_assert!(close(&dense(&g.laplacian::<f64>(norm)), &l), "{norm:?}");
+            let s = &l * (2.0 / lambda) - &eye;
+            prop_assert!(close(&dense(&g.scaled_laplacian::<f64>(norm, lambda).unwrap()), &s), "{norm:?}");
+            // The edge-array form sums to the matrix and names the graph edge of every
+            // off-diagonal entry.
+            let e = g.laplacian_edges(norm);
+            let mut m = Array2::<f64>::zeros((n, n));
+            for k in 0..e.src.len() {
+                m[[e.dst[k] as usize, e.src[k] as usize]] += e.weight[k];
+                match e.edge[k] {
+                    Some(i) => prop_assert!(g.src()[i] == e.src[k] && g.dst()[i] == e.dst[k] && e.src[k] != e.dst[k]),
+                    None => prop_assert_eq!(e.src[k], e.dst[k]),
+                }
+            }
+            prop_assert!(close(&m, &l), "{norm:?}");
+        }
+        // Every diagonal entry is stored (a structure any λ fits).
+        let s = g.scaled_laplacian::<f64>(LaplacianNorm::Sym, 2.0).unwrap();
+        prop_assert!((0..n).all(|i| s.get(i, i).is_some()));
+        prop_assert!(g.scaled_laplacian::<f64>(LaplacianNorm::Sym, 0.0).is_err());
+        prop_assert!(g.scaled_laplacian::<f64>(LaplacianNorm::Sym, f64::NAN).is_err());
+    }
+
+    /// The GCN edge list: its entries sum to the matrix, each names the graph edge whose
+    /// weight it carries (an added loop none), and the degrees are by destination.
+    #[test]
+    fn gcn_norm_edges_match_the_matrix(g in small_graph(), improved in any::<bool>(), loops in any::<bool>()) {
+        let n = g.num_nodes();
+        let opts = GcnNorm { improved, add_self_loops: loops, ..GcnNorm::default() };
+        let e = g.gcn_norm_edges(opts);
+        let mut m = Array2::<f64>::zeros((n, n));
+        for k in 0..e.src.len() {
+            m[[e.dst[k] as usize, e.src[k] as usize]] += e.weight[k];
+            match e.edge[k] {
+                Some(i) => prop_assert!(g.src()[i] == e.src[k] && g.dst()[i] == e.dst[k]),
+                None => prop_assert!(loops && e.src[k] == e.dst[k]),
+            }
+        }
+        prop_assert!(close(&m, &dense(&g.gcn_norm::<f64>(opts))));
+        if loops {
+            prop_assert!(close(&m, &dense_gcn(&g, improved)));
+        }
     }
 
     #[test]

@@ -9,17 +9,10 @@ use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
 
-/// The graph Laplacian of [`ChebConv`] (PyG's `normalization`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum ChebNorm {
-    /// `L = D - A`.
-    None,
-    /// `L = I - D^-1/2 A D^-1/2` (the default).
-    #[default]
-    Sym,
-    /// `L = I - D^-1 A`.
-    Rw,
-}
+/// The graph Laplacian of [`ChebConv`] (PyG's `normalization`): shade-graph's
+/// [`LaplacianNorm`](shade_graph::LaplacianNorm), `L = D - A` (`None`),
+/// `I - D^-1/2 A D^-1/2` (`Sym`, the default) or `I - D^-1 A` (`Rw`).
+pub type ChebNorm = shade_graph::LaplacianNorm;
 
 /// Chebyshev spectral convolution: `x' = Σ_{k<K} Θ_k T_k(L̂) x + b` with
 /// `L̂ = 2L / λ_max - I`, `T_0 = x`, `T_1 = L̂ x`, `T_k = 2 L̂ T_{k-1} - T_{k-2}`.
@@ -106,8 +99,8 @@ impl<T: Float> Layer<T> for ChebConv {
         }
         let mut out = x.linear(t, p.param("lins.0.weight")?)?;
         if self.k > 1 {
-            // Built once per graph and normalisation (see `GraphCtx::cheb_laplacian`).
-            let l = g.cheb_laplacian(self.normalization, self.lambda_max);
+            // Built once per graph and normalisation (see `GraphCtx::scaled_laplacian`).
+            let l = g.scaled_laplacian(self.normalization, self.lambda_max)?;
             let (a, vals) = (l.matrix, l.values.map(|v| t.constant(&v)));
             let lhat = |t: &mut Tape<'a, T>, h: Var| -> GnnResult<Var> {
                 match vals {
@@ -224,9 +217,9 @@ mod tests {
             .unwrap();
         let ctx = GraphCtx::<f64>::new(&g);
         for norm in [ChebNorm::Sym, ChebNorm::None, ChebNorm::Rw] {
-            let first = ctx.cheb_laplacian(norm, 2.0).matrix as *const _;
+            let first = ctx.scaled_laplacian(norm, 2.0).unwrap().matrix as *const _;
             for lambda in [2.0, 1.5, 3.7, 2.0] {
-                let l = ctx.cheb_laplacian(norm, lambda);
+                let l = ctx.scaled_laplacian(norm, lambda).unwrap();
                 assert!(std::ptr::eq(l.matrix, first), "rebuilt for {lambda}");
                 assert_eq!(l.values.is_some(), lambda != 2.0);
                 let mut dense = l.matrix.csr().to_dense();

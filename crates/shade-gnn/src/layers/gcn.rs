@@ -8,6 +8,7 @@ use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
+use shade_graph::GcnNorm;
 
 /// `X' = Â · X · Wᵀ + b` with `Â = D^-1/2 (A + I) D^-1/2` (PyG's `GCNConv`).
 ///
@@ -80,6 +81,17 @@ impl GCNConv {
     }
 }
 
+impl GCNConv {
+    /// The normalisation options of the graph's adjacency (PyG's `gcn_norm`).
+    fn norm(&self) -> GcnNorm {
+        GcnNorm {
+            add_self_loops: self.add_self_loops,
+            improved: self.improved,
+            weighted: true,
+        }
+    }
+}
+
 impl<T: Float> Layer<T> for GCNConv {
     fn name(&self) -> &'static str {
         "GCNConv"
@@ -105,9 +117,7 @@ impl<T: Float> Layer<T> for GCNConv {
         let g = env.graph("GCNConv")?;
         // The adjacency: a cached constant, or cached structure with values on the tape.
         let (a, values) = match self.edge_weight {
-            GcnEdgeWeight::Graph if self.normalize => {
-                (g.gcn_adjacency(self.improved, self.add_self_loops), None)
-            }
+            GcnEdgeWeight::Graph if self.normalize => (g.normalized_adjacency(self.norm()), None),
             GcnEdgeWeight::Graph => (g.edges().weighted_sum_matrix(), None),
             GcnEdgeWeight::EdgeAttr => {
                 let ne = g.edges().num_edges();
@@ -123,9 +133,14 @@ impl<T: Float> Layer<T> for GCNConv {
                         expected: format!("one weight per edge, [{ne}] or [{ne}, 1]"),
                     });
                 }
-                let edges = g.gcn_edges(self.improved, self.normalize && self.add_self_loops);
+                // Without normalisation no loops are added (PyG's `normalize=False`).
+                let opts = GcnNorm {
+                    add_self_loops: self.normalize && self.add_self_loops,
+                    ..self.norm()
+                };
+                let edges = g.normalized_edges(opts);
                 let v = t.sym_norm_values(ew, edges.sym_norm(self.normalize))?;
-                (&edges.matrix, Some(v))
+                (g.normalized_adjacency(opts), Some(v))
             }
         };
         let prop = |t: &mut Tape<'a, T>, h: Var| match values {

@@ -8,6 +8,7 @@ use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
+use shade_graph::GcnNorm;
 
 /// Simplified graph convolution: `x' = Θ (Â^K x) + b` with the GCN-normalised
 /// adjacency `Â = D^-1/2 (A + I) D^-1/2`.
@@ -88,7 +89,10 @@ impl<T: Float> Layer<T> for SGConv {
         mut st: StateScope<'_, T>,
     ) -> GnnResult<Var> {
         let g = env.graph("SGConv")?;
-        let a = g.gcn_adjacency(false, self.add_self_loops);
+        let a = g.normalized_adjacency(GcnNorm {
+            add_self_loops: self.add_self_loops,
+            ..GcnNorm::default()
+        });
         let (n, f) = (x.rows(t)?, x.cols(t)?);
         if self.cached {
             let hit = st.get("cache")?.shape() == [n, f];

@@ -7,6 +7,7 @@ use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
+use shade_graph::GcnNorm;
 
 /// Topology adaptive graph convolution: `x' = Σ_{k=0}^{K} Θ_k Â^k x + b` with the
 /// GCN-normalised adjacency without added self-loops, `Â = D^-1/2 A D^-1/2` (or the
@@ -78,7 +79,10 @@ impl<T: Float> Layer<T> for TAGConv {
     ) -> GnnResult<Var> {
         let g = env.graph("TAGConv")?;
         let a = if self.normalize {
-            g.gcn_adjacency(false, false)
+            g.normalized_adjacency(GcnNorm {
+                add_self_loops: false,
+                ..GcnNorm::default()
+            })
         } else {
             g.edges().weighted_sum_matrix()
         };
