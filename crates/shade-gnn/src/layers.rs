@@ -61,7 +61,7 @@ mod transformer;
 pub use activation::Activation;
 pub use agnn::AGNNConv;
 pub use appnp::APPNP;
-pub use attention::FillValue;
+pub use attention::{AttentionOptions, FillValue};
 pub use cg::CGConv;
 pub use chain::Chain;
 pub use cheb::{ChebConv, ChebNorm};

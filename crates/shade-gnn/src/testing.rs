@@ -217,6 +217,20 @@ impl<'g> GradCheck<'g> {
         }
     }
 
+    /// With `width` columns of edge features, one row per edge of the graph, drawn
+    /// with [`random_features`] (seed 7).
+    pub fn with_edge_features(mut self, width: usize) -> Self {
+        let ne = self.graph.map_or(0, Graph::num_edges);
+        self.edge_attr = Some(random_features(ne, width, 7).into_dyn());
+        self
+    }
+
+    /// In training mode (or evaluation mode) with a fixed random stream.
+    pub fn in_training(mut self, training: bool) -> Self {
+        self.training = training;
+        self
+    }
+
     /// Compares the native gradient with central differences; `Err` names the worst
     /// entry.
     pub fn run<L: Layer<f64> + ?Sized>(&self, layer: &L) -> Result<(), String> {

@@ -148,7 +148,7 @@ pub(crate) fn lstm_cell<T: Float>(
     Ok((h, cell))
 }
 
-/// Dense helpers for the reference computations of the part-B layer tests.
+/// Dense helpers for the reference computations of the layer tests.
 #[cfg(test)]
 pub(crate) mod reference {
     use crate::params::Params;
@@ -169,6 +169,15 @@ pub(crate) mod reference {
             .unwrap_or_else(|| panic!("parameter {name}"))
             .clone()
             .into_dimensionality::<Ix1>()
+            .unwrap()
+    }
+
+    /// A 3-D parameter.
+    pub(crate) fn t3(p: &Params<f64>, name: &str) -> ndarray::Array3<f64> {
+        p.get(name)
+            .unwrap_or_else(|| panic!("parameter {name}"))
+            .clone()
+            .into_dimensionality::<ndarray::Ix3>()
             .unwrap()
     }
 
@@ -240,6 +249,103 @@ pub(crate) mod reference {
             Array2::from_shape_fn((rows.len(), d), |(i, c)| rows[i][c])
         });
         (edges, attrs)
+    }
+
+    /// A reference case: the graph, the node features and the edge features (if any).
+    pub(crate) type Case<'c> = (
+        &'c shade_graph::Graph,
+        &'c Array2<f64>,
+        Option<&'c Array2<f64>>,
+    );
+
+    /// Attention aggregation from its definition with plain loops: for every node `i`
+    /// and head `k < h`, `α` is the softmax of `score(id, i, j, k)` over the edges
+    /// `id = (j, i)` into `i`, and the output row gets `α · value(id, j, k, q)` in
+    /// column `k·c + q` (`concat`) or its mean over the heads in column `q`.
+    pub(crate) fn attention(
+        n: usize,
+        edges: &[(usize, usize)],
+        (h, c, concat): (usize, usize, bool),
+        score: impl Fn(usize, usize, usize, usize) -> f64,
+        value: impl Fn(usize, usize, usize, usize) -> f64,
+    ) -> Array2<f64> {
+        let mut out = Array2::zeros((n, if concat { h * c } else { c }));
+        for i in 0..n {
+            let inc: Vec<(usize, usize)> = edges
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.1 == i)
+                .map(|(id, e)| (id, e.0))
+                .collect();
+            for k in 0..h {
+                let z: f64 = inc.iter().map(|&(id, j)| score(id, i, j, k).exp()).sum();
+                for &(id, j) in &inc {
+                    let a = score(id, i, j, k).exp() / z;
+                    for q in 0..c {
+                        let v = a * value(id, j, k, q);
+                        if concat {
+                            out[[i, k * c + q]] += v;
+                        } else {
+                            out[[i, q]] += v / h as f64;
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The output of GATConv and GATv2Conv from their definition: [`attention`] over
+    /// `edges` with `score` and, as the messages, the source rows of `values`
+    /// (`[N, H·C]`), then the skip connection `x · resᵀ` (with `residual`) and the
+    /// parameter `bias` (when present), in PyG's order.
+    pub(crate) fn gat_output(
+        (x, p): (&Array2<f64>, &Params<f64>),
+        o: &crate::layers::AttentionOptions,
+        (c, edges): (usize, &[(usize, usize)]),
+        score: impl Fn(usize, usize, usize, usize) -> f64,
+        values: &Array2<f64>,
+    ) -> Array2<f64> {
+        let value = |_id: usize, j: usize, k: usize, q: usize| values[[j, k * c + q]];
+        let mut out = attention(x.nrows(), edges, (o.heads, c, o.concat), score, value);
+        if o.residual {
+            out += &affine(x, &m(p, "res.weight"), None);
+        }
+        if p.get("bias").is_some() {
+            out += &v(p, "bias");
+        }
+        out
+    }
+
+    /// Runs `conv` (parameters drawn from seed 5, the listed biases set to non-zero
+    /// values so that they are checked too) on `g` with features `x` and edge
+    /// features `e`, and compares the output with `reference(params)` to 1e-12.
+    pub(crate) fn check_against<L: crate::Layer<f64>>(
+        conv: &L,
+        (g, x, e): Case<'_>,
+        biases: &[&str],
+        reference: impl Fn(&Params<f64>) -> Array2<f64>,
+    ) {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let (mut p, st) = conv.init(&mut rng);
+        for name in biases {
+            p.get_mut(name)
+                .unwrap_or_else(|| panic!("parameter {name}"))
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = 0.1 * i as f64 - 0.2);
+        }
+        let ctx = crate::GraphCtx::<f64>::new(g);
+        let f = crate::Features::dense(x.clone());
+        let ed = e.map(|e| e.clone().into_dyn());
+        let mut inputs = crate::Inputs::new(&ctx, &f);
+        if let Some(ed) = &ed {
+            inputs = inputs.with_edge_attr(ed);
+        }
+        let (y, _) = crate::apply(conv, &inputs, &p, &st, false, &mut rng).unwrap();
+        let y = y.into_dimensionality::<Ix2>().unwrap();
+        crate::testing::assert_close(&y, &reference(&p), 1e-12);
     }
 
     /// One GRU step from the definition (gate order r, z, n) with parameters under
