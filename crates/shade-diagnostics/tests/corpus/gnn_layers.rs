@@ -5,7 +5,7 @@
 use crate::gnn::{params_of, ring, two_layers};
 use crate::harness::{Program, Seen};
 use ndarray::Array2;
-use shade_gnn::layers::{Activation, Chain, ChebConv, Dense, GCNConv, GINConv};
+use shade_gnn::layers::{Activation, Chain, ChebConv, Dense, GCNConv, GINConv, LayerNorm};
 use shade_gnn::{Features, GnnResult, GraphCtx, Inputs, Layer, Params, apply};
 
 pub(crate) const PROGRAMS: &[(&str, Program)] = &[
@@ -18,6 +18,7 @@ pub(crate) const PROGRAMS: &[(&str, Program)] = &[
     ("gnn_layer_input_width", layer_input_width),
     ("gnn_sublayer_input_width", sublayer_input_width),
     ("gnn_layer_core_error_named", layer_core_error_named),
+    ("gnn_norm_affine_param_missing", norm_affine_param_missing),
 ];
 
 /// `model` on the six-node ring (or, unless `graph`, on the features alone) with
@@ -94,6 +95,19 @@ fn layer_core_error_named() -> Result<(), Seen> {
     let p = Params::new()
         .with("out.weight", Array2::from_elem((2, 3), 0.1).into_dyn())
         .with("out.bias", ndarray::Array1::from_elem(3, 0.0).into_dyn());
+    run_on_ring(&model, Array2::from_elem((6, 3), 0.5), Some(p), false)??;
+    Ok(())
+}
+
+/// A store saved from a model whose LayerNorm had no affine parameters, loaded into
+/// one whose LayerNorm has them (once silently skipped: the output was not scaled).
+fn norm_affine_param_missing() -> Result<(), Seen> {
+    let model = Chain::new()
+        .add("lin", Dense::new(3, 4))
+        .add("norm", LayerNorm::new(4));
+    let p = Params::new()
+        .with("lin.weight", Array2::from_elem((4, 3), 0.1).into_dyn())
+        .with("lin.bias", ndarray::Array1::from_elem(4, 0.0).into_dyn());
     run_on_ring(&model, Array2::from_elem((6, 3), 0.5), Some(p), false)??;
     Ok(())
 }

@@ -339,6 +339,103 @@ mod tests {
         }
     }
 
+    /// Every layer and pool of the crate, for the error checks that hold for all of
+    /// them: a small instance for three input features (edge features of width 2
+    /// where the layer reads them).
+    fn every_layer() -> Vec<Box<dyn Layer<f64>>> {
+        use crate::layers::{
+            AGNNConv, APPNP, BatchNorm, CGConv, ChebConv, EdgeConv, GATConv, GATv2Conv, GINConv,
+            GINEConv, GatedGraphConv, GraphConv, LayerNorm, LayerNormMode, NNConv,
+            ResGatedGraphConv, SAGEConv, SGConv, TAGConv, TransformerConv,
+        };
+        use crate::message::Aggr;
+        use crate::pool::{GlobalAttentionPool, GlobalPool, Set2Set, TopKPool};
+        let dense = |i, o| Chain::new().add("0", Dense::new(i, o));
+        vec![
+            Box::new(Dense::new(3, 2)),
+            Box::new(Activation::Relu),
+            Box::new(Dropout::new(0.5)),
+            Box::new(LayerNorm::new(3)),
+            Box::new(LayerNorm::new(3).with_mode(LayerNormMode::Graph)),
+            Box::new(BatchNorm::new(3)),
+            Box::new(GCNConv::new(3, 2)),
+            Box::new(GATConv::new(3, 2).with_edge_dim(2)),
+            Box::new(GATv2Conv::new(3, 2).with_edge_dim(2)),
+            Box::new(SAGEConv::new(3, 2)),
+            Box::new(GINConv::new(dense(3, 2))),
+            Box::new(GINEConv::new(dense(3, 2)).with_edge_dim(2, 3)),
+            Box::new(GraphConv::new(3, 2)),
+            Box::new(ChebConv::new(3, 2, 2)),
+            Box::new(SGConv::new(3, 2)),
+            Box::new(TAGConv::new(3, 2)),
+            Box::new(APPNP::new(2, 0.1)),
+            Box::new(EdgeConv::new(dense(6, 2))),
+            Box::new(ResGatedGraphConv::new(3, 2)),
+            Box::new(GatedGraphConv::new(3, 2)),
+            Box::new(TransformerConv::new(3, 2).with_edge_dim(2)),
+            Box::new(NNConv::new(3, 2, dense(2, 6))),
+            Box::new(CGConv::new(3, 2)),
+            Box::new(AGNNConv::new()),
+            Box::new(GlobalPool::new(Aggr::Sum)),
+            Box::new(GlobalAttentionPool::new(dense(3, 1))),
+            Box::new(Set2Set::new(3, 2)),
+            Box::new(TopKPool::new(3, 0.5)),
+        ]
+    }
+
+    /// Every layer, run in a chain under the name `c`: without a graph (a graph
+    /// layer), and with its parameters missing (a layer with parameters), the error
+    /// has the GNN crate's code and names the path `c` (or that of the sublayer that
+    /// reads the parameter, `c.nn.0`) and the parameter's full name.
+    #[test]
+    fn every_layer_names_its_path_without_a_graph_or_a_parameter() {
+        use crate::{Features, GraphCtx, Inputs, apply};
+        let g = random_graph(5, 8, 1);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let x = Features::dense(random_features(g.num_nodes(), 3, 2));
+        let e = random_features(g.num_edges(), 2, 3).into_dyn();
+        let with_graph = Inputs::new(&ctx, &x).with_edge_attr(&e);
+        let (mut graph_layers, mut with_params) = (0, 0);
+        for layer in every_layer() {
+            let name = layer.name();
+            let is_graph = layer.is_graph_layer();
+            let model = Chain::new().add("c", layer);
+            let mut rng = rand::SeedableRng::seed_from_u64(0);
+            let (p, st) = model.init(&mut rng);
+            // The layer itself runs.
+            apply(&model, &with_graph, &p, &st, false, &mut rng)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            if is_graph {
+                graph_layers += 1;
+                let err = apply(&model, &Inputs::without_graph(&x), &p, &st, false, &mut rng)
+                    .expect_err(name);
+                assert_eq!(err.code(), "SHADE-E0409", "{name}: {err}");
+                assert_eq!(
+                    err.to_string(),
+                    "c: the layer reads the graph, but the call has no graph",
+                    "{name}"
+                );
+            }
+            if !p.is_empty() {
+                with_params += 1;
+                let err = apply(&model, &with_graph, &Params::new(), &st, false, &mut rng)
+                    .expect_err(name);
+                assert_eq!(err.code(), "SHADE-E0401", "{name}: {err}");
+                // `{path}: parameter `{full name}` is missing from the store`, the path
+                // that of the layer or of its sublayer that reads the parameter.
+                let msg = err.to_string();
+                let (path, missing) = msg
+                    .strip_suffix("` is missing from the store")
+                    .and_then(|m| m.split_once(": parameter `"))
+                    .unwrap_or_else(|| panic!("{name}: {msg}"));
+                assert!(path == "c" || path.starts_with("c."), "{name}: {msg}");
+                assert!(missing.starts_with(&format!("{path}.")), "{name}: {msg}");
+                assert!(p.names().iter().any(|n| n == missing), "{name}: {msg}");
+            }
+        }
+        assert_eq!((graph_layers, with_params), (23, 24));
+    }
+
     proptest! {
         #![proptest_config(proptest_config(24))]
         #[test]

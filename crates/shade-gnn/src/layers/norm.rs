@@ -33,15 +33,14 @@ fn standardise<T: Float>(
     Ok((t.div(xc, d)?, m, v))
 }
 
-fn affine<T: Float>(t: &mut Tape<'_, T>, y: Var, p: &ParamVars<'_>) -> GnnResult<Var> {
-    let y = match p.opt("weight") {
-        Some(w) => t.mul(y, w)?,
-        None => y,
-    };
-    match p.opt("bias") {
-        Some(b) => Ok(t.add(y, b)?),
-        None => Ok(y),
+/// `y · weight + bias` with the layer's parameters when `on` (the layer's affine
+/// option; a missing parameter is then [`GnnError::MissingParam`](crate::GnnError::MissingParam)), else `y`.
+fn affine<T: Float>(t: &mut Tape<'_, T>, y: Var, p: &ParamVars<'_>, on: bool) -> GnnResult<Var> {
+    if !on {
+        return Ok(y);
     }
+    let y = t.mul(y, p.get("weight")?)?;
+    Ok(t.add(y, p.get("bias")?)?)
 }
 
 /// What [`LayerNorm`] normalises over (PyG's `mode`).
@@ -194,7 +193,7 @@ impl<T: Float> Layer<T> for LayerNorm {
                 standardise_graph(t, g, x, self.eps)?
             }
         };
-        affine(t, y, &p)
+        affine(t, y, &p, self.elementwise_affine)
     }
     fn is_graph_layer(&self) -> bool {
         self.mode == LayerNormMode::Graph
@@ -322,7 +321,7 @@ impl<T: Float> Layer<T> for BatchNorm {
             let xc = t.sub(x, rm)?;
             t.div(xc, rs)?
         };
-        affine(t, y, &p)
+        affine(t, y, &p, self.affine)
     }
 }
 
