@@ -203,6 +203,42 @@ fn lambda_max_of_known_spectra() {
     assert_eq!(Graph::empty(0).unwrap().lambda_max(Sym), 2.0);
 }
 
+/// The values PyTorch Geometric's own tests publish, as the independent reference:
+/// `get_laplacian` on `[[0, 1, 1, 2], [1, 0, 2, 1]]` with weights `[1, 2, 2, 4]`
+/// (test/utils/test_laplacian.py: entries in edge order, then the diagonal), and
+/// `add_remaining_self_loops` on `[[0, 1, 0], [1, 0, 0]]` with weights 0.5
+/// (test/utils/test_loop.py: `[[0, 1, 0, 1], [1, 0, 0, 1]]`, `[0.5, 0.5, 0.5, 1]`),
+/// which `gcn_norm` then scales by the in-degrees 1 and 1.5.
+#[test]
+fn normalisations_match_the_values_of_pygs_tests() {
+    use shade_graph::LaplacianNorm::{None as Plain, Rw, Sym};
+    let g = Graph::try_new(3, vec![0, 1, 1, 2], vec![1, 0, 2, 1])
+        .unwrap()
+        .with_weights(vec![1.0, 2.0, 2.0, 4.0])
+        .unwrap();
+    for (norm, want) in [
+        (Plain, [-1.0, -2.0, -2.0, -4.0, 1.0, 4.0, 4.0]),
+        (Sym, [-0.5, -1.0, -0.5, -1.0, 1.0, 1.0, 1.0]),
+        (Rw, [-1.0, -0.5, -0.5, -1.0, 1.0, 1.0, 1.0]),
+    ] {
+        let l = g.laplacian_edges(norm);
+        assert_eq!(l.src, [0, 1, 1, 2, 0, 1, 2], "{norm:?}");
+        assert_eq!(l.dst, [1, 0, 2, 1, 0, 1, 2], "{norm:?}");
+        assert_eq!(l.weight, want, "{norm:?}");
+    }
+    let g = Graph::try_new(2, vec![0, 1, 0], vec![1, 0, 0])
+        .unwrap()
+        .with_weights(vec![0.5; 3])
+        .unwrap();
+    let e = g.gcn_norm_edges(GcnNorm::default());
+    assert_eq!((e.src, e.dst), (vec![0, 1, 0, 1], vec![1, 0, 0, 1]));
+    assert_eq!(e.edge, [Some(0), Some(1), Some(2), None]);
+    let want = [0.5 / 1.5f64.sqrt(), 0.5 / 1.5f64.sqrt(), 0.5, 1.0 / 1.5];
+    for (k, (a, b)) in e.weight.iter().zip(want).enumerate() {
+        assert!((a - b).abs() < 1e-15, "entry {k}: {a} vs {b}");
+    }
+}
+
 /// The degree of a Laplacian is the out-degree (PyG's `get_laplacian` scatters the
 /// weights by `row`, the source), that of the GCN normalisation the in-degree (PyG's
 /// `gcn_norm` by `col`, the target): on the directed path 0 -> 1 -> 2 with weights 2

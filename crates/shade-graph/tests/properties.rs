@@ -47,22 +47,27 @@ fn dense(a: &CsMat<f64>) -> Array2<f64> {
     a.to_dense()
 }
 
-/// PyG's gcn_norm written densely: M[dst, src] = Σ w over non-loop edges, diagonal =
-/// the last existing loop's weight or the fill value, deg = row sums, Â = D^-½ M D^-½.
-fn dense_gcn(g: &Graph, improved: bool) -> Array2<f64> {
+/// PyG's gcn_norm written densely: with `add_self_loops`, M[dst, src] = Σ w over the
+/// non-loop edges and the diagonal the last existing loop's weight or the fill value
+/// (2 when `improved`); without, M[dst, src] = Σ w over every edge; w = 1 unless
+/// `weighted`; deg = row sums (in-degrees), Â = D^-½ M D^-½ with 0 for a zero degree.
+fn dense_gcn(g: &Graph, opts: GcnNorm) -> Array2<f64> {
     let n = g.num_nodes();
+    let w = |e: usize| if opts.weighted { g.weight(e) } else { 1.0 };
     let mut m = Array2::<f64>::zeros((n, n));
-    let mut diag = vec![if improved { 2.0 } else { 1.0 }; n];
+    let mut diag = vec![if opts.improved { 2.0 } else { 1.0 }; n];
     for e in 0..g.num_edges() {
         let (s, d) = (g.src()[e] as usize, g.dst()[e] as usize);
-        if s == d {
-            diag[s] = g.weight(e);
+        if opts.add_self_loops && s == d {
+            diag[s] = w(e);
         } else {
-            m[[d, s]] += g.weight(e);
+            m[[d, s]] += w(e);
         }
     }
-    for i in 0..n {
-        m[[i, i]] = diag[i];
+    if opts.add_self_loops {
+        for i in 0..n {
+            m[[i, i]] = diag[i];
+        }
     }
     let deg: Vec<f64> = (0..n).map(|i| m.row(i).sum()).collect();
     let dis: Vec<f64> = deg
@@ -137,11 +142,14 @@ proptest! {
     }
 
     #[test]
-    fn gcn_norm_matches_dense_reference(g in small_graph(), improved in any::<bool>()) {
-        let opts = GcnNorm { improved, ..GcnNorm::default() };
+    fn gcn_norm_matches_dense_reference(
+        g in small_graph(),
+        (improved, add_self_loops, weighted) in any::<(bool, bool, bool)>(),
+    ) {
+        let opts = GcnNorm { improved, add_self_loops, weighted };
         let a = dense(&g.gcn_norm::<f64>(opts));
-        prop_assert!(close(&a, &dense_gcn(&g, improved)), "{a:?}\nvs\n{:?}", dense_gcn(&g, improved));
-        if !improved {
+        prop_assert!(close(&a, &dense_gcn(&g, opts)), "{a:?}\nvs\n{:?}", dense_gcn(&g, opts));
+        if opts == GcnNorm::default() {
             prop_assert!(close(&dense(g.gcn_adjacency::<f64>()), &a));
             let a32 = g.gcn_adjacency::<f32>().to_dense().mapv(f64::from);
             prop_assert!(a32.iter().zip(&a).all(|(x, y)| (x - y).abs() < 1e-6));
@@ -257,9 +265,7 @@ proptest! {
             }
         }
         prop_assert!(close(&m, &dense(&g.gcn_norm::<f64>(opts))));
-        if loops {
-            prop_assert!(close(&m, &dense_gcn(&g, improved)));
-        }
+        prop_assert!(close(&m, &dense_gcn(&g, opts)));
     }
 
     #[test]
