@@ -120,21 +120,12 @@ impl<T: Float> GraphCtx<T> {
 
     /// Prepares the graph behind `graph`, sharing it.
     pub fn shared(graph: Arc<Graph>) -> Self {
-        let (src, dst) = graph.edge_index();
-        let weights = graph
-            .weights()
-            .map(|w| w.iter().map(|&x| T::cst(x)).collect());
         let batch = graph
             .graph_indicator()
             .iter()
             .map(|&g| g as usize)
             .collect();
-        let edges = EdgeIndex::new(
-            graph.num_nodes(),
-            src.iter().map(|&s| s as usize).collect(),
-            dst.iter().map(|&d| d as usize).collect(),
-            weights,
-        );
+        let edges = EdgeIndex::of(Arc::clone(&graph));
         GraphCtx {
             graph,
             edges,
@@ -173,25 +164,16 @@ impl<T: Float> GraphCtx<T> {
     }
 
     /// The edges without self-loops, then one self-loop per node (weight 1): PyG's
-    /// `remove_self_loops` + `add_self_loops`, used by attention layers.
+    /// `remove_self_loops` + `add_self_loops`, shade-graph's transforms of the same
+    /// names. Built once.
     pub fn edges_with_self_loops(&self) -> &EdgeIndex<T> {
         self.self_loops.get_or_init(|| {
-            let e = &self.edges;
-            let n = e.num_nodes;
-            let keep: Vec<usize> = (0..e.num_edges())
-                .filter(|&i| e.src[i] != e.dst[i])
-                .collect();
-            let mut src: Vec<usize> = keep.iter().map(|&i| e.src[i]).collect();
-            let mut dst: Vec<usize> = keep.iter().map(|&i| e.dst[i]).collect();
-            src.extend(0..n);
-            dst.extend(0..n);
-            let weights = e.weights.as_ref().map(|_| {
-                keep.iter()
-                    .map(|&i| e.weight(i))
-                    .chain(std::iter::repeat_n(T::one(), n))
-                    .collect()
-            });
-            EdgeIndex::new(n, src, dst, weights)
+            let g = self
+                .graph
+                .remove_self_loops()
+                .add_self_loops(1.0)
+                .unwrap_or_else(|_| unreachable!("the fill 1 is finite"));
+            EdgeIndex::of(Arc::new(g))
         })
     }
 

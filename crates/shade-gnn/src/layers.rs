@@ -29,8 +29,9 @@
 //! `D` is the edge-feature width (`edge_dim`); the layers with an `edge_dim` check the
 //! call's edge features against it. Pooling layers are in [`crate::pool`]. `blocks.rs`
 //! holds the GRU / LSTM cells and option checks shared by these files; `attention.rs`
-//! what the attention layers share (edge set and self-loop edge features,
-//! [`FillValue`]; softmax, dropout, weighted sum, heads, bias).
+//! what the attention layers share (GAT's and GATv2's [`AttentionOptions`] and the
+//! builder methods of every attention layer; edge set and self-loop edge features,
+//! [`FillValue`]; softmax, dropout, weighted sum, heads, skip connection, bias).
 
 mod activation;
 mod agnn;

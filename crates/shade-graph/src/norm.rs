@@ -197,6 +197,20 @@ impl Graph {
         })
     }
 
+    /// The matrix of the mean aggregation (rows = destination, multi-edges summed):
+    /// entry `(v, u)` is `Σ w(u -> v) / in_degree(v)`, with `w = 1` unless `weighted`
+    /// (and the graph has weights) and the in-degree counting edges (each multi-edge and
+    /// self-loop once), so `M · X` is the mean of the messages into each node, PyG's
+    /// `aggr = "mean"` over (weighted) messages. A node without incoming edges has an
+    /// empty row. Unlike [`Graph::random_walk_adjacency`], the weights do not enter the
+    /// degree.
+    pub fn mean_adjacency_matrix<T: GraphFloat>(&self, weighted: bool) -> CsMat<T> {
+        let deg = self.in_degree();
+        self.row_matrix(weighted, false, None, |v, _, w| {
+            T::from_f64(w / deg[v] as f64)
+        })
+    }
+
     /// The weighted out-degrees without self-loops: the degree of PyG's
     /// `get_laplacian` (`scatter(edge_weight, row)` after `remove_self_loops`).
     fn laplacian_degree(&self) -> Vec<f64> {

@@ -141,6 +141,23 @@ proptest! {
         prop_assert!((g.weighted_out_degree().iter().sum::<f64>() - total).abs() < 1e-9);
     }
 
+    /// The aggregation matrices: `A[dst, src]` sums the (weighted) messages, and the
+    /// mean matrix divides each row by the node's number of incoming edges.
+    #[test]
+    fn aggregation_matrices_match_dense(g in small_graph(), weighted in any::<bool>()) {
+        let n = g.num_nodes();
+        let mut sum = Array2::<f64>::zeros((n, n));
+        let mut count = vec![0.0; n];
+        for e in 0..g.num_edges() {
+            let (s, d) = (g.src()[e] as usize, g.dst()[e] as usize);
+            sum[[d, s]] += if weighted { g.weight(e) } else { 1.0 };
+            count[d] += 1.0;
+        }
+        let mean = Array2::from_shape_fn((n, n), |(i, j)| if count[i] == 0.0 { 0.0 } else { sum[[i, j]] / count[i] });
+        prop_assert!(close(&dense(&g.adjacency_matrix::<f64>(weighted)), &sum));
+        prop_assert!(close(&dense(&g.mean_adjacency_matrix::<f64>(weighted)), &mean));
+    }
+
     #[test]
     fn gcn_norm_matches_dense_reference(
         g in small_graph(),

@@ -1,13 +1,14 @@
-//! Edge sets as the tensor layer's constants: [`EdgeIndex`] (an edge list as `usize`
-//! slices with its aggregation matrices), [`NormEdgeList`] (a normalised edge list of
-//! shade-graph mapped onto a cached matrix's entries), the constants that fill the
-//! edge features of added self-loops ([`SelfLoopFill`]), and the CSR builder they
-//! share.
+//! Edge sets as the tensor layer's constants: [`EdgeIndex`] (a graph's edge list as
+//! `usize` slices with its aggregation matrices from shade-graph), [`NormEdgeList`] (a
+//! normalised edge list of shade-graph mapped onto a cached matrix's entries), and the
+//! constants that fill the edge features of added self-loops ([`SelfLoopFill`], with
+//! the CSR builder of its edge-to-node matrices).
 
+use super::Float;
 use ndarray::{ArrayD, IxDyn};
 use shade_autodiff::tensor::{Element, SparseMatrix, SymNorm};
-use shade_graph::NormEdges;
-use std::sync::OnceLock;
+use shade_graph::{Graph, NormEdges};
+use std::sync::{Arc, OnceLock};
 
 /// CSR (rows = destination) from `(row, col, value)` triples; duplicates summed,
 /// columns sorted.
@@ -78,10 +79,12 @@ pub(crate) fn entry_positions<T: Element>(
         .collect()
 }
 
-/// An edge set as constants: `src[e] -> dst[e]` over `num_nodes` nodes, optional edge
-/// weights, and the aggregation matrices built on first need.
+/// An edge set as constants: the edges `src[e] -> dst[e]` of a graph (shared) over
+/// its nodes as `usize` slices, its edge weights, and its aggregation matrices from
+/// shade-graph, built on first need.
 #[derive(Debug)]
-pub struct EdgeIndex<T: Element> {
+pub struct EdgeIndex<T: Float> {
+    graph: Arc<Graph>,
     pub(crate) num_nodes: usize,
     pub(crate) src: Vec<usize>,
     pub(crate) dst: Vec<usize>,
@@ -90,30 +93,27 @@ pub struct EdgeIndex<T: Element> {
     mean: OnceLock<SparseMatrix<T>>,
     wsum: OnceLock<SparseMatrix<T>>,
     wmean: OnceLock<SparseMatrix<T>>,
-    in_degree: OnceLock<Vec<usize>>,
 }
 
-impl<T: Element> EdgeIndex<T> {
-    /// An edge set from index arrays (checked by the caller: equal lengths, indices
-    /// `< num_nodes`) and optional weights (one per edge).
-    pub(crate) fn new(
-        num_nodes: usize,
-        src: Vec<usize>,
-        dst: Vec<usize>,
-        weights: Option<Vec<T>>,
-    ) -> Self {
+impl<T: Float> EdgeIndex<T> {
+    /// The edges of `graph` (and its weights, if it has them) as constants.
+    pub(crate) fn of(graph: Arc<Graph>) -> Self {
+        let (src, dst) = graph.edge_index();
         let m = src.len();
+        let weights = graph.weights().map(|w| {
+            let w = w.iter().map(|&x| T::cst(x)).collect();
+            ArrayD::from_shape_vec(IxDyn(&[m, 1]), w).expect("one weight per edge")
+        });
         EdgeIndex {
-            num_nodes,
-            src,
-            dst,
-            weights: weights
-                .map(|w| ArrayD::from_shape_vec(IxDyn(&[m, 1]), w).expect("one weight per edge")),
+            num_nodes: graph.num_nodes(),
+            src: src.iter().map(|&s| s as usize).collect(),
+            dst: dst.iter().map(|&d| d as usize).collect(),
+            weights,
+            graph,
             sum: OnceLock::new(),
             mean: OnceLock::new(),
             wsum: OnceLock::new(),
             wmean: OnceLock::new(),
-            in_degree: OnceLock::new(),
         }
     }
 
@@ -142,56 +142,38 @@ impl<T: Element> EdgeIndex<T> {
         self.weights.as_ref()
     }
 
-    pub(crate) fn weight(&self, e: usize) -> T {
-        self.weights.as_ref().map_or(T::one(), |w| w[[e, 0]])
-    }
-
     /// Number of incoming edges of every node (multi-edges counted).
     pub fn in_degree(&self) -> &[usize] {
-        self.in_degree.get_or_init(|| {
-            let mut d = vec![0; self.num_nodes];
-            self.dst.iter().for_each(|&v| d[v] += 1);
-            d
-        })
+        self.graph.in_degree()
     }
 
-    /// `S` with `S[v, u]` = number of edges `u -> v`: `S · X` sums incoming source rows.
+    /// `S` with `S[v, u]` = number of edges `u -> v`: `S · X` sums incoming source rows
+    /// (shade-graph's [`Graph::adjacency_matrix`] without weights).
     pub fn sum_matrix(&self) -> &SparseMatrix<T> {
-        self.sum.get_or_init(|| {
-            let n = self.num_nodes;
-            csr_from_triples(n, n, &self.dst, &self.src, |_| T::one())
-        })
+        self.sum
+            .get_or_init(|| SparseMatrix::new(self.graph.adjacency_matrix(false)))
     }
 
     /// `S` with rows divided by the in-degree: `S · X` averages incoming source rows
-    /// (isolated nodes get a zero row).
+    /// (isolated nodes get a zero row; shade-graph's [`Graph::mean_adjacency_matrix`]
+    /// without weights).
     pub fn mean_matrix(&self) -> &SparseMatrix<T> {
-        self.mean.get_or_init(|| {
-            let n = self.num_nodes;
-            let deg = self.in_degree();
-            csr_from_triples(n, n, &self.dst, &self.src, |e| {
-                T::one() / T::cst(deg[self.dst[e]] as f64)
-            })
-        })
+        self.mean
+            .get_or_init(|| SparseMatrix::new(self.graph.mean_adjacency_matrix(false)))
     }
 
-    /// `W` with `W[v, u]` = sum of the weights of the edges `u -> v`.
+    /// `W` with `W[v, u]` = sum of the weights of the edges `u -> v` (shade-graph's
+    /// [`Graph::adjacency_matrix`]).
     pub fn weighted_sum_matrix(&self) -> &SparseMatrix<T> {
-        self.wsum.get_or_init(|| {
-            let n = self.num_nodes;
-            csr_from_triples(n, n, &self.dst, &self.src, |e| self.weight(e))
-        })
+        self.wsum
+            .get_or_init(|| SparseMatrix::new(self.graph.adjacency_matrix(true)))
     }
 
-    /// `W` with rows divided by the in-degree (mean of weighted messages).
+    /// `W` with rows divided by the in-degree (mean of weighted messages; shade-graph's
+    /// [`Graph::mean_adjacency_matrix`]).
     pub fn weighted_mean_matrix(&self) -> &SparseMatrix<T> {
-        self.wmean.get_or_init(|| {
-            let n = self.num_nodes;
-            let deg = self.in_degree();
-            csr_from_triples(n, n, &self.dst, &self.src, |e| {
-                self.weight(e) / T::cst(deg[self.dst[e]] as f64)
-            })
-        })
+        self.wmean
+            .get_or_init(|| SparseMatrix::new(self.graph.mean_adjacency_matrix(true)))
     }
 }
 
@@ -214,7 +196,7 @@ pub(crate) struct SelfLoopFill<T: Element> {
     pub(crate) mean: SparseMatrix<T>,
 }
 
-impl<T: Element> SelfLoopFill<T> {
+impl<T: Float> SelfLoopFill<T> {
     /// The fill constants of `edges` (the graph's own edge set).
     pub(crate) fn new(e: &EdgeIndex<T>) -> Self {
         let (n, m) = (e.num_nodes, e.num_edges());
