@@ -3,6 +3,9 @@
 //! The benches themselves live in `benches/benches/`; `cargo xtask bench` runs them
 //! and writes `docs/benchmarks.md` from criterion's estimates.
 
+pub mod gradbench;
+pub mod rosenbrock;
+
 use ndarray::Array2;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
