@@ -61,6 +61,45 @@ impl<T: Copy + Default> Stack<T> {
         self.buf.resize(n, T::default());
     }
 
+    /// Pushes every element of `s`, first to last (one copy).
+    #[inline]
+    fn extend(&mut self, s: &[T]) {
+        let end = self.len + s.len();
+        if end >= self.buf.len() {
+            self.grow_to(end);
+        }
+        self.buf[self.len..end].copy_from_slice(s);
+        self.len = end;
+    }
+
+    /// Pops `s.len()` values into `s`, undoing [`Stack::extend`] (one copy).
+    #[inline]
+    fn pop_into(&mut self, s: &mut [T]) {
+        if s.len() > self.len {
+            unbalanced();
+        }
+        let start = self.len - s.len();
+        s.copy_from_slice(&self.buf[start..self.len]);
+        self.len = start;
+    }
+
+    /// Copies the top `s.len()` values into `s` without popping them.
+    #[inline]
+    fn peek_into(&self, s: &mut [T]) {
+        if s.len() > self.len {
+            unbalanced();
+        }
+        s.copy_from_slice(&self.buf[self.len - s.len()..self.len]);
+    }
+
+    /// Grows the buffer past `end` (one free slot stays, as after [`Stack::push`]).
+    #[cold]
+    #[inline(never)]
+    fn grow_to(&mut self, end: usize) {
+        let n = (end + 1).next_power_of_two().max(2 * self.buf.len());
+        self.buf.resize(n, T::default());
+    }
+
     fn clear(&mut self) {
         self.len = 0;
     }
@@ -187,6 +226,26 @@ pub trait Save: Copy {
     fn save(self, ws: &mut Workspace);
     /// Pops a value saved by [`Save::save`].
     fn restore(ws: &mut Workspace) -> Self;
+    /// Pushes every element of `s`, first to last (as [`Save::save`] on each).
+    #[inline]
+    fn save_all(s: &[Self], ws: &mut Workspace) {
+        for &v in s {
+            v.save(ws);
+        }
+    }
+    /// Pops into `s` what [`Save::save_all`] pushed.
+    #[inline]
+    fn restore_all(s: &mut [Self], ws: &mut Workspace) {
+        for v in s.iter_mut().rev() {
+            *v = Self::restore(ws);
+        }
+    }
+    /// Copies into `s` what [`Save::save_all`] pushed, leaving it saved.
+    #[inline]
+    fn peek_all(s: &mut [Self], ws: &mut Workspace) {
+        Self::restore_all(s, ws);
+        Self::save_all(s, ws);
+    }
 }
 
 impl Save for f64 {
@@ -198,6 +257,18 @@ impl Save for f64 {
     fn restore(ws: &mut Workspace) -> Self {
         ws.f64s.pop()
     }
+    #[inline]
+    fn save_all(s: &[Self], ws: &mut Workspace) {
+        ws.f64s.extend(s);
+    }
+    #[inline]
+    fn restore_all(s: &mut [Self], ws: &mut Workspace) {
+        ws.f64s.pop_into(s);
+    }
+    #[inline]
+    fn peek_all(s: &mut [Self], ws: &mut Workspace) {
+        ws.f64s.peek_into(s);
+    }
 }
 
 impl Save for f32 {
@@ -208,6 +279,18 @@ impl Save for f32 {
     #[inline(always)]
     fn restore(ws: &mut Workspace) -> Self {
         ws.f32s.pop()
+    }
+    #[inline]
+    fn save_all(s: &[Self], ws: &mut Workspace) {
+        ws.f32s.extend(s);
+    }
+    #[inline]
+    fn restore_all(s: &mut [Self], ws: &mut Workspace) {
+        ws.f32s.pop_into(s);
+    }
+    #[inline]
+    fn peek_all(s: &mut [Self], ws: &mut Workspace) {
+        ws.f32s.peek_into(s);
     }
 }
 
@@ -258,24 +341,19 @@ impl<T: Save, const N: usize> Save for [T; N] {
 /// Pushes every element of `s` (a snapshot of a buffer a call may overwrite).
 #[inline]
 pub fn save_slice<T: Save>(ws: &mut Workspace, s: &[T]) {
-    for &v in s {
-        v.save(ws);
-    }
+    T::save_all(s, ws);
 }
 
 /// Pops a snapshot saved by [`save_slice`] into `s`.
 #[inline]
 pub fn restore_slice<T: Save>(ws: &mut Workspace, s: &mut [T]) {
-    for v in s.iter_mut().rev() {
-        *v = T::restore(ws);
-    }
+    T::restore_all(s, ws);
 }
 
 /// Copies a snapshot saved by [`save_slice`] into `s` without popping it.
 #[inline]
 pub fn peek_slice<T: Save>(ws: &mut Workspace, s: &mut [T]) {
-    restore_slice(ws, s);
-    save_slice(ws, s);
+    T::peek_all(s, ws);
 }
 
 /// A floating-point type with buffers pooled in the [`Workspace`].
@@ -550,6 +628,31 @@ mod tests {
         restore_slice(&mut ws, &mut s);
         assert_eq!(s, [1.0, 2.0]);
         assert!(ws.is_balanced());
+    }
+
+    #[test]
+    fn a_slice_saved_at_once_is_the_same_as_its_elements_one_by_one() {
+        // Large enough to grow the stack inside `extend`.
+        let v: Vec<f64> = (0..1000).map(f64::from).collect();
+        let mut ws = Workspace::new();
+        0.5f64.save(&mut ws);
+        save_slice(&mut ws, &v);
+        for &x in v.iter().rev() {
+            assert_eq!(f64::restore(&mut ws), x);
+        }
+        for &x in &v {
+            x.save(&mut ws);
+        }
+        let mut back = vec![0.0; v.len()];
+        restore_slice(&mut ws, &mut back);
+        assert_eq!(back, v);
+        assert_eq!(f64::restore(&mut ws), 0.5);
+        assert!(ws.is_balanced());
+        let mut s = [0.0f32; 3];
+        save_slice(&mut ws, &[1.0f32, 2.0, 3.0]);
+        peek_slice(&mut ws, &mut s);
+        assert_eq!(s, [1.0, 2.0, 3.0]);
+        assert_eq!(f32::restore(&mut ws), 3.0);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The compile-time engine's tests, one binary: each subset row against the tape and
-//! central differences in both modes (`subset`), the GradBench objectives
+//! central differences in both modes (`subset`), the reverse sweep's loop rewrites
+//! (`order`), the GradBench objectives
 //! (`gradbench`), allocation (`alloc`), the generated API (`api`) and compile errors
 //! with our own messages (`ui`).
 
@@ -13,5 +14,6 @@ mod alloc;
 mod api;
 mod check;
 mod gradbench;
+mod order;
 mod subset;
 mod ui;
