@@ -193,7 +193,7 @@ fn lanes(sig: &Sig) -> TokenStream {
 fn internal_fwd(sig: &Sig, body: TokenStream) -> ItemFn {
     let name = internal_name("fwd", &sig.name, &sig.pattern(), sig.width);
     let lanes = lanes(sig);
-    let mut params = Vec::new();
+    let mut params = vec![quote!(__ws: &mut ::shade_autodiff::compiled::Workspace)];
     for p in &sig.params {
         params.push(param_decl(p));
         if !p.act.is_active() {
@@ -274,7 +274,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#params),*) -> #ret {
             #(#checks)*
-            let (__v, __t) = #internal(#(#args),*);
+            let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args),*));
             #value
         }
     }

@@ -18,6 +18,9 @@ pub(crate) struct Fwd<'a> {
     info: &'a Info,
     tmp: usize,
     reads: HashSet<String>,
+    /// Active top-level `Vec` locals, whose storage (and their tangents') comes from
+    /// the workspace's pool.
+    pooled: Vec<Ident>,
 }
 
 /// The body of the internal forward function.
@@ -28,6 +31,7 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
         info,
         tmp: 0,
         reads: HashSet::new(),
+        pooled: Vec::new(),
     };
     let lanes = f.lanes();
     let ret_decl = sig.ret.as_ref().map(|t| {
@@ -38,6 +42,18 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
     });
     let done_decl = func.has_done.then(|| quote!(let mut __done = false;));
     let body = f.stmts(&func.body)?;
+    let float = sig.float.ident();
+    let give: Vec<_> = f
+        .pooled
+        .iter()
+        .map(|v| {
+            let ls = f.lane_idents(v);
+            quote! {
+                <#float as ::shade_autodiff::compiled::Pooled>::give(__ws, #v);
+                #(<#float as ::shade_autodiff::compiled::Pooled>::give(__ws, #ls);)*
+            }
+        })
+        .collect();
     let ret = if sig.ret.is_some() {
         quote!((__ret, __t___ret))
     } else {
@@ -47,6 +63,7 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
         #ret_decl
         #done_decl
         #body
+        #(#give)*
         #ret
     })
 }
@@ -168,16 +185,27 @@ impl Fwd<'_> {
                         quote!(let mut #name #ty = ::shade_autodiff::compiled::hoist(); let mut #tv: #lanes = <#lanes>::zero();)
                     }
                     Init::Uninit => quote!(let #m #name #ty;),
-                    Init::Vec { fill, len } => {
-                        let v = quote!(let #m #name #ty = ::std::vec![#fill; #len];);
-                        if active {
-                            self.check_fill(fill, *span)?;
-                            let ls = self.lane_idents(name);
-                            quote!(#v #(let mut #ls = ::std::vec![0.0; #name.len()];)*)
+                    Init::Vec { fill, len } if active => {
+                        self.check_fill(fill, *span)?;
+                        let ls = self.lane_idents(name);
+                        if l.depth == 0 {
+                            // From the workspace's pool, returned at the end: a warm
+                            // call allocates nothing.
+                            let f = self.sig.float.ident();
+                            let take = quote!(<#f as ::shade_autodiff::compiled::Pooled>::take);
+                            self.pooled.push(name.clone());
+                            quote! {
+                                let #m #name #ty = #take(__ws, #len, #fill);
+                                #(let mut #ls = #take(__ws, #name.len(), 0.0);)*
+                            }
                         } else {
-                            v
+                            quote! {
+                                let #m #name #ty = ::std::vec![#fill; #len];
+                                #(let mut #ls = ::std::vec![0.0; #name.len()];)*
+                            }
                         }
                     }
+                    Init::Vec { fill, len } => quote!(let #m #name #ty = ::std::vec![#fill; #len];),
                     Init::Repeat { fill, len } => {
                         let v = quote!(let #m #name #ty = [#fill; #len];);
                         if active {
@@ -339,7 +367,7 @@ impl Fwd<'_> {
         let mut path = c.callee.clone();
         let last = path.segments.last_mut().expect("a path");
         last.ident = internal_name("fwd", &last.ident, &pattern, self.sig.width);
-        Ok((quote!(#path(#(#args),*)), result.is_some()))
+        Ok((quote!(#path(__ws, #(#args),*)), result.is_some()))
     }
 }
 

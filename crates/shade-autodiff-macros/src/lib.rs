@@ -89,9 +89,10 @@
 //!
 //! # Memory
 //!
-//! The workspace is one per thread and keeps its capacity: a warm call allocates
-//! nothing (local `Vec`s of differentiated values and their adjoints come from its
-//! pool). A call of another attributed function inside a loop calls that function's
+//! The workspace is one per thread and keeps its capacity: a warm call, reverse or
+//! forward, allocates nothing (top-level local `Vec`s of differentiated values, their
+//! adjoints and their tangents come from its pool; a forward derivative allocates only
+//! for such a `Vec` declared inside a block, which reverse mode refuses). A call of another attributed function inside a loop calls that function's
 //! derivative in the reverse sweep, which recomputes the call's intermediates: a sum
 //! of independent marked terms (`for i in 0..n { total += term(i) }`) keeps one
 //! term's intermediates at a time.
