@@ -110,7 +110,7 @@ fn length_checks(sig: &Sig, shadows: &[(Ident, Ident)]) -> Vec<TokenStream> {
         })
         .map(|(p, d)| {
             let msg = format!(
-                "shade-autodiff: the shadow `{d}` of `{p}` has length {{}}, but `{p}` has length {{}}; \
+                "shade-autodiff: [SHADE-E0101] the shadow `{d}` of `{p}` has length {{}}, but `{p}` has length {{}}; \
                  a shadow has the length of its primal"
             );
             quote!(::core::assert_eq!(#d.len(), #p.len(), #msg, #d.len(), #p.len());)
@@ -210,6 +210,9 @@ fn internal_fwd(sig: &Sig, body: TokenStream) -> ItemFn {
             }
         }
     }
+    // The unit other generated code passes last: a missing callee's fallback bounds it
+    // (see `missing`).
+    params.push(quote!(_: ()));
     let ret = sig.ret.as_ref().map_or(quote!(()), |t| quote!(#t));
     let vis = &sig.vis;
     let allows = allows();
@@ -274,7 +277,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         #[allow(clippy::too_many_arguments)]
         #vis fn #name(#(#params),*) -> #ret {
             #(#checks)*
-            let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args),*));
+            let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* ()));
             #value
         }
     }

@@ -6,6 +6,7 @@ use crate::analysis::{Info, Shape, all_reads, base_name};
 use crate::error::{Error, Result};
 use crate::expr::{Emit, Leaf, build, tan_ident, tan_lane_ident};
 use crate::ir::{Body, Call, Func, Init, Op, Place, Stmt};
+use crate::missing::Kind;
 use crate::sig::{Sig, internal_name};
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -21,6 +22,8 @@ pub(crate) struct Fwd<'a> {
     /// Active top-level `Vec` locals, whose storage (and their tangents') comes from
     /// the workspace's pool.
     pooled: Vec<Ident>,
+    /// The fallbacks of the callees' generated functions (see `missing`).
+    missing: crate::missing::Missing,
 }
 
 /// The body of the internal forward function.
@@ -32,6 +35,7 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
         tmp: 0,
         reads: HashSet::new(),
         pooled: Vec::new(),
+        missing: Default::default(),
     };
     let lanes = f.lanes();
     let ret_decl = sig.ret.as_ref().map(|t| {
@@ -59,7 +63,9 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
     } else {
         quote!(((), <#lanes>::zero()))
     };
+    let missing = f.missing.items();
     Ok(quote! {
+        #missing
         #ret_decl
         #done_decl
         #body
@@ -364,10 +370,32 @@ impl Fwd<'_> {
         if !pattern.chars().any(|ch| ch != 'C') {
             return Ok((quote!(#callee(#(#plain),*)), false));
         }
-        let mut path = c.callee.clone();
-        let last = path.segments.last_mut().expect("a path");
-        last.ident = internal_name("fwd", &last.ident, &pattern, self.sig.width);
-        Ok((quote!(#path(__ws, #(#args),*)), result.is_some()))
+        let name = &c.callee.segments.last().expect("a path").ident;
+        let internal = internal_name("fwd", name, &pattern, self.sig.width);
+        let kinds: Vec<Kind> = pattern
+            .chars()
+            .map(|ch| match ch {
+                'D' => Kind::Dup,
+                'A' => Kind::Active,
+                _ => Kind::Const,
+            })
+            .collect();
+        let (f, lanes) = (self.sig.float.ident(), self.lanes());
+        let (params, result_kind) = kinds.split_at(kinds.len() - 1);
+        let path = self.missing.callee(
+            &c.callee,
+            &internal,
+            crate::missing::Site {
+                mode: crate::sig::Mode::Forward,
+                width: self.sig.width,
+                params,
+                result: result.map(|_| result_kind[0]),
+                n_args: args.len() + 2,
+                ret: quote!((#f, #lanes)),
+                span: c.span,
+            },
+        );
+        Ok((quote!(#path(__ws, #(#args,)* ())), result.is_some()))
     }
 }
 

@@ -115,6 +115,7 @@ mod expr;
 mod forward;
 mod ir;
 mod lower;
+mod missing;
 mod reverse;
 mod sig;
 
@@ -148,6 +149,7 @@ fn expand(
         Err(_) => {
             let e = error::Error::new(
                 proc_macro2::Span::call_site(),
+                error::ITEM,
                 format!("`#[{}]` applies to a free `fn`", mode.attr()),
             )
             .help(error::FALLBACK);

@@ -66,6 +66,8 @@ pub(crate) struct Rev<'a> {
     snapshot_ok: HashSet<usize>,
     /// Assignments whose loop saves the array as a whole (see `bulk`).
     bulked: HashSet<usize>,
+    /// The fallbacks of the callees' generated functions (see `missing`).
+    missing: crate::missing::Missing,
 }
 
 /// The body of the internal reverse function: forward sweep, reverse sweep, result.
@@ -104,6 +106,7 @@ impl<'a> Rev<'a> {
             deferred: (HashSet::new(), HashSet::new()),
             snapshot_ok: snapshot_candidates(func, info),
             bulked: HashSet::new(),
+            missing: Default::default(),
         }
     }
 
@@ -302,7 +305,9 @@ impl<'a> Rev<'a> {
             .filter(|p| matches!(p.class, Class::Scalar(_)) && p.act.is_active())
             .map(|p| adj_ident(&p.name))
             .collect();
+        let missing = self.missing.items();
         Ok(quote! {
+            #missing
             #(#hoisted)*
             #ret_decl
             #done_decl

@@ -17,6 +17,20 @@
 use core::cell::RefCell;
 use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
+/// The codes of the compile errors of `#[autodiff_reverse]` / `#[autodiff_forward]`
+/// (declared here: a proc-macro crate exports nothing but its macros). `E0180`–`E0182`
+/// come from the macro itself, `E0183` from the bound of the fallback it declares for a
+/// callee without a generated derivative, `E0184` from the bounds [`Save`] and
+/// [`Hoist`]; shade-diagnostics explains each, and each has a compile-fail golden in
+/// shade-autodiff-macros' `tests/ui/`.
+pub const CODES: &[&str] = &[
+    "SHADE-E0180",
+    "SHADE-E0181",
+    "SHADE-E0182",
+    "SHADE-E0183",
+    "SHADE-E0184",
+];
+
 /// A stack that always keeps one free slot: a push stores its value first and grows
 /// the buffer after, so the pushed value is never live across a call (the optimiser
 /// then keeps the pushing loop's values in registers).
@@ -216,10 +230,11 @@ pub fn workspace_footprint_bytes() -> usize {
 
 /// A value that the forward sweep can save for the reverse sweep.
 #[diagnostic::on_unimplemented(
-    message = "the reverse sweep needs a value of type `{Self}`, which cannot be saved",
+    message = "[SHADE-E0184] the reverse sweep needs a value of type `{Self}`, which cannot be saved",
     note = "values overwritten in differentiated code must be numbers, `bool` or arrays of them",
     note = "fallback: write the function against `Real` and use `shade_fn!` with the tape \
-            (`shade_autodiff::scalar`), which take any code"
+            (`shade_autodiff::scalar`), which take any code",
+    note = "the long explanation: `shade_diagnostics::explain(\"SHADE-E0184\")`, or SHADE-E0184 in docs/errors.md"
 )]
 pub trait Save: Copy {
     /// Pushes `self`.
@@ -387,8 +402,9 @@ pooled!(f32, pool32);
 /// A value of a type that a generated function declares before it knows it
 /// (variables the reverse sweep reads after the block that set them has ended).
 #[diagnostic::on_unimplemented(
-    message = "the reverse sweep keeps a value of type `{Self}` across blocks, which needs `Default`",
-    note = "declare the variable before the loop, or fall back to `shade_fn!` and the tape"
+    message = "[SHADE-E0184] the reverse sweep keeps a value of type `{Self}` across blocks, which needs `Default`",
+    note = "declare the variable before the loop, or fall back to `shade_fn!` and the tape",
+    note = "the long explanation: `shade_diagnostics::explain(\"SHADE-E0184\")`, or SHADE-E0184 in docs/errors.md"
 )]
 pub trait Hoist: Sized {
     /// A placeholder value, overwritten before it is read.
