@@ -131,6 +131,15 @@ fn shape_ty(types: Vec<TokenStream>) -> TokenStream {
     shape(types)
 }
 
+/// `-> ty`, or nothing for `()`.
+fn ret_arrow(ty: TokenStream) -> TokenStream {
+    if ty.to_string() == "()" {
+        quote!()
+    } else {
+        quote!(-> #ty)
+    }
+}
+
 fn user_rev(sig: &Sig) -> ItemFn {
     let f = sig.float.ident();
     let internal = internal_name("rev", &sig.name, &sig.pattern(), 1);
@@ -170,14 +179,20 @@ fn user_rev(sig: &Sig) -> ItemFn {
             k += 1;
         }
     }
-    let (ret, value) = (shape_ty(out_tys), shape(outs));
+    // Nothing after the call for `()` (a trailing `()` is clippy's `unused_unit`).
+    let value = if outs.is_empty() {
+        quote!()
+    } else {
+        shape(outs)
+    };
+    let ret = ret_arrow(shape_ty(out_tys));
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        #vis fn #name(#(#params),*) -> #ret {
+        #vis fn #name(#(#params),*) #ret {
             #(#checks)*
             let __r = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* true));
             #value
@@ -269,13 +284,14 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         (Some(_), _) if n == 1 => (quote!(#f), quote!(__t.0[0])),
         (Some(_), _) => (quote!([#f; #n]), quote!(__t.0)),
     };
+    let ret = ret_arrow(ret);
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        #vis fn #name(#(#params),*) -> #ret {
+        #vis fn #name(#(#params),*) #ret {
             #(#checks)*
             let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* ()));
             #value

@@ -408,11 +408,14 @@ impl Sig {
     }
 }
 
-/// The pattern letter of one argument.
+/// The pattern letter of one argument: `N` for `DuplicatedNoNeed`, so that a function
+/// may carry it beside `Duplicated` (callers, which always ask for `D`, call the
+/// `Duplicated` one).
 pub(crate) fn letter(act: Act, class: &Class) -> char {
     match (act.is_active(), class) {
         (false, _) => 'C',
         (true, Class::Scalar(_)) => 'A',
+        (true, _) if act == Act::DuplicatedNoNeed => 'N',
         (true, _) => 'D',
     }
 }
