@@ -372,14 +372,7 @@ impl Fwd<'_> {
         }
         let name = &c.callee.segments.last().expect("a path").ident;
         let internal = internal_name("fwd", name, &pattern, self.sig.width);
-        let kinds: Vec<Kind> = pattern
-            .chars()
-            .map(|ch| match ch {
-                'D' => Kind::Dup,
-                'A' => Kind::Active,
-                _ => Kind::Const,
-            })
-            .collect();
+        let kinds = Kind::of_pattern(&pattern);
         let (f, lanes) = (self.sig.float.ident(), self.lanes());
         let (params, result_kind) = kinds.split_at(kinds.len() - 1);
         let path = self.missing.callee(

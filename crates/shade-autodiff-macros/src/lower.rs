@@ -846,7 +846,8 @@ fn strip(e: &Expr) -> &Expr {
     }
 }
 
-fn is_compound(op: &BinOp) -> bool {
+/// Whether `op` is a compound assignment (`+=`, `*=`, …).
+pub(crate) fn is_compound(op: &BinOp) -> bool {
     matches!(
         op,
         BinOp::AddAssign(_)

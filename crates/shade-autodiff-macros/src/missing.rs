@@ -34,6 +34,20 @@ pub(crate) enum Kind {
     Const,
 }
 
+impl Kind {
+    /// The kinds of a call pattern (`D`, `A`, `C` per argument, then the result's).
+    pub(crate) fn of_pattern(pattern: &str) -> Vec<Kind> {
+        pattern
+            .chars()
+            .map(|ch| match ch {
+                'D' => Kind::Dup,
+                'A' => Kind::Active,
+                _ => Kind::Const,
+            })
+            .collect()
+    }
+}
+
 /// One call site's shape: what the fallback must accept and return.
 pub(crate) struct Site<'a> {
     pub(crate) mode: Mode,

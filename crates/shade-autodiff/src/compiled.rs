@@ -263,51 +263,34 @@ pub trait Save: Copy {
     }
 }
 
-impl Save for f64 {
-    #[inline(always)]
-    fn save(self, ws: &mut Workspace) {
-        ws.f64s.push(self);
-    }
-    #[inline(always)]
-    fn restore(ws: &mut Workspace) -> Self {
-        ws.f64s.pop()
-    }
-    #[inline]
-    fn save_all(s: &[Self], ws: &mut Workspace) {
-        ws.f64s.extend(s);
-    }
-    #[inline]
-    fn restore_all(s: &mut [Self], ws: &mut Workspace) {
-        ws.f64s.pop_into(s);
-    }
-    #[inline]
-    fn peek_all(s: &mut [Self], ws: &mut Workspace) {
-        ws.f64s.peek_into(s);
-    }
+/// The floats: one stack each, slices copied at once.
+macro_rules! save_float {
+    ($($t:ty => $stack:ident),*) => {$(
+        impl Save for $t {
+            #[inline(always)]
+            fn save(self, ws: &mut Workspace) {
+                ws.$stack.push(self);
+            }
+            #[inline(always)]
+            fn restore(ws: &mut Workspace) -> Self {
+                ws.$stack.pop()
+            }
+            #[inline]
+            fn save_all(s: &[Self], ws: &mut Workspace) {
+                ws.$stack.extend(s);
+            }
+            #[inline]
+            fn restore_all(s: &mut [Self], ws: &mut Workspace) {
+                ws.$stack.pop_into(s);
+            }
+            #[inline]
+            fn peek_all(s: &mut [Self], ws: &mut Workspace) {
+                ws.$stack.peek_into(s);
+            }
+        }
+    )*};
 }
-
-impl Save for f32 {
-    #[inline(always)]
-    fn save(self, ws: &mut Workspace) {
-        ws.f32s.push(self);
-    }
-    #[inline(always)]
-    fn restore(ws: &mut Workspace) -> Self {
-        ws.f32s.pop()
-    }
-    #[inline]
-    fn save_all(s: &[Self], ws: &mut Workspace) {
-        ws.f32s.extend(s);
-    }
-    #[inline]
-    fn restore_all(s: &mut [Self], ws: &mut Workspace) {
-        ws.f32s.pop_into(s);
-    }
-    #[inline]
-    fn peek_all(s: &mut [Self], ws: &mut Workspace) {
-        ws.f32s.peek_into(s);
-    }
-}
+save_float!(f64 => f64s, f32 => f32s);
 
 macro_rules! save_int {
     ($($t:ty),*) => {$(

@@ -161,14 +161,7 @@ impl Rev<'_> {
             }
         }
         let res_active = result.is_some_and(|r| self.active(r));
-        let kinds: Vec<Kind> = pattern
-            .chars()
-            .map(|ch| match ch {
-                'D' => Kind::Dup,
-                'A' => Kind::Active,
-                _ => Kind::Const,
-            })
-            .collect();
+        let kinds = Kind::of_pattern(&pattern);
         let outs = actives.iter().map(|_| quote!(#f));
         let (params, result_kind) = kinds.split_at(kinds.len() - 1);
         let callee = self.missing.callee(

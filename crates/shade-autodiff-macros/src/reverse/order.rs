@@ -25,6 +25,7 @@
 
 use super::Rev;
 use crate::analysis::Shape;
+use crate::lower::is_compound;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::collections::{BTreeMap, HashSet};
@@ -205,22 +206,6 @@ impl<'ast> Visit<'ast> for Scan {
     fn visit_macro(&mut self, _: &'ast syn::Macro) {
         self.refused = true;
     }
-}
-
-fn is_compound(op: &BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::AddAssign(_)
-            | BinOp::SubAssign(_)
-            | BinOp::MulAssign(_)
-            | BinOp::DivAssign(_)
-            | BinOp::RemAssign(_)
-            | BinOp::BitXorAssign(_)
-            | BinOp::BitAndAssign(_)
-            | BinOp::BitOrAssign(_)
-            | BinOp::ShlAssign(_)
-            | BinOp::ShrAssign(_)
-    )
 }
 
 /// The variables `e` names.

@@ -184,7 +184,7 @@ shown!(CALLS =
 
 shown!(CUSTOM =
     /// `ln(1 + eˣ)` with its own derivative rules.
-    struct Softplus;
+    pub(crate) struct Softplus;
 
     impl ScalarRule<1> for Softplus {
         fn primal<T: Real>(&self, [x]: [T; 1]) -> T {
