@@ -6,8 +6,9 @@
 //!   `docs/benchmarks.md` from their estimates.
 //! - `cargo xtask fuzz [--cases N]`: runs the property tests with many more cases.
 //! - `cargo xtask compat`: regenerates `docs/errors.md`, `docs/compatibility.md` (the
-//!   compatibility matrix is computed by really running each cell) and
-//!   `docs/backends.md`; `ci`'s test step fails when one of them is stale.
+//!   compatibility matrix is computed by really running each cell), `docs/backends.md`
+//!   and `docs/compiled.md` (the compile-time engine, its examples checked);
+//!   `ci`'s test step fails when one of them is stale.
 //!
 //! The tidy tests (`tidy.rs`: crate dependency directions, `//!` headers, file length)
 //! are this crate's unit tests, so `cargo test` runs them.
@@ -27,7 +28,7 @@ commands:
   ci                 fmt, clippy, test, doc, deny, bench build (stops at the first failure)
   bench [FILTER]     run the criterion benches and write docs/benchmarks.md
   fuzz [--cases N]   run the property tests with N cases each (default 10000)
-  compat             regenerate docs/errors.md, docs/compatibility.md, docs/backends.md
+  compat             regenerate docs/errors.md, compatibility.md, backends.md, compiled.md
 ";
 
 fn main() -> ExitCode {
@@ -186,12 +187,22 @@ const GENERATED_TESTS: &[&[&str]] = &[
         "interface",
         "docs::",
     ],
+    &[
+        "test",
+        "-p",
+        "shade-autodiff-macros",
+        "--test",
+        "macros",
+        "docs::",
+    ],
 ];
 
 /// Rewrites the generated pages: `docs/errors.md`, `docs/compatibility.md` (each cell
-/// really run) and `docs/backends.md`.
+/// really run), `docs/backends.md` and `docs/compiled.md`.
 fn compat() -> Result<(), String> {
-    println!("==> xtask compat: writing docs/errors.md, docs/compatibility.md, docs/backends.md");
+    println!(
+        "==> xtask compat: writing docs/errors.md, docs/compatibility.md, docs/backends.md, docs/compiled.md"
+    );
     for args in GENERATED_TESTS {
         let status = cargo(args)
             .env("SHADE_BLESS", "1")

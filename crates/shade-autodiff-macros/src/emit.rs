@@ -110,7 +110,7 @@ fn length_checks(sig: &Sig, shadows: &[(Ident, Ident)]) -> Vec<TokenStream> {
         })
         .map(|(p, d)| {
             let msg = format!(
-                "shade-autodiff: the shadow `{d}` of `{p}` has length {{}}, but `{p}` has length {{}}; \
+                "shade-autodiff: [SHADE-E0101] the shadow `{d}` of `{p}` has length {{}}, but `{p}` has length {{}}; \
                  a shadow has the length of its primal"
             );
             quote!(::core::assert_eq!(#d.len(), #p.len(), #msg, #d.len(), #p.len());)
@@ -129,6 +129,15 @@ fn shape(values: Vec<TokenStream>) -> TokenStream {
 
 fn shape_ty(types: Vec<TokenStream>) -> TokenStream {
     shape(types)
+}
+
+/// `-> ty`, or nothing for `()`.
+fn ret_arrow(ty: TokenStream) -> TokenStream {
+    if ty.to_string() == "()" {
+        quote!()
+    } else {
+        quote!(-> #ty)
+    }
 }
 
 fn user_rev(sig: &Sig) -> ItemFn {
@@ -170,14 +179,20 @@ fn user_rev(sig: &Sig) -> ItemFn {
             k += 1;
         }
     }
-    let (ret, value) = (shape_ty(out_tys), shape(outs));
+    // Nothing after the call for `()` (a trailing `()` is clippy's `unused_unit`).
+    let value = if outs.is_empty() {
+        quote!()
+    } else {
+        shape(outs)
+    };
+    let ret = ret_arrow(shape_ty(out_tys));
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        #vis fn #name(#(#params),*) -> #ret {
+        #vis fn #name(#(#params),*) #ret {
             #(#checks)*
             let __r = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* true));
             #value
@@ -193,7 +208,7 @@ fn lanes(sig: &Sig) -> TokenStream {
 fn internal_fwd(sig: &Sig, body: TokenStream) -> ItemFn {
     let name = internal_name("fwd", &sig.name, &sig.pattern(), sig.width);
     let lanes = lanes(sig);
-    let mut params = Vec::new();
+    let mut params = vec![quote!(__ws: &mut ::shade_autodiff::compiled::Workspace)];
     for p in &sig.params {
         params.push(param_decl(p));
         if !p.act.is_active() {
@@ -210,6 +225,9 @@ fn internal_fwd(sig: &Sig, body: TokenStream) -> ItemFn {
             }
         }
     }
+    // The unit other generated code passes last: a missing callee's fallback bounds it
+    // (see `missing`).
+    params.push(quote!(_: ()));
     let ret = sig.ret.as_ref().map_or(quote!(()), |t| quote!(#t));
     let vis = &sig.vis;
     let allows = allows();
@@ -266,15 +284,16 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         (Some(_), _) if n == 1 => (quote!(#f), quote!(__t.0[0])),
         (Some(_), _) => (quote!([#f; #n]), quote!(__t.0)),
     };
+    let ret = ret_arrow(ret);
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        #vis fn #name(#(#params),*) -> #ret {
+        #vis fn #name(#(#params),*) #ret {
             #(#checks)*
-            let (__v, __t) = #internal(#(#args),*);
+            let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* ()));
             #value
         }
     }

@@ -6,6 +6,7 @@ use crate::analysis::{Info, Shape, all_reads, base_name};
 use crate::error::{Error, Result};
 use crate::expr::{Emit, Leaf, build, tan_ident, tan_lane_ident};
 use crate::ir::{Body, Call, Func, Init, Op, Place, Stmt};
+use crate::missing::Kind;
 use crate::sig::{Sig, internal_name};
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -18,6 +19,11 @@ pub(crate) struct Fwd<'a> {
     info: &'a Info,
     tmp: usize,
     reads: HashSet<String>,
+    /// Active top-level `Vec` locals, whose storage (and their tangents') comes from
+    /// the workspace's pool.
+    pooled: Vec<Ident>,
+    /// The fallbacks of the callees' generated functions (see `missing`).
+    missing: crate::missing::Missing,
 }
 
 /// The body of the internal forward function.
@@ -28,6 +34,8 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
         info,
         tmp: 0,
         reads: HashSet::new(),
+        pooled: Vec::new(),
+        missing: Default::default(),
     };
     let lanes = f.lanes();
     let ret_decl = sig.ret.as_ref().map(|t| {
@@ -38,15 +46,30 @@ pub(crate) fn emit(sig: &Sig, func: &Func, info: &Info) -> Result<TokenStream> {
     });
     let done_decl = func.has_done.then(|| quote!(let mut __done = false;));
     let body = f.stmts(&func.body)?;
+    let float = sig.float.ident();
+    let give: Vec<_> = f
+        .pooled
+        .iter()
+        .map(|v| {
+            let ls = f.lane_idents(v);
+            quote! {
+                <#float as ::shade_autodiff::compiled::Pooled>::give(__ws, #v);
+                #(<#float as ::shade_autodiff::compiled::Pooled>::give(__ws, #ls);)*
+            }
+        })
+        .collect();
     let ret = if sig.ret.is_some() {
         quote!((__ret, __t___ret))
     } else {
         quote!(((), <#lanes>::zero()))
     };
+    let missing = f.missing.items();
     Ok(quote! {
+        #missing
         #ret_decl
         #done_decl
         #body
+        #(#give)*
         #ret
     })
 }
@@ -168,16 +191,27 @@ impl Fwd<'_> {
                         quote!(let mut #name #ty = ::shade_autodiff::compiled::hoist(); let mut #tv: #lanes = <#lanes>::zero();)
                     }
                     Init::Uninit => quote!(let #m #name #ty;),
-                    Init::Vec { fill, len } => {
-                        let v = quote!(let #m #name #ty = ::std::vec![#fill; #len];);
-                        if active {
-                            self.check_fill(fill, *span)?;
-                            let ls = self.lane_idents(name);
-                            quote!(#v #(let mut #ls = ::std::vec![0.0; #name.len()];)*)
+                    Init::Vec { fill, len } if active => {
+                        self.check_fill(fill, *span)?;
+                        let ls = self.lane_idents(name);
+                        if l.depth == 0 {
+                            // From the workspace's pool, returned at the end: a warm
+                            // call allocates nothing.
+                            let f = self.sig.float.ident();
+                            let take = quote!(<#f as ::shade_autodiff::compiled::Pooled>::take);
+                            self.pooled.push(name.clone());
+                            quote! {
+                                let #m #name #ty = #take(__ws, #len, #fill);
+                                #(let mut #ls = #take(__ws, #name.len(), 0.0);)*
+                            }
                         } else {
-                            v
+                            quote! {
+                                let #m #name #ty = ::std::vec![#fill; #len];
+                                #(let mut #ls = ::std::vec![0.0; #name.len()];)*
+                            }
                         }
                     }
+                    Init::Vec { fill, len } => quote!(let #m #name #ty = ::std::vec![#fill; #len];),
                     Init::Repeat { fill, len } => {
                         let v = quote!(let #m #name #ty = [#fill; #len];);
                         if active {
@@ -336,10 +370,25 @@ impl Fwd<'_> {
         if !pattern.chars().any(|ch| ch != 'C') {
             return Ok((quote!(#callee(#(#plain),*)), false));
         }
-        let mut path = c.callee.clone();
-        let last = path.segments.last_mut().expect("a path");
-        last.ident = internal_name("fwd", &last.ident, &pattern, self.sig.width);
-        Ok((quote!(#path(#(#args),*)), result.is_some()))
+        let name = &c.callee.segments.last().expect("a path").ident;
+        let internal = internal_name("fwd", name, &pattern, self.sig.width);
+        let kinds = Kind::of_pattern(&pattern);
+        let (f, lanes) = (self.sig.float.ident(), self.lanes());
+        let (params, result_kind) = kinds.split_at(kinds.len() - 1);
+        let path = self.missing.callee(
+            &c.callee,
+            &internal,
+            crate::missing::Site {
+                mode: crate::sig::Mode::Forward,
+                width: self.sig.width,
+                params,
+                result: result.map(|_| result_kind[0]),
+                n_args: args.len() + 2,
+                ret: quote!((#f, #lanes)),
+                span: c.span,
+            },
+        );
+        Ok((quote!(#path(__ws, #(#args,)* ())), result.is_some()))
     }
 }
 

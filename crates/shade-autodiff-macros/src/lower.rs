@@ -393,7 +393,13 @@ impl Lower<'_> {
             (Some(e), true) => self.value_into(var_place(ret_ident()), e, out)?,
             (None, false) => {}
             (Some(e), false) => self.expr_stmt(e, out)?,
-            (None, true) => return Err(Error::new(r.span(), "`return` without a value")),
+            (None, true) => {
+                return Err(Error::new(
+                    r.span(),
+                    crate::error::SUBSET,
+                    "`return` without a value",
+                ));
+            }
         }
         out.push(assign(
             var_place(done_ident()),
@@ -840,7 +846,8 @@ fn strip(e: &Expr) -> &Expr {
     }
 }
 
-fn is_compound(op: &BinOp) -> bool {
+/// Whether `op` is a compound assignment (`+=`, `*=`, …).
+pub(crate) fn is_compound(op: &BinOp) -> bool {
     matches!(
         op,
         BinOp::AddAssign(_)

@@ -13,8 +13,10 @@
 //! `R` is found by running the emitter until it stops growing (each run records the
 //! variables its code reads).
 
+mod bulk;
 mod call;
 mod defer;
+mod order;
 mod tbr;
 
 use crate::analysis::{Info, Shape, all_reads, writes};
@@ -62,6 +64,10 @@ pub(crate) struct Rev<'a> {
     deferred: (HashSet<usize>, HashSet<usize>),
     /// Locals that may be kept as [`Keep::Snapshot`].
     snapshot_ok: HashSet<usize>,
+    /// Assignments whose loop saves the array as a whole (see `bulk`).
+    bulked: HashSet<usize>,
+    /// The fallbacks of the callees' generated functions (see `missing`).
+    missing: crate::missing::Missing,
 }
 
 /// The body of the internal reverse function: forward sweep, reverse sweep, result.
@@ -99,6 +105,8 @@ impl<'a> Rev<'a> {
             skip: HashSet::new(),
             deferred: (HashSet::new(), HashSet::new()),
             snapshot_ok: snapshot_candidates(func, info),
+            bulked: HashSet::new(),
+            missing: Default::default(),
         }
     }
 
@@ -114,6 +122,12 @@ impl<'a> Rev<'a> {
     /// Whether the assignment `s` to `base` saves the value it overwrites.
     fn saves(&self, s: &Stmt, base: &syn::Ident) -> bool {
         self.in_r(base) && !self.skip.contains(&tbr::addr(s))
+    }
+
+    /// Whether the assignment `s` to `base` saves the value it overwrites itself (not
+    /// through its loop's save of the whole array).
+    fn saves_here(&self, s: &Stmt, base: &syn::Ident) -> bool {
+        self.saves(s, base) && !self.bulked.contains(&tbr::addr(s))
     }
 
     /// The reads of this run plus the inputs of recomputed `let`s.
@@ -291,7 +305,9 @@ impl<'a> Rev<'a> {
             .filter(|p| matches!(p.class, Class::Scalar(_)) && p.act.is_active())
             .map(|p| adj_ident(&p.name))
             .collect();
+        let missing = self.missing.items();
         Ok(quote! {
+            #missing
             #(#hoisted)*
             #ret_decl
             #done_decl
@@ -511,7 +527,7 @@ impl<'a> Rev<'a> {
                 place, op, value, ..
             } => {
                 let p = Self::place_tokens(place);
-                let saves = self.saves(s, &place.base);
+                let saves = self.saves_here(s, &place.base);
                 for i in &place.index {
                     if saves {
                         self.read(i);
@@ -581,8 +597,19 @@ impl<'a> Rev<'a> {
                     self.check_stable(lo, hi, body, *span)?;
                 }
                 if !rec || body.breaks.is_empty() {
+                    let bulks = self.bulk_saves(var, (lo, hi, *inclusive), body);
+                    self.bulked.extend(bulks.iter().map(|b| b.stmt));
+                    for i in [lo, hi] {
+                        if !bulks.is_empty() {
+                            self.read(i);
+                        }
+                    }
+                    let save = bulk::save(&bulks);
                     let b = self.fwd_body(body, None)?;
-                    quote!(for #var in #range { #b })
+                    let run = self
+                        .forward_in_closure(var, (lo, hi, *inclusive), *rev, &b)
+                        .unwrap_or_else(|| quote!(for #var in #range { #b }));
+                    quote!(#save #run)
                 } else {
                     if *rev {
                         return Err(Error::unsupported(
@@ -719,7 +746,7 @@ impl<'a> Rev<'a> {
             } => {
                 let p = Self::place_tokens(place);
                 let restore = self
-                    .saves(s, &place.base)
+                    .saves_here(s, &place.base)
                     .then(|| quote!(#p = ::shade_autodiff::compiled::Save::restore(__ws);));
                 let adj = if self.active(&place.base) {
                     for i in &place.index {
@@ -781,9 +808,17 @@ impl<'a> Rev<'a> {
                     return Ok(quote!());
                 }
                 if body.breaks.is_empty() {
-                    let range = range_tokens(lo, hi, *inclusive, !*rev);
+                    let bulks = self.bulk_saves(var, (lo, hi, *inclusive), body);
+                    let restore = bulk::restore(&bulks);
                     let b = self.rev_iteration(body, None)?;
-                    quote!(for #var in #range #b)
+                    let run = match self.reverse_forwards(var, (lo, hi, *inclusive), &b) {
+                        Some(forwards) => forwards,
+                        None => {
+                            let range = range_tokens(lo, hi, *inclusive, !*rev);
+                            quote!(for #var in #range #b)
+                        }
+                    };
+                    quote!(#run #restore)
                 } else {
                     let at = |k: &syn::Ident| quote!(let #var = ::shade_autodiff::compiled::offset(#lo, #k););
                     self.rev_counted(body, at)?

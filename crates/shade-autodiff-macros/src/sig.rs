@@ -45,12 +45,15 @@ impl Act {
             "Dual" => Act::Dual,
             "DualOnly" => Act::DualOnly,
             other => {
-                return Err(
-                    Error::new(id.span(), format!("unknown activity `{other}`")).help(
-                        "reverse mode takes `Const`, `Active`, `Duplicated`, `DuplicatedNoNeed`; \
+                return Err(Error::new(
+                    id.span(),
+                    crate::error::ARGS,
+                    format!("unknown activity `{other}`"),
+                )
+                .help(
+                    "reverse mode takes `Const`, `Active`, `Duplicated`, `DuplicatedNoNeed`; \
                      forward mode takes `Const`, `Dual`, `DualOnly`",
-                    ),
-                );
+                ));
             }
         })
     }
@@ -210,10 +213,12 @@ impl Parse for AttrArgs {
                 let lit: LitInt = input.parse()?;
                 width = lit.base10_parse()?;
                 if width == 0 {
-                    return Err(syn::Error::new(
+                    return Err(Error::new(
                         lit.span(),
+                        crate::error::ARGS,
                         "the batch width must be at least 1",
-                    ));
+                    )
+                    .into_syn());
                 }
                 continue;
             }
@@ -242,18 +247,19 @@ impl Sig {
     pub(crate) fn new(mode: Mode, args: AttrArgs, f: &ItemFn) -> Result<Sig> {
         let s = &f.sig;
         if !s.generics.params.is_empty() || s.generics.where_clause.is_some() {
-            return Err(Error::unsupported(
+            return Err(Error::item(
                 s.generics.params.first().map_or(s.ident.span(), span_of),
                 "a generic function",
                 mode,
             ));
         }
         if let Some(t) = &s.asyncness {
-            return Err(Error::unsupported(t.span, "an `async fn`", mode));
+            return Err(Error::item(t.span, "an `async fn`", mode));
         }
         if args.width > 1 && mode == Mode::Reverse {
             return Err(Error::new(
                 args.name.span(),
+                crate::error::ARGS,
                 "a batch width is only supported by `#[autodiff_forward]`",
             ));
         }
@@ -276,6 +282,7 @@ impl Sig {
             };
             return Err(Error::new(
                 args.name.span(),
+                crate::error::ARGS,
                 format!(
                     "`#[{}]` on `{}` needs {what}, found {}",
                     mode.attr(),
@@ -287,7 +294,7 @@ impl Sig {
         let mut params = Vec::new();
         for (arg, &(act, span)) in s.inputs.iter().zip(&args.acts) {
             let FnArg::Typed(pt) = arg else {
-                return Err(Error::unsupported(
+                return Err(Error::item(
                     span_of(arg),
                     "a method (`self` parameter)",
                     mode,
@@ -298,7 +305,7 @@ impl Sig {
                     (pi.ident.clone(), pi.mutability.is_some())
                 }
                 p => {
-                    return Err(Error::unsupported(span_of(p), "a pattern parameter", mode));
+                    return Err(Error::item(span_of(p), "a pattern parameter", mode));
                 }
             };
             let class = Class::of(&pt.ty);
@@ -324,6 +331,7 @@ impl Sig {
             if !ok {
                 return Err(Error::new(
                     span,
+                    crate::error::ARGS,
                     format!(
                         "`{}` is not a return activity of `#[{}]`",
                         ret_act.name(),
@@ -336,11 +344,12 @@ impl Sig {
                 }));
             }
             if ret_act.is_active() && Float::of(t).is_none() {
-                return Err(
-                    Error::new(span_of(t), "an active return must be `f64` or `f32`").help(
-                        "return the values through a `&mut [f64]` parameter marked `Duplicated`",
-                    ),
-                );
+                return Err(Error::new(
+                    span_of(t),
+                    crate::error::ARGS,
+                    "an active return must be `f64` or `f32`",
+                )
+                .help("return the values through a `&mut [f64]` parameter marked `Duplicated`"));
             }
         }
         // One float type for everything that carries a derivative.
@@ -360,6 +369,7 @@ impl Sig {
         if let Some(&(_, span)) = all.iter().find(|f| f.0 != float) {
             return Err(Error::new(
                 span,
+                crate::error::ARGS,
                 "differentiated values of one function must share one float type (`f64` or `f32`)",
             ));
         }
@@ -398,11 +408,14 @@ impl Sig {
     }
 }
 
-/// The pattern letter of one argument.
+/// The pattern letter of one argument: `N` for `DuplicatedNoNeed`, so that a function
+/// may carry it beside `Duplicated` (callers, which always ask for `D`, call the
+/// `Duplicated` one).
 pub(crate) fn letter(act: Act, class: &Class) -> char {
     match (act.is_active(), class) {
         (false, _) => 'C',
         (true, Class::Scalar(_)) => 'A',
+        (true, _) if act == Act::DuplicatedNoNeed => 'N',
         (true, _) => 'D',
     }
 }
@@ -435,6 +448,7 @@ fn check_act(mode: Mode, act: Act, span: Span, class: &Class, name: &Ident) -> R
     let list: Vec<_> = allowed.iter().map(|a| format!("`{}`", a.name())).collect();
     Err(Error::new(
         span,
+        crate::error::ARGS,
         format!(
             "`{}` cannot be the activity of `{name}`, {what}",
             act.name()

@@ -17,6 +17,20 @@
 use core::cell::RefCell;
 use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
+/// The codes of the compile errors of `#[autodiff_reverse]` / `#[autodiff_forward]`
+/// (declared here: a proc-macro crate exports nothing but its macros). `E0180`–`E0182`
+/// come from the macro itself, `E0183` from the bound of the fallback it declares for a
+/// callee without a generated derivative, `E0184` from the bounds [`Save`] and
+/// [`Hoist`]; shade-diagnostics explains each, and each has a compile-fail golden in
+/// shade-autodiff-macros' `tests/ui/`.
+pub const CODES: &[&str] = &[
+    "SHADE-E0180",
+    "SHADE-E0181",
+    "SHADE-E0182",
+    "SHADE-E0183",
+    "SHADE-E0184",
+];
+
 /// A stack that always keeps one free slot: a push stores its value first and grows
 /// the buffer after, so the pushed value is never live across a call (the optimiser
 /// then keeps the pushing loop's values in registers).
@@ -58,6 +72,45 @@ impl<T: Copy + Default> Stack<T> {
     #[inline(never)]
     fn grow(&mut self) {
         let n = 2 * self.buf.len();
+        self.buf.resize(n, T::default());
+    }
+
+    /// Pushes every element of `s`, first to last (one copy).
+    #[inline]
+    fn extend(&mut self, s: &[T]) {
+        let end = self.len + s.len();
+        if end >= self.buf.len() {
+            self.grow_to(end);
+        }
+        self.buf[self.len..end].copy_from_slice(s);
+        self.len = end;
+    }
+
+    /// Pops `s.len()` values into `s`, undoing [`Stack::extend`] (one copy).
+    #[inline]
+    fn pop_into(&mut self, s: &mut [T]) {
+        if s.len() > self.len {
+            unbalanced();
+        }
+        let start = self.len - s.len();
+        s.copy_from_slice(&self.buf[start..self.len]);
+        self.len = start;
+    }
+
+    /// Copies the top `s.len()` values into `s` without popping them.
+    #[inline]
+    fn peek_into(&self, s: &mut [T]) {
+        if s.len() > self.len {
+            unbalanced();
+        }
+        s.copy_from_slice(&self.buf[self.len - s.len()..self.len]);
+    }
+
+    /// Grows the buffer past `end` (one free slot stays, as after [`Stack::push`]).
+    #[cold]
+    #[inline(never)]
+    fn grow_to(&mut self, end: usize) {
+        let n = (end + 1).next_power_of_two().max(2 * self.buf.len());
         self.buf.resize(n, T::default());
     }
 
@@ -177,39 +230,67 @@ pub fn workspace_footprint_bytes() -> usize {
 
 /// A value that the forward sweep can save for the reverse sweep.
 #[diagnostic::on_unimplemented(
-    message = "the reverse sweep needs a value of type `{Self}`, which cannot be saved",
+    message = "[SHADE-E0184] the reverse sweep needs a value of type `{Self}`, which cannot be saved",
     note = "values overwritten in differentiated code must be numbers, `bool` or arrays of them",
     note = "fallback: write the function against `Real` and use `shade_fn!` with the tape \
-            (`shade_autodiff::scalar`), which take any code"
+            (`shade_autodiff::scalar`), which take any code",
+    note = "the long explanation: `shade_diagnostics::explain(\"SHADE-E0184\")`, or SHADE-E0184 in docs/errors.md"
 )]
 pub trait Save: Copy {
     /// Pushes `self`.
     fn save(self, ws: &mut Workspace);
     /// Pops a value saved by [`Save::save`].
     fn restore(ws: &mut Workspace) -> Self;
+    /// Pushes every element of `s`, first to last (as [`Save::save`] on each).
+    #[inline]
+    fn save_all(s: &[Self], ws: &mut Workspace) {
+        for &v in s {
+            v.save(ws);
+        }
+    }
+    /// Pops into `s` what [`Save::save_all`] pushed.
+    #[inline]
+    fn restore_all(s: &mut [Self], ws: &mut Workspace) {
+        for v in s.iter_mut().rev() {
+            *v = Self::restore(ws);
+        }
+    }
+    /// Copies into `s` what [`Save::save_all`] pushed, leaving it saved.
+    #[inline]
+    fn peek_all(s: &mut [Self], ws: &mut Workspace) {
+        Self::restore_all(s, ws);
+        Self::save_all(s, ws);
+    }
 }
 
-impl Save for f64 {
-    #[inline(always)]
-    fn save(self, ws: &mut Workspace) {
-        ws.f64s.push(self);
-    }
-    #[inline(always)]
-    fn restore(ws: &mut Workspace) -> Self {
-        ws.f64s.pop()
-    }
+/// The floats: one stack each, slices copied at once.
+macro_rules! save_float {
+    ($($t:ty => $stack:ident),*) => {$(
+        impl Save for $t {
+            #[inline(always)]
+            fn save(self, ws: &mut Workspace) {
+                ws.$stack.push(self);
+            }
+            #[inline(always)]
+            fn restore(ws: &mut Workspace) -> Self {
+                ws.$stack.pop()
+            }
+            #[inline]
+            fn save_all(s: &[Self], ws: &mut Workspace) {
+                ws.$stack.extend(s);
+            }
+            #[inline]
+            fn restore_all(s: &mut [Self], ws: &mut Workspace) {
+                ws.$stack.pop_into(s);
+            }
+            #[inline]
+            fn peek_all(s: &mut [Self], ws: &mut Workspace) {
+                ws.$stack.peek_into(s);
+            }
+        }
+    )*};
 }
-
-impl Save for f32 {
-    #[inline(always)]
-    fn save(self, ws: &mut Workspace) {
-        ws.f32s.push(self);
-    }
-    #[inline(always)]
-    fn restore(ws: &mut Workspace) -> Self {
-        ws.f32s.pop()
-    }
-}
+save_float!(f64 => f64s, f32 => f32s);
 
 macro_rules! save_int {
     ($($t:ty),*) => {$(
@@ -258,24 +339,19 @@ impl<T: Save, const N: usize> Save for [T; N] {
 /// Pushes every element of `s` (a snapshot of a buffer a call may overwrite).
 #[inline]
 pub fn save_slice<T: Save>(ws: &mut Workspace, s: &[T]) {
-    for &v in s {
-        v.save(ws);
-    }
+    T::save_all(s, ws);
 }
 
 /// Pops a snapshot saved by [`save_slice`] into `s`.
 #[inline]
 pub fn restore_slice<T: Save>(ws: &mut Workspace, s: &mut [T]) {
-    for v in s.iter_mut().rev() {
-        *v = T::restore(ws);
-    }
+    T::restore_all(s, ws);
 }
 
 /// Copies a snapshot saved by [`save_slice`] into `s` without popping it.
 #[inline]
 pub fn peek_slice<T: Save>(ws: &mut Workspace, s: &mut [T]) {
-    restore_slice(ws, s);
-    save_slice(ws, s);
+    T::peek_all(s, ws);
 }
 
 /// A floating-point type with buffers pooled in the [`Workspace`].
@@ -309,8 +385,9 @@ pooled!(f32, pool32);
 /// A value of a type that a generated function declares before it knows it
 /// (variables the reverse sweep reads after the block that set them has ended).
 #[diagnostic::on_unimplemented(
-    message = "the reverse sweep keeps a value of type `{Self}` across blocks, which needs `Default`",
-    note = "declare the variable before the loop, or fall back to `shade_fn!` and the tape"
+    message = "[SHADE-E0184] the reverse sweep keeps a value of type `{Self}` across blocks, which needs `Default`",
+    note = "declare the variable before the loop, or fall back to `shade_fn!` and the tape",
+    note = "the long explanation: `shade_diagnostics::explain(\"SHADE-E0184\")`, or SHADE-E0184 in docs/errors.md"
 )]
 pub trait Hoist: Sized {
     /// A placeholder value, overwritten before it is read.
@@ -550,6 +627,31 @@ mod tests {
         restore_slice(&mut ws, &mut s);
         assert_eq!(s, [1.0, 2.0]);
         assert!(ws.is_balanced());
+    }
+
+    #[test]
+    fn a_slice_saved_at_once_is_the_same_as_its_elements_one_by_one() {
+        // Large enough to grow the stack inside `extend`.
+        let v: Vec<f64> = (0..1000).map(f64::from).collect();
+        let mut ws = Workspace::new();
+        0.5f64.save(&mut ws);
+        save_slice(&mut ws, &v);
+        for &x in v.iter().rev() {
+            assert_eq!(f64::restore(&mut ws), x);
+        }
+        for &x in &v {
+            x.save(&mut ws);
+        }
+        let mut back = vec![0.0; v.len()];
+        restore_slice(&mut ws, &mut back);
+        assert_eq!(back, v);
+        assert_eq!(f64::restore(&mut ws), 0.5);
+        assert!(ws.is_balanced());
+        let mut s = [0.0f32; 3];
+        save_slice(&mut ws, &[1.0f32, 2.0, 3.0]);
+        peek_slice(&mut ws, &mut s);
+        assert_eq!(s, [1.0, 2.0, 3.0]);
+        assert_eq!(f32::restore(&mut ws), 3.0);
     }
 
     #[test]

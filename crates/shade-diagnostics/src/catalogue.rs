@@ -19,7 +19,8 @@ use std::fmt::Write as _;
 pub struct Entry {
     /// The code, e.g. `SHADE-E0110`.
     pub code: &'static str,
-    /// The crate whose error enum (or, for `E05xx`/`W05xx`, whose checks) produce it.
+    /// The crate whose error enum (or, for `E05xx`/`W05xx`, whose checks; for
+    /// `E0180`–`E0184`, whose macros) produce it.
     pub crate_name: &'static str,
     /// The long explanation (markdown).
     pub text: &'static str,
@@ -69,6 +70,9 @@ pub static ENTRIES: &[Entry] = entries! {
         "SHADE-E0110", "SHADE-E0111", "SHADE-E0112", "SHADE-E0113", "SHADE-E0114",
         "SHADE-E0120", "SHADE-E0121", "SHADE-E0140", "SHADE-E0170", "SHADE-E0171",
     ],
+    "shade-autodiff-macros": [
+        "SHADE-E0180", "SHADE-E0181", "SHADE-E0182", "SHADE-E0183", "SHADE-E0184",
+    ],
     "shade-interface": ["SHADE-E0201", "SHADE-E0202", "SHADE-E0203", "SHADE-E0204"],
     "shade-graph": [
         "SHADE-E0301", "SHADE-E0302", "SHADE-E0303", "SHADE-E0304", "SHADE-E0305",
@@ -103,6 +107,9 @@ pub fn declared_codes() -> Vec<(&'static str, &'static str)> {
         v.extend(codes.iter().map(|&c| (krate, c)));
     };
     add("shade-autodiff", shade_autodiff::AdError::CODES);
+    // The compile-time engine's compile errors (declared by shade-autodiff: a
+    // proc-macro crate exports only its macros).
+    add("shade-autodiff-macros", shade_autodiff::compiled::CODES);
     add("shade-interface", shade_interface::InterfaceError::CODES);
     add("shade-graph", shade_graph::GraphError::CODES);
     add("shade-gnn", shade_gnn::GnnError::CODES);

@@ -12,20 +12,11 @@ use crate::analysis::{Shape, all_reads, base_name};
 use crate::error::Result;
 use crate::expr::adj_ident;
 use crate::ir::Call;
-use crate::sig::internal_name;
+use crate::missing::Kind;
+use crate::sig::{Mode, internal_name};
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Expr, Ident};
-
-/// How an argument is passed.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// A buffer with a shadow.
-    Dup,
-    /// An active scalar whose adjoint comes back.
-    Active,
-    Const,
-}
 
 impl Rev<'_> {
     fn kind(&self, a: &Expr) -> Kind {
@@ -157,9 +148,8 @@ impl Rev<'_> {
         for a in &c.args {
             self.read_names(all_reads(a));
         }
-        let mut callee = c.callee.clone();
-        let last = callee.segments.last_mut().expect("a path");
-        last.ident = internal_name("rev", &last.ident, &pattern, 1);
+        let name = &c.callee.segments.last().expect("a path").ident;
+        let internal = internal_name("rev", name, &pattern, 1);
         let mut args = Vec::new();
         let mut actives = Vec::new();
         for a in &c.args {
@@ -171,6 +161,22 @@ impl Rev<'_> {
             }
         }
         let res_active = result.is_some_and(|r| self.active(r));
+        let kinds = Kind::of_pattern(&pattern);
+        let outs = actives.iter().map(|_| quote!(#f));
+        let (params, result_kind) = kinds.split_at(kinds.len() - 1);
+        let callee = self.missing.callee(
+            &c.callee,
+            &internal,
+            crate::missing::Site {
+                mode: Mode::Reverse,
+                width: 1,
+                params,
+                result: result.map(|_| result_kind[0]),
+                n_args: args.len() + usize::from(res_active) + 2,
+                ret: quote!((#f, #(#outs,)*)),
+                span: c.span,
+            },
+        );
         let seed = match result {
             Some(r) if res_active => {
                 let d = adj_ident(r);

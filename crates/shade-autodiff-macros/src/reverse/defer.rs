@@ -128,7 +128,7 @@ impl Rev<'_> {
     }
 
     /// How many statements read `v`.
-    fn reads_of(&self, stmts: &[Stmt], v: &str) -> usize {
+    pub(super) fn reads_of(&self, stmts: &[Stmt], v: &str) -> usize {
         stmts
             .iter()
             .map(|s| {

@@ -1,6 +1,7 @@
 //! The generated API: `std::autodiff`'s signatures (checked by calling them with
 //! those types), `Active` arguments, `&mut` outputs with their shadow as seed,
-//! batched forward mode, and the marker type describing each derivative.
+//! batched forward mode, calls of attributed functions of another module, and the
+//! marker type describing each derivative.
 
 use shade_autodiff::compiled::{Generated, GeneratedMode};
 use shade_autodiff::{autodiff_forward, autodiff_reverse};
@@ -28,6 +29,59 @@ fn out(x: &[f64], s: f64, y: &mut [f64]) {
     }
 }
 
+/// Attributed functions of another module.
+mod util {
+    use shade_autodiff::{autodiff_forward, autodiff_reverse};
+
+    #[autodiff_reverse(d_cube, Active, Active)]
+    #[autodiff_forward(t_cube, Dual, Dual)]
+    #[allow(dead_code)] // only its derivatives are called here
+    pub(super) fn cube(v: f64) -> f64 {
+        v * v * v
+    }
+}
+
+/// Calls `util::cube` by its path.
+#[autodiff_reverse(d_by_path, Duplicated, Active)]
+#[autodiff_forward(t_by_path, Dual, Dual)]
+#[allow(dead_code)] // only its derivatives are called here
+fn by_path(x: &[f64]) -> f64 {
+    util::cube(x[0]) * x[1]
+}
+
+/// Calls `cube` imported with a glob (which brings its generated functions).
+mod by_glob {
+    use super::util::*;
+    use shade_autodiff::{autodiff_forward, autodiff_reverse};
+
+    #[autodiff_reverse(d_by_glob, Duplicated, Active)]
+    #[autodiff_forward(t_by_glob, Dual, Dual)]
+    #[allow(dead_code)] // only its derivatives are called here
+    pub(super) fn by_glob(x: &[f64]) -> f64 {
+        cube(x[0]) * x[1]
+    }
+}
+
+#[test]
+fn attributed_functions_of_another_module_are_called_by_path_or_glob() {
+    let x = [0.5, 3.0];
+    // ∂/∂x₀ = 3 x₀² x₁, ∂/∂x₁ = x₀³.
+    let want = [3.0 * 0.25 * 3.0, 0.125];
+    for (d, t) in [
+        (
+            d_by_path as fn(&[f64], &mut [f64], f64) -> f64,
+            t_by_path as fn(&[f64], &[f64]) -> (f64, f64),
+        ),
+        (by_glob::d_by_glob, by_glob::t_by_glob),
+    ] {
+        let mut dx = [0.0; 2];
+        assert_eq!(d(&x, &mut dx, 1.0), 0.125 * 3.0);
+        assert_eq!(dx, want);
+        assert_eq!(t(&x, &[1.0, 0.0]), (0.375, want[0]));
+        assert_eq!(t(&x, &[0.0, 1.0]).1, want[1]);
+    }
+}
+
 #[autodiff_forward(t_h, 3, Dual, Dual)]
 #[autodiff_forward(t_h1, Dual, DualOnly)]
 fn h(x: f64) -> f64 {
@@ -42,6 +96,20 @@ fn reverse_signatures_are_std_autodiffs() {
     assert_eq!(dx, [6.0, 4.0]);
     let dg: fn(f64, usize, f64, f64) -> (f64, f64, f64) = d_g;
     assert_eq!(dg(2.0, 3, 5.0, 1.0), (23.0, 20.0, 4.0));
+}
+
+#[test]
+fn a_shadow_of_the_wrong_length_is_refused_with_its_code() {
+    let mut dx = [0.0; 1];
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        d_f(&[2.0, 3.0], &mut dx, 1.0);
+    }))
+    .expect_err("a short shadow must be refused");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("[SHADE-E0101] the shadow `dx` of `x` has length 1, but `x` has length 2"),
+        "{msg}"
+    );
 }
 
 #[test]

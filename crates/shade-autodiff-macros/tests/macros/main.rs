@@ -1,7 +1,8 @@
 //! The compile-time engine's tests, one binary: each subset row against the tape and
-//! central differences in both modes (`subset`), the GradBench objectives
-//! (`gradbench`), allocation (`alloc`), the generated API (`api`) and compile errors
-//! with our own messages (`ui`).
+//! central differences in both modes (`subset`), the reverse sweep's loop rewrites
+//! (`order`), the GradBench objectives
+//! (`gradbench`), allocation (`alloc`), the generated API (`api`), compile errors
+//! with our own messages (`ui`) and the generated page `docs/compiled.md` (`docs`).
 
 // The rows exercise the subset's forms on purpose: index loops and `x = x * y`.
 #![allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
@@ -12,6 +13,8 @@ static ALLOC: shade_test_support::alloc::CountingAlloc = shade_test_support::all
 mod alloc;
 mod api;
 mod check;
+mod docs;
 mod gradbench;
+mod order;
 mod subset;
 mod ui;

@@ -3,9 +3,10 @@
 //! loops with data-dependent trip counts and branches.
 
 use crate::check::check;
+use crate::docs::Softplus;
 use crate::{row, twin};
 use proptest::prelude::*;
-use shade_autodiff::scalar::{Real, ScalarRule};
+use shade_autodiff::scalar::Real;
 use shade_autodiff::{autodiff_forward, autodiff_reverse};
 
 /// The float type of the plain versions (the twins are generic over `S: Real`).
@@ -197,21 +198,6 @@ twin! {
             }
         }
         acc.exp()
-    }
-}
-
-/// `ln(1 + eˣ)` with its own derivative rule.
-struct Softplus;
-
-impl ScalarRule<1> for Softplus {
-    fn primal<T: Real>(&self, [x]: [T; 1]) -> T {
-        x.max(T::zero()) + (-x.abs()).exp().ln_1p()
-    }
-    fn forward<T: Real>(&self, [x]: [T; 1], _y: T, [dx]: [T; 1]) -> T {
-        dx / ((-x).exp() + 1.0)
-    }
-    fn reverse<T: Real>(&self, [x]: [T; 1], _y: T, dy: T) -> [T; 1] {
-        [dy / ((-x).exp() + 1.0)]
     }
 }
 
