@@ -1,7 +1,12 @@
 //! Shared helpers for shade's criterion benches: problem generators and work counts.
 //!
 //! The benches themselves live in `benches/benches/`; `cargo xtask bench` runs them
-//! and writes `docs/benchmarks.md` from criterion's estimates.
+//! and writes `docs/benchmarks.md` from criterion's estimates. [`peer_data`] generates
+//! the data that the peer scripts in `benches/peers/` generate identically, and
+//! [`gradbench`] is the GradBench tool behind the `shade-gradbench` binary.
+
+pub mod gradbench;
+pub mod peer_data;
 
 use ndarray::Array2;
 use rand::rngs::StdRng;
