@@ -7,7 +7,8 @@
 //! pose parameter and, in the complicated variant, two shared by every correspondence's
 //! own `(u, v)`. Residual `i` depends only on its own `(u, v)`, so seeding all `u`s in
 //! one tangent and all `v`s in another yields exactly the eval's compressed form (the
-//! block diagonal of the `(u, v)` columns).
+//! block diagonal of the `(u, v)` columns). As in GradBench's reference tool, a
+//! complicated row holds `∂/∂u`, `∂/∂v`, then the 26 pose derivatives.
 //!
 //! Vertex skinning weights are stored sparsely (the zero weights of the model, most of
 //! them, are skipped), in the primal as in the derivative.
@@ -203,17 +204,19 @@ pub fn ht_objective<S: Real>(err: &mut [S], theta: &[S], us: &[S], data: &HtData
     }
 }
 
-/// The Jacobian rows (`N = 26` simple, `28` complicated) by one forward evaluation.
+/// The Jacobian rows (`N = 26` simple; `28` complicated, `u` and `v` first) by one
+/// forward evaluation.
 fn jacobian<const N: usize>(theta: &[f64], us: &[f64], data: &HtData, rows: &mut [[f64; N]]) {
+    let offset = N - THETA;
     let th: Vec<DualVec<f64, N>> = theta
         .iter()
         .enumerate()
-        .map(|(k, &t)| DualVec::seeded(t, k))
+        .map(|(k, &t)| DualVec::seeded(t, offset + k))
         .collect();
     let uv: Vec<DualVec<f64, N>> = us
         .iter()
         .enumerate()
-        .map(|(k, &u)| DualVec::seeded(u, THETA + k % 2))
+        .map(|(k, &u)| DualVec::seeded(u, k % 2))
         .collect();
     let mut err = vec![DualVec::<f64, N>::constant(0.0); rows.len()];
     ht_objective(&mut err, &th, &uv, data);
@@ -444,15 +447,17 @@ mod tests {
         let x: Vec<f64> = theta.iter().chain(&us).copied().collect();
         let fd = central_jacobian(f, &x, 1e-6);
         let n = x.len();
-        // The compressed form: the 26 theta columns, then the row's own u and v.
+        // The compressed form: the row's own u and v (complicated), then the 26 theta
+        // columns.
         let want: Vec<f64> = (0..rows)
             .flat_map(|r| {
-                let mut row = fd[r * n..r * n + THETA].to_vec();
+                let mut row = Vec::new();
                 if complicated {
                     let i = r / 3;
                     row.push(fd[r * n + THETA + 2 * i]);
                     row.push(fd[r * n + THETA + 2 * i + 1]);
                 }
+                row.extend_from_slice(&fd[r * n..r * n + THETA]);
                 row
             })
             .collect();
