@@ -53,9 +53,11 @@ impl Engine {
     pub fn parse(name: &str) -> Result<Engine, String> {
         match name {
             "tape" => Ok(Engine::Tape),
-            "macro" => Err("engine `macro` is not available yet: the compile-time AD crate \
+            "macro" => Err(
+                "engine `macro` is not available yet: the compile-time AD crate \
                             has not landed; use `--engine tape`"
-                .into()),
+                    .into(),
+            ),
             other => Err(format!(
                 "unknown engine `{other}`: the engines are `tape` (and, later, `macro`)"
             )),
@@ -79,7 +81,8 @@ pub trait Run {
 }
 
 /// Converts the input of `function` into a [`Run`] (untimed).
-pub type Prepare = fn(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String>;
+pub type Prepare =
+    fn(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String>;
 
 /// The modules this tool implements, by GradBench name.
 pub const MODULES: &[(&str, Prepare)] = &[
@@ -127,7 +130,9 @@ pub fn serve(input: impl BufRead, mut output: impl Write, engine: Engine) -> io:
 pub fn respond(line: &str, engine: Engine) -> Value {
     let msg: Value = match serde_json::from_str(line) {
         Ok(v) => v,
-        Err(e) => return json!({"id": Value::Null, "success": false, "error": format!("invalid JSON message: {e}")}),
+        Err(e) => {
+            return json!({"id": Value::Null, "success": false, "error": format!("invalid JSON message: {e}")});
+        }
     };
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
     let kind = msg.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -145,7 +150,10 @@ pub fn respond(line: &str, engine: Engine) -> Value {
         "analysis" => {
             if msg.get("valid") == Some(&Value::Bool(false)) {
                 let err = msg.get("error").and_then(Value::as_str).unwrap_or("");
-                eprintln!("shade-gradbench: output of message {} judged invalid: {err}", msg["of"]);
+                eprintln!(
+                    "shade-gradbench: output of message {} judged invalid: {err}",
+                    msg["of"]
+                );
             }
             json!({"id": id})
         }
@@ -222,11 +230,7 @@ pub(crate) mod testing {
     }
 
     /// The Jacobian (row-major, `m × n`) of `f: ℝⁿ → ℝᵐ` by central differences.
-    pub(crate) fn central_jacobian(
-        f: impl Fn(&[f64]) -> Vec<f64>,
-        x: &[f64],
-        h: f64,
-    ) -> Vec<f64> {
+    pub(crate) fn central_jacobian(f: impl Fn(&[f64]) -> Vec<f64>, x: &[f64], h: f64) -> Vec<f64> {
         let m = f(x).len();
         let n = x.len();
         let mut jac = vec![0.0; m * n];
@@ -302,7 +306,11 @@ mod tests {
         assert_eq!(r[2]["timings"].as_array().unwrap().len(), 1);
         assert_eq!(r[2]["timings"][0]["name"], json!("evaluate"));
         assert_eq!(r[4]["success"], json!(false));
-        assert!(r[4]["error"].as_str().unwrap().contains("number"), "{}", r[4]);
+        assert!(
+            r[4]["error"].as_str().unwrap().contains("number"),
+            "{}",
+            r[4]
+        );
         assert_eq!(r[5]["output"], json!(5.0));
         assert_eq!(r[6]["success"], json!(false));
         assert_eq!(r[7], json!({"id": 7}));
@@ -339,7 +347,11 @@ mod tests {
     #[test]
     fn engines_parse_by_name() {
         assert_eq!(Engine::parse("tape"), Ok(Engine::Tape));
-        assert!(Engine::parse("macro").unwrap_err().contains("not available"));
+        assert!(
+            Engine::parse("macro")
+                .unwrap_err()
+                .contains("not available")
+        );
         assert!(Engine::parse("x").is_err());
     }
 

@@ -36,7 +36,9 @@ pub fn sym_f32(seed: u64, i: u64) -> f32 {
 /// edges are kept, as `torch.randint` would give them).
 pub fn random_edges(nodes: usize, edges: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
     let n = nodes as u64;
-    let src = (0..edges as u64).map(|k| (mix(seed, 2 * k) % n) as u32).collect();
+    let src = (0..edges as u64)
+        .map(|k| (mix(seed, 2 * k) % n) as u32)
+        .collect();
     let dst = (0..edges as u64)
         .map(|k| (mix(seed, 2 * k + 1) % n) as u32)
         .collect();
@@ -60,7 +62,9 @@ pub fn bernoulli_edges(nodes: usize, p: f64, seed: u64) -> (Vec<u32>, Vec<u32>) 
 
 /// A dense `rows × cols` row-major `f32` matrix with entries `sym_f32(seed, i)`.
 pub fn dense_f32(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
-    (0..(rows * cols) as u64).map(|i| sym_f32(seed, i)).collect()
+    (0..(rows * cols) as u64)
+        .map(|i| sym_f32(seed, i))
+        .collect()
 }
 
 /// A `rows × cols` CSR matrix with `per_row` draws per row: draw `k` (row

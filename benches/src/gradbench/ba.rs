@@ -58,8 +58,8 @@ pub fn reprojection<S: Real>(err: &mut [S], x: &[S], feat: &[f64]) {
     let mut proj = [xcam[0] / xcam[2], xcam[1] / xcam[2]];
     let rsq = proj[0] * proj[0] + proj[1] * proj[1];
     let distort = cam[9] * rsq + cam[10] * rsq * rsq + 1.0;
-    proj[0] = proj[0] * distort;
-    proj[1] = proj[1] * distort;
+    proj[0] *= distort;
+    proj[1] *= distort;
     err[0] = w * (proj[0] * cam[6] + cam[7] - feat[0]);
     err[1] = w * (proj[1] * cam[6] + cam[8] - feat[1]);
 }
@@ -100,7 +100,9 @@ impl BaData {
         let m = index(field(input, "m")?, "m")?;
         let p = index(field(input, "p")?, "p")?;
         if n == 0 || m == 0 || p == 0 {
-            return Err(format!("`n`, `m` and `p` must be positive, found {n}, {m}, {p}"));
+            return Err(format!(
+                "`n`, `m` and `p` must be positive, found {n}, {m}, {p}"
+            ));
         }
         let cam = numbers(field(input, "cam")?, "cam")?;
         let x = numbers(field(input, "x")?, "x")?;
@@ -167,7 +169,8 @@ pub fn jacobian(data: &BaData, tape: &mut Tape, jac: &mut Csr) -> Result<(), Str
             jac.cols.extend((0..CAM).map(|j| CAM * c + j));
             jac.cols.extend((0..3).map(|j| CAM * n + 3 * pt + j));
             jac.cols.push(CAM * n + 3 * m + i);
-            jac.vals.extend_from_slice(&block[row * BLOCK..(row + 1) * BLOCK]);
+            jac.vals
+                .extend_from_slice(&block[row * BLOCK..(row + 1) * BLOCK]);
         }
     }
     for i in 0..p {
@@ -223,7 +226,11 @@ impl Run for BaRun {
         if self.jacobian {
             let vals: Vec<Value> = cut(&self.jac.vals)
                 .as_array()
-                .map(|a| a.iter().map(|v| finite(v.as_f64().unwrap_or(f64::NAN))).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|v| finite(v.as_f64().unwrap_or(f64::NAN)))
+                        .collect()
+                })
                 .unwrap_or_default();
             return json!({
                 "rows": cut(&self.jac.rows.iter().map(|&r| r as u64).collect::<Vec<_>>()),
@@ -264,8 +271,8 @@ mod tests {
 
     fn block_input(rot: [f64; 3]) -> [f64; BLOCK] {
         [
-            rot[0], rot[1], rot[2], 0.1, -0.2, -3.0, 400.0, 10.0, -5.0, 1e-3, -2e-4, 0.5, 0.3,
-            2.0, 0.8,
+            rot[0], rot[1], rot[2], 0.1, -0.2, -3.0, 400.0, 10.0, -5.0, 1e-3, -2e-4, 0.5, 0.3, 2.0,
+            0.8,
         ]
     }
 

@@ -149,7 +149,9 @@ pub fn parse(input: &Value) -> Result<(GmmData, Vec<f64>), String> {
     let k = index(field(input, "k")?, "k")?;
     let n = index(field(input, "n")?, "n")?;
     if d == 0 || k == 0 {
-        return Err(format!("`d` and `k` must be positive, found d = {d}, k = {k}"));
+        return Err(format!(
+            "`d` and `k` must be positive, found d = {d}, k = {k}"
+        ));
     }
     let (rows, x) = matrix_with(field(input, "x")?, "x", d)?;
     if rows != n {
@@ -164,7 +166,10 @@ pub fn parse(input: &Value) -> Result<(GmmData, Vec<f64>), String> {
     };
     let mut params = numbers(field(input, "alpha")?, "alpha")?;
     if params.len() != k {
-        return Err(format!("`alpha` must have k = {k} entries, found {}", params.len()));
+        return Err(format!(
+            "`alpha` must have k = {k} entries, found {}",
+            params.len()
+        ));
     }
     for (name, cols) in [("mu", d), ("q", d), ("l", data.l_size())] {
         let (r, v) = matrix_with(field(input, name)?, name, cols)?;
@@ -179,7 +184,11 @@ pub fn parse(input: &Value) -> Result<(GmmData, Vec<f64>), String> {
 
 /// `k` rows of `cols` entries each, also when `cols` is zero.
 fn rows_of(x: &[f64], k: usize, cols: usize) -> Value {
-    Value::Array((0..k).map(|c| to_list(&x[c * cols..(c + 1) * cols])).collect())
+    Value::Array(
+        (0..k)
+            .map(|c| to_list(&x[c * cols..(c + 1) * cols]))
+            .collect(),
+    )
 }
 
 struct GmmRun {
@@ -312,9 +321,8 @@ mod tests {
     fn jacobian_output_has_the_parameters_shapes() {
         let (data, params) = problem(3, 2, 5, 0);
         let x: Vec<Vec<f64>> = data.x.chunks(3).map(<[f64]>::to_vec).collect();
-        let rows = |v: &[f64], c: usize| -> Vec<Vec<f64>> {
-            v.chunks(c).map(<[f64]>::to_vec).collect()
-        };
+        let rows =
+            |v: &[f64], c: usize| -> Vec<Vec<f64>> { v.chunks(c).map(<[f64]>::to_vec).collect() };
         let input = json!({
             "d": 3, "k": 2, "n": 5, "x": x, "m": 0, "gamma": 1.3,
             "alpha": params[..2], "mu": rows(&params[2..8], 3),
@@ -326,7 +334,9 @@ mod tests {
         assert_eq!(out["alpha"].as_array().unwrap().len(), 2);
         assert_eq!(out["mu"][1].as_array().unwrap().len(), 3);
         assert_eq!(out["l"][0].as_array().unwrap().len(), 3);
-        let e = prepare("jacobian", &json!({"d": 3}), Engine::Tape).err().unwrap();
+        let e = prepare("jacobian", &json!({"d": 3}), Engine::Tape)
+            .err()
+            .unwrap();
         assert!(e.contains("`k`"), "{e}");
     }
 }

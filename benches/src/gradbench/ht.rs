@@ -55,14 +55,19 @@ pub struct HtData {
 }
 
 fn mul3<S: Real>(a: &[[S; 3]; 3], b: &[[S; 3]; 3]) -> [[S; 3]; 3] {
-    std::array::from_fn(|r| std::array::from_fn(|c| a[r][0] * b[0][c] + a[r][1] * b[1][c] + a[r][2] * b[2][c]))
+    std::array::from_fn(|r| {
+        std::array::from_fn(|c| a[r][0] * b[0][c] + a[r][1] * b[1][c] + a[r][2] * b[2][c])
+    })
 }
 
 /// `a · b` for 4 × 4 row-major matrices.
 fn mul4<S: Real>(a: &[S; 16], b: &[S; 16]) -> [S; 16] {
     std::array::from_fn(|i| {
         let (r, c) = (i / 4, i % 4);
-        a[4 * r] * b[c] + a[4 * r + 1] * b[4 + c] + a[4 * r + 2] * b[8 + c] + a[4 * r + 3] * b[12 + c]
+        a[4 * r] * b[c]
+            + a[4 * r + 1] * b[4 + c]
+            + a[4 * r + 2] * b[8 + c]
+            + a[4 * r + 3] * b[12 + c]
     })
 }
 
@@ -70,7 +75,10 @@ fn mul4<S: Real>(a: &[S; 16], b: &[S; 16]) -> [S; 16] {
 fn mul4_const<S: Real>(a: &[S; 16], b: &M4) -> [S; 16] {
     std::array::from_fn(|i| {
         let (r, c) = (i / 4, i % 4);
-        a[4 * r] * b[c] + a[4 * r + 1] * b[4 + c] + a[4 * r + 2] * b[8 + c] + a[4 * r + 3] * b[12 + c]
+        a[4 * r] * b[c]
+            + a[4 * r + 1] * b[4 + c]
+            + a[4 * r + 2] * b[8 + c]
+            + a[4 * r + 3] * b[12 + c]
     })
 }
 
@@ -85,9 +93,21 @@ fn angle_axis<S: Real>(aa: &[S; 3]) -> [[S; 3]; 3] {
     let (s, c) = (norm.sin(), norm.cos());
     let one_c = -c + 1.0;
     [
-        [x * x + (-(x * x) + 1.0) * c, x * y * one_c - w * s, x * w * one_c + y * s],
-        [x * y * one_c + w * s, y * y + (-(y * y) + 1.0) * c, y * w * one_c - x * s],
-        [x * w * one_c - y * s, w * y * one_c + x * s, w * w + (-(w * w) + 1.0) * c],
+        [
+            x * x + (-(x * x) + 1.0) * c,
+            x * y * one_c - w * s,
+            x * w * one_c + y * s,
+        ],
+        [
+            x * y * one_c + w * s,
+            y * y + (-(y * y) + 1.0) * c,
+            y * w * one_c - x * s,
+        ],
+        [
+            x * w * one_c - y * s,
+            w * y * one_c + x * s,
+            w * w + (-(w * w) + 1.0) * c,
+        ],
     ]
 }
 
@@ -228,7 +248,10 @@ fn jacobian<const N: usize>(theta: &[f64], us: &[f64], data: &HtData, rows: &mut
 fn matrices(v: &Value, what: &str, count: usize) -> Result<Vec<M4>, String> {
     let items = list(v, what)?;
     if items.len() != count {
-        return Err(format!("`{what}` must hold {count} matrices, found {}", items.len()));
+        return Err(format!(
+            "`{what}` must hold {count} matrices, found {}",
+            items.len()
+        ));
     }
     items
         .iter()
@@ -247,7 +270,10 @@ fn matrices(v: &Value, what: &str, count: usize) -> Result<Vec<M4>, String> {
 pub fn parse(input: &Value) -> Result<(Vec<f64>, Vec<f64>, HtData), String> {
     let theta = numbers(field(input, "theta")?, "theta")?;
     if theta.len() != THETA {
-        return Err(format!("`theta` must have {THETA} entries, found {}", theta.len()));
+        return Err(format!(
+            "`theta` must have {THETA} entries, found {}",
+            theta.len()
+        ));
     }
     let (_, us) = matrix_with(field(input, "us")?, "us", 2)?;
     let data = field(input, "data")?;
@@ -259,7 +285,9 @@ pub fn parse(input: &Value) -> Result<(Vec<f64>, Vec<f64>, HtData), String> {
         .collect::<Result<_, _>>()?;
     let bones = parents.len();
     if bones < 22 {
-        return Err(format!("the hand model needs at least 22 bones, found {bones}"));
+        return Err(format!(
+            "the hand model needs at least 22 bones, found {bones}"
+        ));
     }
     let parents = parents
         .iter()
@@ -267,13 +295,17 @@ pub fn parse(input: &Value) -> Result<(Vec<f64>, Vec<f64>, HtData), String> {
         .map(|(i, &p)| match p {
             -1 => Ok(None),
             p if p >= 0 && (p as usize) < i => Ok(Some(p as usize)),
-            p => Err(format!("`parents[{i}]` = {p} must be -1 or an earlier bone")),
+            p => Err(format!(
+                "`parents[{i}]` = {p} must be -1 or an earlier bone"
+            )),
         })
         .collect::<Result<Vec<_>, _>>()?;
     let (nv, base) = matrix_with(field(model, "base_positions")?, "base_positions", 4)?;
     let (nw, w) = matrix_with(field(model, "weights")?, "weights", bones)?;
     if nw != nv {
-        return Err(format!("`weights` must have one row per vertex ({nv}), found {nw}"));
+        return Err(format!(
+            "`weights` must have one row per vertex ({nv}), found {nw}"
+        ));
     }
     let triangles = list(field(model, "triangles")?, "triangles")?
         .iter()
@@ -282,7 +314,9 @@ pub fn parse(input: &Value) -> Result<(Vec<f64>, Vec<f64>, HtData), String> {
             let t = indices(t, &format!("triangles[{i}]"))?;
             match t[..] {
                 [a, b, c] if a < nv && b < nv && c < nv => Ok([a, b, c]),
-                _ => Err(format!("`triangles[{i}]` must be 3 vertex indices below {nv}")),
+                _ => Err(format!(
+                    "`triangles[{i}]` must be 3 vertex indices below {nv}"
+                )),
             }
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -311,7 +345,11 @@ pub fn parse(input: &Value) -> Result<(Vec<f64>, Vec<f64>, HtData), String> {
     let correspondences = indices(field(data, "correspondences")?, "correspondences")?;
     let (np, pts) = matrix_with(field(data, "points")?, "points", 3)?;
     let complicated = !us.is_empty();
-    let limit = if complicated { model.triangles.len() } else { nv };
+    let limit = if complicated {
+        model.triangles.len()
+    } else {
+        nv
+    };
     if np != correspondences.len() || (complicated && us.len() != 2 * np) {
         return Err(format!(
             "`points` ({np}) and `us` ({}) must have one row per correspondence ({})",
@@ -319,8 +357,14 @@ pub fn parse(input: &Value) -> Result<(Vec<f64>, Vec<f64>, HtData), String> {
             correspondences.len()
         ));
     }
-    if let Some((i, c)) = correspondences.iter().enumerate().find(|(_, c)| **c >= limit) {
-        return Err(format!("`correspondences[{i}]` = {c} is out of range (below {limit})"));
+    if let Some((i, c)) = correspondences
+        .iter()
+        .enumerate()
+        .find(|(_, c)| **c >= limit)
+    {
+        return Err(format!(
+            "`correspondences[{i}]` = {c} is out of range (below {limit})"
+        ));
     }
     let data = HtData {
         model,
@@ -402,8 +446,22 @@ mod tests {
             let aa = [next(), next(), next()];
             let r = angle_axis(&aa);
             [
-                r[0][0], r[0][1], r[0][2], next(), r[1][0], r[1][1], r[1][2], next(), r[2][0],
-                r[2][1], r[2][2], next(), 0.0, 0.0, 0.0, 1.0,
+                r[0][0],
+                r[0][1],
+                r[0][2],
+                next(),
+                r[1][0],
+                r[1][1],
+                r[1][2],
+                next(),
+                r[2][0],
+                r[2][1],
+                r[2][2],
+                next(),
+                0.0,
+                0.0,
+                0.0,
+                1.0,
             ]
         };
         let base_relatives = (0..bones).map(|_| rigid()).collect();
@@ -411,7 +469,9 @@ mod tests {
         let nv = 12;
         let mut w = uniform(10, nv * 3);
         HtModel {
-            parents: (0..bones).map(|b| if b == 0 { None } else { Some((b - 1) / 2) }).collect(),
+            parents: (0..bones)
+                .map(|b| if b == 0 { None } else { Some((b - 1) / 2) })
+                .collect(),
             base_relatives,
             inverse_base_absolutes,
             base_positions: uniform(11, nv * 3)
@@ -422,7 +482,9 @@ mod tests {
                 .map(|v| {
                     let s: f64 = w[3 * v..3 * v + 3].iter().sum();
                     w[3 * v..3 * v + 3].iter_mut().for_each(|x| *x /= s);
-                    (0..3).map(|j| ((v * 7 + j * 5) % bones, w[3 * v + j])).collect()
+                    (0..3)
+                        .map(|j| ((v * 7 + j * 5) % bones, w[3 * v + j]))
+                        .collect()
                 })
                 .collect(),
             triangles: (0..6).map(|t| [t, t + 3, (t + 5) % nv]).collect(),
@@ -434,7 +496,10 @@ mod tests {
         let data = HtData {
             model: model(),
             correspondences: vec![0, 3, 5, 2],
-            points: uniform(12, 12).chunks(3).map(|c| [c[0], c[1], c[2]]).collect(),
+            points: uniform(12, 12)
+                .chunks(3)
+                .map(|c| [c[0], c[1], c[2]])
+                .collect(),
         };
         let theta: Vec<f64> = uniform(13, THETA).iter().map(|u| u - 0.5).collect();
         let us: Vec<f64> = if complicated { uniform(14, 8) } else { vec![] };

@@ -154,7 +154,10 @@ mod tests {
 
     #[test]
     fn outputs_round_trip_and_non_finite_values_become_null() {
-        assert_eq!(to_rows(&[1.0, 2.0, 3.0, 4.0], 2), json!([[1.0, 2.0], [3.0, 4.0]]));
+        assert_eq!(
+            to_rows(&[1.0, 2.0, 3.0, 4.0], 2),
+            json!([[1.0, 2.0], [3.0, 4.0]])
+        );
         assert_eq!(to_list(&[f64::NAN, 0.5]), json!([null, 0.5]));
         let v = 0.1 + 0.2;
         let back: f64 = serde_json::from_str(&to_list(&[v]).to_string())

@@ -159,8 +159,14 @@ mod tests {
         let centroids = points[(n - k) * d..].to_vec();
         let data = KmeansData { d, points };
         let mut dir = vec![0.0; k * d];
-        newton_direction(&centroids, &data, &mut Tape::new(), &mut Vec::new(), &mut dir)
-            .unwrap();
+        newton_direction(
+            &centroids,
+            &data,
+            &mut Tape::new(),
+            &mut Vec::new(),
+            &mut dir,
+        )
+        .unwrap();
         // Away from ties the cost is a sum of quadratics: central differences are exact
         // up to rounding for the gradient and the (constant) second derivative.
         let h = 1e-4;

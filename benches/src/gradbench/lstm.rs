@@ -188,7 +188,10 @@ mod tests {
     #[test]
     fn gradient_matches_central_differences() {
         let (l, b, c) = (2, 3, 6);
-        let bits: Vec<f64> = uniform(3, c * b).iter().map(|u| (u * 2.0).floor()).collect();
+        let bits: Vec<f64> = uniform(3, c * b)
+            .iter()
+            .map(|u| (u * 2.0).floor())
+            .collect();
         let data = LstmData {
             l,
             b,

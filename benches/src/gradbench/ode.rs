@@ -28,7 +28,12 @@ pub fn ode_solve<S: Real>(y: &mut [S], x: &[S], s: usize) {
     ];
     let mut tmp = vec![S::zero(); n];
     y.fill(S::zero());
-    let weights = [S::cst(h / 6.0), S::cst(h / 3.0), S::cst(h / 3.0), S::cst(h / 6.0)];
+    let weights = [
+        S::cst(h / 6.0),
+        S::cst(h / 3.0),
+        S::cst(h / 3.0),
+        S::cst(h / 6.0),
+    ];
     for _ in 0..s {
         rhs(x, y, &mut k[0]);
         for i in 0..n {
@@ -93,7 +98,10 @@ pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn 
     let x = numbers(field(input, "x")?, "x")?;
     let s = index(field(input, "s")?, "s")?;
     if x.is_empty() || s == 0 {
-        return Err(format!("`x` must not be empty and `s` positive, found {} and {s}", x.len()));
+        return Err(format!(
+            "`x` must not be empty and `s` positive, found {} and {s}",
+            x.len()
+        ));
     }
     Ok(Box::new(OdeRun {
         gradient,

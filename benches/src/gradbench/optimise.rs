@@ -133,7 +133,9 @@ pub fn argmin<T: Real>(
             accepted = 0;
         }
     }
-    Err(format!("gradient descent did not converge in {MAX_STEPS} steps"))
+    Err(format!(
+        "gradient descent did not converge in {MAX_STEPS} steps"
+    ))
 }
 
 /// The maximiser of `value`: [`argmin`] of its negation.
@@ -179,7 +181,11 @@ mod tests {
             for inner in [Mode::Forward, Mode::Reverse] {
                 // g(y) = 4 y³ → g'(y) = 12 y².
                 let d = gradient(mode, &G(inner), &[0.7], &[]).unwrap();
-                assert!((d[0] - 12.0 * 0.49).abs() < 1e-13, "{mode:?}/{inner:?}: {}", d[0]);
+                assert!(
+                    (d[0] - 12.0 * 0.49).abs() < 1e-13,
+                    "{mode:?}/{inner:?}: {}",
+                    d[0]
+                );
             }
         }
     }
@@ -192,8 +198,16 @@ mod tests {
             &[0.0, 0.0],
         )
         .unwrap();
-        assert!((x[0] - 3.0).abs() < 1e-4 && (x[1] + 1.0).abs() < 1e-4, "{x:?}");
-        let y = argmax(|x: &[f64]| Ok(-(x[0] * x[0])), |x: &[f64]| Ok(vec![-2.0 * x[0]]), &[1.0]).unwrap();
+        assert!(
+            (x[0] - 3.0).abs() < 1e-4 && (x[1] + 1.0).abs() < 1e-4,
+            "{x:?}"
+        );
+        let y = argmax(
+            |x: &[f64]| Ok(-(x[0] * x[0])),
+            |x: &[f64]| Ok(vec![-2.0 * x[0]]),
+            &[1.0],
+        )
+        .unwrap();
         assert!(y[0].abs() < 1e-4);
     }
 }

@@ -55,7 +55,9 @@ impl Nested for Miss {
             }
             v = [v[0] + a[0] * dt, v[1] + a[1] * dt];
         }
-        Err(format!("the particle did not reach the x-axis in {MAX_STEPS} steps"))
+        Err(format!(
+            "the particle did not reach the x-axis in {MAX_STEPS} steps"
+        ))
     }
 }
 
@@ -76,7 +78,11 @@ pub(crate) fn modes(module: &str, function: &str) -> Result<(Mode, Mode), String
     let mut letters = function.chars().map(Mode::from_letter);
     match (letters.next(), letters.next(), letters.next()) {
         (Some(Some(o)), Some(Some(i)), None) => Ok((o, i)),
-        _ => Err(unknown_function(module, function, &["ff", "fr", "rf", "rr"])),
+        _ => Err(unknown_function(
+            module,
+            function,
+            &["ff", "fr", "rf", "rr"],
+        )),
     }
 }
 
@@ -117,9 +123,14 @@ mod tests {
                 let m = Miss { inner };
                 let w = 0.1;
                 let h = 1e-6;
-                let fd = (m.eval(&[w + h], &[]).unwrap() - m.eval(&[w - h], &[]).unwrap()) / (2.0 * h);
+                let fd =
+                    (m.eval(&[w + h], &[]).unwrap() - m.eval(&[w - h], &[]).unwrap()) / (2.0 * h);
                 let g = gradient(outer, &m, &[w], &[]).unwrap();
-                assert!((g[0] - fd).abs() < 1e-6 * fd.abs().max(1.0), "{outer:?}{inner:?}: {} vs {fd}", g[0]);
+                assert!(
+                    (g[0] - fd).abs() < 1e-6 * fd.abs().max(1.0),
+                    "{outer:?}{inner:?}: {} vs {fd}",
+                    g[0]
+                );
             }
         }
     }

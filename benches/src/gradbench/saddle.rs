@@ -78,7 +78,10 @@ pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn 
     let Engine::Tape = engine;
     let start = numbers(field(input, "start")?, "start")?;
     let [a, b] = start[..] else {
-        return Err(format!("`start` must have 2 entries, found {}", start.len()));
+        return Err(format!(
+            "`start` must have 2 entries, found {}",
+            start.len()
+        ));
     };
     Ok(Box::new(SaddleRun {
         modes: modes("saddle", function)?,
@@ -104,8 +107,14 @@ mod tests {
                     let (mut up, mut down) = (x, x);
                     up[k] += h;
                     down[k] -= h;
-                    let fd = (o.eval(&up, &[1.0, 1.0]).unwrap() - o.eval(&down, &[1.0, 1.0]).unwrap()) / (2.0 * h);
-                    assert!((g[k] - fd).abs() < 1e-5, "{outer:?}{inner:?}[{k}]: {} vs {fd}", g[k]);
+                    let fd = (o.eval(&up, &[1.0, 1.0]).unwrap()
+                        - o.eval(&down, &[1.0, 1.0]).unwrap())
+                        / (2.0 * h);
+                    assert!(
+                        (g[k] - fd).abs() < 1e-5,
+                        "{outer:?}{inner:?}[{k}]: {} vs {fd}",
+                        g[k]
+                    );
                     assert!((g[k] - 2.0 * x[k]).abs() < 1e-3);
                 }
             }
