@@ -103,6 +103,20 @@ mod tests {
         assert_eq!(mix(123, 456), 0x6BFC_2E5C_67FF_FA1B);
         assert_eq!(mix(7, 3) % 1000, 499);
         assert_eq!(sym_f32(1, 0), (mix(1, 0) >> 40) as f32 / 8_388_608.0 - 1.0);
+        // Sizes and sums printed by the Python twin (`benches/peers/common.py`).
+        let (s, d) = bernoulli_edges(100, 0.2, 1);
+        let sum = |v: &[u32]| v.iter().map(|&x| u64::from(x)).sum::<u64>();
+        assert_eq!((s.len(), sum(&s), sum(&d)), (2001, 99_730, 97_746));
+        let a = csr(50, 20, 10, 3);
+        let m = a.csr();
+        assert_eq!(m.nnz(), 404);
+        assert_eq!(m.indices().iter().sum::<usize>(), 4012);
+        assert_eq!(m.data()[0], -0.173_789_26);
+        let total: f64 = m.data().iter().map(|&v| f64::from(v)).sum();
+        assert!((total - -9.523_745_179_176_33).abs() < 1e-12);
+        let (s, d) = random_edges(1000, 5000, 11);
+        assert_eq!((sum(&s), sum(&d)), (2_471_017, 2_496_944));
+        assert_eq!(dense_f32(3, 4, 12)[11], -0.837_822_8);
     }
 
     #[test]
