@@ -185,7 +185,10 @@ class Context:
     def measure(self, variant, fn, *, min_runs=10, min_seconds=2.0, warmup=2,
                 max_runs=2000, memory=False, note=""):
         """Times `fn` (which must finish its computation before returning): `warmup`
-        untimed runs, then at least `min_runs` runs and `min_seconds` in all."""
+        untimed runs, then at least `min_runs` runs and `min_seconds` in all
+        (`SHADE_PEERS_QUICK=1`: at most 3 runs and 0.2 s, for checking the pipeline)."""
+        if os.environ.get("SHADE_PEERS_QUICK") == "1":
+            min_runs, min_seconds, warmup = min(min_runs, 3), min(min_seconds, 0.2), min(warmup, 1)
         for _ in range(warmup):
             fn()
         times, total = [], 0.0

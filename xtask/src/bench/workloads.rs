@@ -1,0 +1,236 @@
+//! The workloads of `cargo xtask bench --peers`: data, model, peers, floors. The same
+//! data, sizes and model on every side; the peer scripts in `benches/peers/` implement
+//! the workloads named here (a test checks that each named script mentions its ids).
+
+/// Multiply-adds and bytes that one run of a variant cannot avoid.
+pub(super) struct Floor {
+    pub(super) variant: &'static str,
+    pub(super) macs: f64,
+    pub(super) bytes: f64,
+}
+
+/// One workload: the same data, sizes and model on every side.
+pub(super) struct Workload {
+    pub(super) id: &'static str,
+    pub(super) title: &'static str,
+    pub(super) about: &'static str,
+    /// The criterion bench target holding `peers/<id>/...`.
+    pub(super) bench: &'static str,
+    pub(super) variants: &'static [&'static str],
+    pub(super) peers: &'static [&'static str],
+    pub(super) floors: &'static [Floor],
+    /// Variants shade does not run, and why.
+    pub(super) shade_missing: &'static [(&'static str, &'static str)],
+    /// Whether peak resident memory is compared (one process per workload and side).
+    pub(super) memory: bool,
+    /// `(a, b)`: the ratio `a ÷ b` is shown for every implementation.
+    pub(super) pair: Option<(&'static str, &'static str)>,
+    /// Bytes one run moves (shown as GB/s and as a fraction of the copy bandwidth).
+    pub(super) bandwidth_bytes: Option<f64>,
+}
+
+const M: f64 = 1e6;
+
+pub(super) const WORKLOADS: &[Workload] = &[
+    Workload {
+        id: "cora_gcn",
+        title: "Cora, 2-layer GCN: training step and inference",
+        about: "Real Cora (2,708 nodes, 10,556 edges, 1,433 features, 7 classes, 140 training \
+                nodes), GCN 1433 → 16 → 7 with relu and dropout 0.5 on the hidden layer, \
+                cross-entropy, Adam (lr 0.01, weight decay 5e-4 on the first layer), f32. \
+                shade: shade-gnn's `single_train_step` with sparse features; PyG: \
+                `GCNConv(cached=True)` with dense features; JAX: jit, `segment_sum`, optax \
+                Adam, dense features. `step` = forward + backward + Adam; `infer` = forward \
+                in evaluation mode.",
+        bench: "gnn_step",
+        variants: &["step", "infer"],
+        peers: &["pyg", "jax"],
+        floors: &[
+            Floor {
+                variant: "step",
+                macs: 3.0 * M,
+                bytes: 2.0 * M,
+            },
+            Floor {
+                variant: "infer",
+                macs: 1.4 * M,
+                bytes: 1.0 * M,
+            },
+        ],
+        shade_missing: &[],
+        memory: false,
+        pair: Some(("step", "infer")),
+        bandwidth_bytes: None,
+    },
+    Workload {
+        id: "cora_gat",
+        title: "Cora, 2-layer GAT (8 heads × 8): training step and inference",
+        about: "Real Cora as above, GAT 1433 → 8 heads × 8 (elu, dropout 0.6 on features \
+                and attention) → 7 (one head, averaged), Adam (lr 0.005, weight decay 5e-4), \
+                f32. PyG: `GATConv(heads=8, dropout=0.6)`, dense features.",
+        bench: "gnn_step",
+        variants: &["step", "infer"],
+        peers: &["pyg"],
+        floors: &[
+            Floor {
+                variant: "step",
+                macs: 12.0 * M,
+                bytes: 5.0 * M,
+            },
+            Floor {
+                variant: "infer",
+                macs: 4.5 * M,
+                bytes: 2.0 * M,
+            },
+        ],
+        shade_missing: &[],
+        memory: false,
+        pair: Some(("step", "infer")),
+        bandwidth_bytes: None,
+    },
+    Workload {
+        id: "policy",
+        title: "The founding policy model: one gradient",
+        about: "Random directed graph, n = 100, each ordered pair an edge with p = 0.2 (2,001 \
+                edges, identical on every side), 2 features per node; GCNConv 2 → 50, tanh, \
+                GCNConv 50 → 50, relu, Dense 50 → 100, sigmoid; loss = mean of the outputs; \
+                gradient with respect to every parameter, no optimiser; f32. PyTorch \
+                (`torch`): the same model with a dense 100 × 100 normalised adjacency.",
+        bench: "policy",
+        variants: &["gradient"],
+        peers: &["pyg", "torch", "jax"],
+        floors: &[Floor {
+            variant: "gradient",
+            macs: 2.7 * M,
+            bytes: 0.2 * M,
+        }],
+        shade_missing: &[],
+        memory: false,
+        pair: None,
+        bandwidth_bytes: None,
+    },
+    Workload {
+        id: "synth_gcn_100k",
+        title: "Synthetic graph, 100k nodes / 1M edges: GCN 128 → 64 → 16 training step",
+        about: "Random edges (identical on every side), dense features 128 per node, labels \
+                in 16 classes, GCN 128 → 64 → 16 with relu, no dropout, cross-entropy over \
+                every node, Adam (lr 0.01), f32. `torch`: the adjacency as \
+                `torch.sparse_csr_tensor`. Peak resident memory is read from the process \
+                (`/proc/self/status` VmHWM), one process per side and size; `base` is the \
+                resident size before the data were built (the interpreter and libraries \
+                for the peers).",
+        bench: "synth_gcn",
+        variants: &["step"],
+        peers: &["torch", "pyg", "jax"],
+        floors: &[Floor {
+            variant: "step",
+            macs: 2.0e3 * M,
+            bytes: 300.0 * M,
+        }],
+        shade_missing: &[],
+        memory: true,
+        pair: None,
+        bandwidth_bytes: None,
+    },
+    Workload {
+        id: "synth_gcn_1m",
+        title: "Synthetic graph, 1M nodes / 10M edges: GCN 128 → 64 → 16 training step",
+        about: "As above, ten times larger.",
+        bench: "synth_gcn",
+        variants: &["step"],
+        peers: &["torch", "pyg", "jax"],
+        floors: &[Floor {
+            variant: "step",
+            macs: 2.0e4 * M,
+            bytes: 3.0e3 * M,
+        }],
+        shade_missing: &[],
+        memory: true,
+        pair: None,
+        bandwidth_bytes: None,
+    },
+    Workload {
+        id: "spmm",
+        title: "CSR × dense: 100k × 100k with 1M nonzeros times 100k × 64 (f32)",
+        about: "The same CSR matrix on every side (10 random columns per row, repeats \
+                merged: 999,951 nonzeros). shade: `SparseMatrix::mul_dense_into` (rayon \
+                row blocks); `torch`: `torch.mm(sparse_csr, dense)`; SciPy: `csr_matrix @ \
+                ndarray` (single-threaded). GB/s counts the bytes that must move: index (8 \
+                B) and value (4 B) per nonzero, one dense row (256 B) per nonzero, the \
+                output written (25.6 MB).",
+        bench: "spmm",
+        variants: &["forward"],
+        peers: &["torch", "scipy"],
+        floors: &[Floor {
+            variant: "forward",
+            macs: 64.0 * M,
+            bytes: 293.6 * M,
+        }],
+        shade_missing: &[],
+        memory: false,
+        pair: None,
+        bandwidth_bytes: Some(293_599_412.0),
+    },
+    Workload {
+        id: "gmm_d10_k25_n1000",
+        title: "GMM objective and gradient, d = 10, k = 25, n = 1000",
+        about: "ADBench's Gaussian mixture objective with a Wishart prior, f64, the same \
+                data and parameters on every side (the LCG of \
+                `benches/benches/gmm/objective.rs`, reproduced in `common.py`; the objective \
+                values agree to 12 digits). shade: the generic `Real` function at `f64` and \
+                its reverse-mode gradient on a warm `Tape` (one thread whatever `T`); JAX: \
+                jit of the vectorised objective and of its `grad`; PyTorch: the vectorised \
+                objective and `backward`.",
+        bench: "gmm",
+        variants: &["objective", "gradient"],
+        peers: &["jax", "torch"],
+        floors: &[
+            Floor {
+                variant: "objective",
+                macs: 1.6 * M,
+                bytes: 0.1 * M,
+            },
+            Floor {
+                variant: "gradient",
+                macs: 4.9 * M,
+                bytes: 0.2 * M,
+            },
+        ],
+        shade_missing: &[],
+        memory: false,
+        pair: Some(("gradient", "objective")),
+        bandwidth_bytes: None,
+    },
+    Workload {
+        id: "gmm_d64_k200_n10000",
+        title: "GMM objective and gradient, d = 64, k = 200, n = 10⁴",
+        about: "As above at ADBench's large size (the peers hold n × k × d intermediates of \
+                1 GB each).",
+        bench: "gmm",
+        variants: &["objective", "gradient"],
+        peers: &["jax", "torch"],
+        floors: &[
+            Floor {
+                variant: "objective",
+                macs: 4.3e3 * M,
+                bytes: 5.0 * M,
+            },
+            Floor {
+                variant: "gradient",
+                macs: 1.3e4 * M,
+                bytes: 10.0 * M,
+            },
+        ],
+        shade_missing: &[(
+            "gradient",
+            "the run-time tape would need ~20 GB at this size; the compile-time engine's \
+             gradient is to be added at the hook in `benches/benches/gmm.rs`",
+        )],
+        memory: false,
+        pair: Some(("gradient", "objective")),
+        bandwidth_bytes: None,
+    },
+];
+
+/// Criterion benches with internal ratios (no peers), run once.
+pub(super) const INTERNAL_BENCHES: &[&str] = &["copy", "interface", "sparse_jacobian"];
