@@ -1,7 +1,8 @@
 //! GradBench's `ba` eval (ADBench's bundle adjustment): reprojection errors of `p`
 //! observations and weight errors (`objective`), and the sparse Jacobian in CSR form
-//! (`jacobian`): one 2 × 15 block per observation by reverse mode (one recording, two
-//! sweeps), one derivative per weight error by forward mode.
+//! (`jacobian`): one 2 × 15 block per observation by forward mode with 15 tangents
+//! (`DualVec<f64, 15>`, one evaluation; 2.6 times faster here than one recording and two
+//! reverse sweeps per observation), one derivative per weight error by forward mode.
 //!
 //! The input holds one camera, one point, one weight and one feature; the tool expands
 //! them to `n` cameras, `m` points and `p` observations (observation `i` links camera
@@ -10,8 +11,7 @@
 //! errors with the count; the first 30 and the last entry of each CSR array).
 
 use serde_json::{Value, json};
-use shade_autodiff::Const;
-use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::scalar::{DualVec, Real, Tape, shade_fn};
 
 use super::input::{field, finite, index, number, numbers, to_list};
 use super::{Engine, Run, unknown_function};
@@ -149,20 +149,30 @@ pub struct Csr {
     pub vals: Vec<f64>,
 }
 
+/// One observation's 2 × 15 Jacobian block (row-major) by forward mode.
+pub fn block_jacobian(x: &[f64; BLOCK], feat: &[f64], block: &mut [f64; 2 * BLOCK]) {
+    let xs: [DualVec<f64, BLOCK>; BLOCK] = std::array::from_fn(|k| DualVec::seeded(x[k], k));
+    let mut e = [DualVec::<f64, BLOCK>::constant(0.0); 2];
+    reprojection(&mut e, &xs, feat);
+    block[..BLOCK].copy_from_slice(&e[0].d);
+    block[BLOCK..].copy_from_slice(&e[1].d);
+}
+
 /// Computes the whole Jacobian into `jac` (its buffers are reused).
 pub fn jacobian(data: &BaData, tape: &mut Tape, jac: &mut Csr) -> Result<(), String> {
     let (n, m, p) = (data.n, data.m, data.p);
-    jac.rows.clear();
-    jac.cols.clear();
+    for v in [&mut jac.rows, &mut jac.cols] {
+        v.clear();
+        v.reserve(2 * BLOCK * p + p + 1);
+    }
     jac.vals.clear();
+    jac.vals.reserve(2 * BLOCK * p + p);
     jac.rows.push(0);
     let mut x = [0.0; BLOCK];
-    let (mut y, mut block) = ([0.0; 2], [0.0; 2 * BLOCK]);
+    let mut block = [0.0; 2 * BLOCK];
     for i in 0..p {
         data.block(i, &mut x);
-        let feat = &data.feats[2 * i..2 * i + 2];
-        tape.jacobian_reverse_into(&Reprojection, &x, (Const(feat),), &mut y, &mut block)
-            .map_err(|e| e.to_string())?;
+        block_jacobian(&x, &data.feats[2 * i..2 * i + 2], &mut block);
         let (c, pt) = data.obs[i];
         for row in 0..2 {
             jac.rows.push(jac.rows.last().copied().unwrap_or(0) + BLOCK);
@@ -268,6 +278,7 @@ pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn 
 mod tests {
     use super::*;
     use crate::gradbench::testing::{assert_close, central_jacobian};
+    use shade_autodiff::Const;
 
     fn block_input(rot: [f64; 3]) -> [f64; BLOCK] {
         [
@@ -277,14 +288,17 @@ mod tests {
     }
 
     #[test]
-    fn block_jacobian_matches_central_differences() {
+    fn block_jacobian_matches_central_differences_and_reverse_mode() {
         for rot in [[0.1, -0.2, 0.05], [0.0, 0.0, 0.0]] {
             let x = block_input(rot);
             let feat = [12.0, -7.0];
-            let (mut y, mut jac) = ([0.0; 2], [0.0; 2 * BLOCK]);
+            let mut jac = [0.0; 2 * BLOCK];
+            block_jacobian(&x, &feat, &mut jac);
+            let (mut y, mut rev) = ([0.0; 2], [0.0; 2 * BLOCK]);
             Tape::new()
-                .jacobian_reverse_into(&Reprojection, &x, (Const(&feat[..]),), &mut y, &mut jac)
+                .jacobian_reverse_into(&Reprojection, &x, (Const(&feat[..]),), &mut y, &mut rev)
                 .unwrap();
+            assert_close("ba block, forward vs reverse", &jac, &rev, 1e-12);
             let fd = central_jacobian(
                 |x| {
                     let mut e = [0.0; 2];
