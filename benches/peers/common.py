@@ -177,6 +177,11 @@ class Context:
         self.base_rss = status_mib("VmRSS:")
         self.version = ""
 
+    def mark_base(self):
+        """Takes the base resident size now: after the library's import, before the
+        workload's data are built."""
+        self.base_rss = status_mib("VmRSS:")
+
     def emit(self, **fields):
         rec = {"kind": "result", "workload": self.workload, "peer": self.peer,
                "threads": self.threads, **fields}

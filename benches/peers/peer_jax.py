@@ -21,6 +21,7 @@ def setup(ctx, x64=False):
     if x64:
         jax.config.update("jax_enable_x64", True)
     ctx.version = f"jax {jax.__version__}"
+    ctx.mark_base()
     return jax
 
 
@@ -144,7 +145,7 @@ def synth_gcn(nodes, edges):
         del src, dst
         opt = optax.adam(0.01)
         step = train_step(jax, forward, slice(None), opt, 0.0)
-        run_training(ctx, jax, step, params, opt, x, y, min_runs=5, min_seconds=0.0,
+        run_training(ctx, jax, step, params, opt, x, y, min_runs=3, min_seconds=0.0,
                      warmup=1, memory=True)
 
     return run
@@ -176,7 +177,7 @@ def gmm(d, k, n):
         grad = jax.jit(jax.grad(objective, argnums=(0, 1, 2)))
         value = float(obj(*args))
         big = d * k * n > 10_000_000
-        opts = dict(min_runs=3, min_seconds=0.0, warmup=1) if big else {}
+        opts = dict(min_runs=2, min_seconds=0.0, warmup=1) if big else {}
         ctx.measure("objective", lambda: jax.block_until_ready(obj(*args)),
                     note=f"value {value:.12e}", **opts)
         ctx.measure("gradient", lambda: jax.block_until_ready(grad(*args)), **opts)

@@ -9,6 +9,7 @@ def spmm(ctx):
     import scipy.sparse as sp
 
     ctx.version = f"scipy {scipy.__version__}"
+    ctx.mark_base()
     indptr, indices, data = common.csr(100_000, 100_000, 10, 42)
     a = sp.csr_matrix((data, indices.astype("int32"), indptr.astype("int32")), shape=(100_000, 100_000))
     x = common.dense_f32(100_000, 64, 7)

@@ -10,6 +10,7 @@ def torch_setup(ctx):
 
     torch.set_num_threads(ctx.threads)
     ctx.version = f"torch {torch.__version__}"
+    ctx.mark_base()
     return torch
 
 
@@ -63,7 +64,7 @@ def synth_gcn(nodes, edges):
             torch.nn.functional.cross_entropy(logits, y).backward()
             opt.step()
 
-        ctx.measure("step", step, min_runs=5, min_seconds=0.0, warmup=1, memory=True,
+        ctx.measure("step", step, min_runs=3, min_seconds=0.0, warmup=1, memory=True,
                     note="torch.sparse_csr_tensor adjacency")
 
     return run
@@ -119,7 +120,7 @@ def gmm(d, k, n):
             objective(*p).backward()
 
         big = d * k * n > 10_000_000
-        opts = dict(min_runs=3, min_seconds=0.0, warmup=1) if big else {}
+        opts = dict(min_runs=2, min_seconds=0.0, warmup=1) if big else {}
         ctx.measure("objective", obj, note=f"value {value:.12e}", **opts)
         ctx.measure("gradient", grad, **opts)
 

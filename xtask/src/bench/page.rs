@@ -142,8 +142,9 @@ pub(super) fn render(p: &Page<'_>) -> String {
     let _ = writeln!(
         s,
         "- Statistics: median (min–max). shade: criterion's samples (each the mean of its \
-         iterations; 1 s warm-up, 3 s measurement); peers: single timed runs after warm-up \
-         runs (at least 10 runs and 2 s; the large workloads 5 or 3 runs). `shade ÷ best \
+         iterations; 1 s warm-up, 2 s measurement, at least 10 samples); peers: single timed \
+         runs after warm-up runs (at least 10 runs and 2 s; the synthetic GCNs 3 runs, the \
+         large GMM 2). `shade ÷ best \
          peer` divides medians: below 1, shade is faster.\n\
          - Floors: multiply-adds and the bytes that must move, counted from the workload; the \
          memory floor is those bytes at this machine's copy bandwidth{}.\n",
@@ -319,6 +320,14 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
             s.push('\n');
         }
         s.push('\n');
+    }
+    if !w.profile.is_empty() {
+        let _ = writeln!(
+            s,
+            "Where shade's time goes (`perf record` of the bench, profiled 2026-12-01 on this \
+             machine while it was shared): {}\n",
+            w.profile
+        );
     }
     if w.memory {
         let _ = writeln!(s, "Peak resident memory, MiB (peak − base in brackets):\n");

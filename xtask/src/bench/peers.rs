@@ -289,7 +289,7 @@ impl Run {
         if self.quick {
             args.extend(["--warm-up-time", "0.3", "--measurement-time", "0.5"]);
         } else {
-            args.extend(["--warm-up-time", "1", "--measurement-time", "3"]);
+            args.extend(["--warm-up-time", "1", "--measurement-time", "2"]);
         }
         let mut cmd = pinned(self.machine.taskset, threads, &self.cargo, &args);
         cmd.current_dir(&self.root)

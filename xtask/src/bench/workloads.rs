@@ -27,6 +27,8 @@ pub(super) struct Workload {
     pub(super) pair: Option<(&'static str, &'static str)>,
     /// Bytes one run moves (shown as GB/s and as a fraction of the copy bandwidth).
     pub(super) bandwidth_bytes: Option<f64>,
+    /// Where shade's time goes, from `perf record` of the bench (empty: not profiled).
+    pub(super) profile: &'static str,
 }
 
 const M: f64 = 1e6;
@@ -61,6 +63,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
+        profile: "",
     },
     Workload {
         id: "cora_gat",
@@ -87,6 +90,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
+        profile: "",
     },
     Workload {
         id: "policy",
@@ -108,6 +112,13 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: None,
         bandwidth_bytes: None,
+        profile: "1 thread: matrix products 36 % (matrixmultiply's sgemm kernel 22 %, \
+                  shade's `general_mat_mul` wrapper 10 %, packing 4 %), libm's scalar \
+                  `tanhf` / `expf` / `expm1f` 16 %, the two sparse products 11 %, explicit \
+                  transposes 4 %, the bias rule's backward 2 %. At 100 nodes each operation \
+                  lasts microseconds, so per-operation costs decide. What would close it: \
+                  products with transposed operands instead of transposes, bias and \
+                  activation fused into one rule, vectorised activations.",
     },
     Workload {
         id: "synth_gcn_100k",
@@ -117,8 +128,9 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 every node, Adam (lr 0.01), f32. `torch`: the adjacency as \
                 `torch.sparse_csr_tensor`. Peak resident memory is read from the process \
                 (`/proc/self/status` VmHWM), one process per side and size; `base` is the \
-                resident size before the data were built (the interpreter and libraries \
-                for the peers).",
+                resident size before the data were built (for the peers: after importing \
+                the library, ~250-500 MB of it), so `peak − base` is what the workload \
+                itself needs.",
         bench: "synth_gcn",
         variants: &["step"],
         peers: &["torch", "pyg", "jax"],
@@ -131,6 +143,12 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: true,
         pair: None,
         bandwidth_bytes: None,
+        profile: "1 thread: the sparse products `Â·H` and `Âᵀ·G` 37 %, the dense \
+                  products 24 % (sgemm kernel 14 %, packing 10 %: `X·W₁` with 128 inputs), \
+                  `memset` 6 % and page faults 4 % (gradient buffers zeroed and touched \
+                  again every step), the bias rule 3 %, `expf` 3 %. What would close it: \
+                  reusing the step's buffers without zeroing and fusing bias + relu; the \
+                  sparse products are at the memory floor already.",
     },
     Workload {
         id: "synth_gcn_1m",
@@ -148,6 +166,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: true,
         pair: None,
         bandwidth_bytes: None,
+        profile: "as for 100k (same kernels, ten times the data).",
     },
     Workload {
         id: "spmm",
@@ -170,6 +189,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: None,
         bandwidth_bytes: Some(293_599_412.0),
+        profile: "",
     },
     Workload {
         id: "gmm_d10_k25_n1000",
@@ -200,6 +220,14 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
+        profile: "objective: 85 % in the point × component loop (the triangular \
+                  products have rows of 1 to 10 terms, too short for the 4-lane dot), 8 % \
+                  `exp`; JAX batches all points of a component into one matrix product. \
+                  gradient: 42 % recording the fused triangular-form records, 42 % the \
+                  reverse sweep. What would close it: one triangular matrix product per \
+                  component over all points (a batched layout) for the objective; the \
+                  compile-time engine (no recording) or a sweep specialised to contiguous \
+                  operand ranges for the gradient.",
     },
     Workload {
         id: "gmm_d64_k200_n10000",
@@ -229,6 +257,8 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
+        profile: "as for the small size (the objective's time is the point × \
+                  component loop).",
     },
 ];
 
