@@ -8,7 +8,9 @@
 //! Bytes (the floor): indices (8 B) + values (4 B) per nonzero, one dense row (64 × 4 B)
 //! read per nonzero, the output (100k × 64 × 4 B) written: 294 MB; 64 M multiply-adds.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
 use ndarray::Array2;
 use shade_benches::measure::threads_label;
 use shade_benches::{peer_data, spmm_bytes};
@@ -23,7 +25,8 @@ fn spmm(c: &mut Criterion) {
     let bytes = spmm_bytes(&a, f);
     let t = threads_label();
     let mut group = c.benchmark_group("peers/spmm");
-    group.sample_size(20);
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
     group.throughput(Throughput::Bytes(bytes));
     group.bench_with_input(BenchmarkId::new("forward", &t), &(), |b, ()| {
         b.iter(|| {

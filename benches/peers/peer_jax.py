@@ -145,7 +145,7 @@ def synth_gcn(nodes, edges):
         del src, dst
         opt = optax.adam(0.01)
         step = train_step(jax, forward, slice(None), opt, 0.0)
-        run_training(ctx, jax, step, params, opt, x, y, min_runs=3, min_seconds=0.0,
+        run_training(ctx, jax, step, params, opt, x, y, min_runs=3 if nodes < 500_000 else 2, min_seconds=0.0,
                      warmup=1, memory=True)
 
     return run

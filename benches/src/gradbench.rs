@@ -24,6 +24,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
+use shade_autodiff::AdResult;
+use shade_autodiff::scalar::Tape;
 
 pub mod ba;
 pub mod det;
@@ -110,6 +112,76 @@ pub(crate) fn unknown_function(module: &str, function: &str, known: &[&str]) -> 
         "module `{module}` has no function `{function}` (it has {})",
         known.join(", ")
     )
+}
+
+/// Which of a module's two functions is asked for: `false` for `names[0]` (the
+/// primal), `true` for `names[1]` (the derivative).
+pub(crate) fn pick(module: &str, function: &str, names: [&str; 2]) -> Result<bool, String> {
+    match names.iter().position(|n| *n == function) {
+        Some(i) => Ok(i == 1),
+        None => Err(unknown_function(module, function, &names)),
+    }
+}
+
+/// The shape most evals share: a primal `f(x; c) -> f64` and its gradient, written by
+/// `derive` into a buffer of `x`'s length and shown as JSON by `show`.
+pub(crate) struct GradientEval<C> {
+    gradient: bool,
+    x: Vec<f64>,
+    c: C,
+    primal: fn(&[f64], &C) -> f64,
+    derive: fn(&mut Tape, &[f64], &C, &mut [f64]) -> AdResult<()>,
+    show: fn(&[f64], &C) -> Value,
+    value: f64,
+    g: Vec<f64>,
+    tape: Tape,
+}
+
+impl<C: 'static> GradientEval<C> {
+    /// The primal (`gradient == false`) or the gradient of `primal` at `x`.
+    pub(crate) fn boxed(
+        gradient: bool,
+        x: Vec<f64>,
+        c: C,
+        primal: fn(&[f64], &C) -> f64,
+        derive: fn(&mut Tape, &[f64], &C, &mut [f64]) -> AdResult<()>,
+        show: fn(&[f64], &C) -> Value,
+    ) -> Box<dyn Run> {
+        Box::new(GradientEval {
+            gradient,
+            g: vec![0.0; x.len()],
+            x,
+            c,
+            primal,
+            derive,
+            show,
+            value: 0.0,
+            tape: Tape::new(),
+        })
+    }
+}
+
+impl<C> Run for GradientEval<C> {
+    fn run(&mut self) -> Result<(), String> {
+        if self.gradient {
+            (self.derive)(&mut self.tape, &self.x, &self.c, &mut self.g).map_err(|e| e.to_string())
+        } else {
+            self.value = (self.primal)(&self.x, &self.c);
+            Ok(())
+        }
+    }
+    fn output(&self) -> Value {
+        if self.gradient {
+            (self.show)(&self.g, &self.c)
+        } else {
+            input::finite(self.value)
+        }
+    }
+}
+
+/// [`GradientEval`]'s `show` for a gradient written as a plain list.
+pub(crate) fn show_list<C>(g: &[f64], _c: &C) -> Value {
+    input::to_list(g)
 }
 
 /// Runs the protocol until the input ends: one response line per message line.

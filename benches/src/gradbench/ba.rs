@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use shade_autodiff::scalar::{DualVec, Real, Tape, shade_fn};
 
 use super::input::{field, finite, index, number, numbers, to_list};
-use super::{Engine, Run, unknown_function};
+use super::{Engine, Run, pick};
 
 /// Camera parameters per camera: rotation (3), centre (3), focal length, principal
 /// point (2), radial distortion (2).
@@ -258,11 +258,7 @@ impl Run for BaRun {
 /// Prepares `objective` or `jacobian`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let jacobian = match function {
-        "objective" => false,
-        "jacobian" => true,
-        f => return Err(unknown_function("ba", f, &["objective", "jacobian"])),
-    };
+    let jacobian = pick("ba", function, ["objective", "jacobian"])?;
     let data = BaData::parse(input)?;
     Ok(Box::new(BaRun {
         jacobian,

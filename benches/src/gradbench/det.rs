@@ -7,10 +7,10 @@
 
 use serde_json::Value;
 use shade_autodiff::Const;
-use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::scalar::{Real, shade_fn};
 
-use super::input::{field, finite, index, numbers, to_list};
-use super::{Engine, Run, unknown_function};
+use super::input::{field, index, numbers};
+use super::{Engine, GradientEval, Run, pick, show_list};
 
 /// Largest supported size (the expansion's work grows as `ell!`).
 pub const MAX_ELL: usize = 16;
@@ -47,43 +47,10 @@ pub fn determinant<S: Real>(a: &[S], ell: &usize) -> S {
 
 shade_fn!(Det = determinant(&[S], &usize));
 
-struct DetRun {
-    gradient: bool,
-    a: Vec<f64>,
-    ell: usize,
-    value: f64,
-    g: Vec<f64>,
-    tape: Tape,
-}
-
-impl Run for DetRun {
-    fn run(&mut self) -> Result<(), String> {
-        if self.gradient {
-            self.tape
-                .gradient_into(&Det, &self.a, (Const(&self.ell),), &mut self.g)
-                .map_err(|e| e.to_string())
-        } else {
-            self.value = determinant(&self.a, &self.ell);
-            Ok(())
-        }
-    }
-    fn output(&self) -> Value {
-        if self.gradient {
-            to_list(&self.g)
-        } else {
-            finite(self.value)
-        }
-    }
-}
-
 /// Prepares `primal` or `gradient` for `{"A": [ell² floats], "ell": ell}`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let gradient = match function {
-        "primal" => false,
-        "gradient" => true,
-        f => return Err(unknown_function("det", f, &["primal", "gradient"])),
-    };
+    let gradient = pick("det", function, ["primal", "gradient"])?;
     let a = numbers(field(input, "A")?, "A")?;
     let ell = index(field(input, "ell")?, "ell")?;
     if ell == 0 || ell > MAX_ELL || a.len() != ell * ell {
@@ -92,20 +59,21 @@ pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn 
             a.len()
         ));
     }
-    Ok(Box::new(DetRun {
+    Ok(GradientEval::boxed(
         gradient,
-        g: vec![0.0; a.len()],
         a,
         ell,
-        value: 0.0,
-        tape: Tape::new(),
-    }))
+        determinant,
+        |tape, a, ell, g| tape.gradient_into(&Det, a, (Const(ell),), g),
+        show_list,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gradbench::testing::{assert_close, uniform};
+    use shade_autodiff::scalar::Tape;
 
     /// The determinant by Gaussian elimination with partial pivoting.
     fn lu_det(a: &[f64], n: usize) -> f64 {

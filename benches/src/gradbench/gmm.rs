@@ -9,10 +9,10 @@
 
 use serde_json::{Value, json};
 use shade_autodiff::Const;
-use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::scalar::{Real, shade_fn};
 
-use super::input::{field, finite, index, int, matrix_with, number, numbers, to_list};
-use super::{Engine, Run, unknown_function};
+use super::input::{field, index, int, matrix_with, number, numbers, to_list};
+use super::{Engine, GradientEval, Run, pick};
 
 /// The constants of a GMM problem.
 #[derive(Clone, Debug)]
@@ -191,64 +191,37 @@ fn rows_of(x: &[f64], k: usize, cols: usize) -> Value {
     )
 }
 
-struct GmmRun {
-    jacobian: bool,
-    data: GmmData,
-    params: Vec<f64>,
-    value: f64,
-    g: Vec<f64>,
-    tape: Tape,
-}
-
-impl Run for GmmRun {
-    fn run(&mut self) -> Result<(), String> {
-        if self.jacobian {
-            self.tape
-                .gradient_into(&Gmm, &self.params, (Const(&self.data),), &mut self.g)
-                .map_err(|e| e.to_string())?;
-        } else {
-            self.value = gmm_objective(&self.params, &self.data);
-        }
-        Ok(())
-    }
-    fn output(&self) -> Value {
-        if !self.jacobian {
-            return finite(self.value);
-        }
-        let (d, k, l) = (self.data.d, self.data.k, self.data.l_size());
-        let g = &self.g;
-        json!({
-            "alpha": to_list(&g[..k]),
-            "mu": rows_of(&g[k..k + k * d], k, d),
-            "q": rows_of(&g[k + k * d..k + 2 * k * d], k, d),
-            "l": rows_of(&g[k + 2 * k * d..], k, l),
-        })
-    }
+/// The gradient as the eval's object of parameter-shaped lists.
+fn show(g: &[f64], data: &GmmData) -> Value {
+    let (d, k, l) = (data.d, data.k, data.l_size());
+    json!({
+        "alpha": to_list(&g[..k]),
+        "mu": rows_of(&g[k..k + k * d], k, d),
+        "q": rows_of(&g[k + k * d..k + 2 * k * d], k, d),
+        "l": rows_of(&g[k + 2 * k * d..], k, l),
+    })
 }
 
 /// Prepares `objective` or `jacobian`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let jacobian = match function {
-        "objective" => false,
-        "jacobian" => true,
-        f => return Err(unknown_function("gmm", f, &["objective", "jacobian"])),
-    };
+    let jacobian = pick("gmm", function, ["objective", "jacobian"])?;
     let (data, params) = parse(input)?;
-    Ok(Box::new(GmmRun {
+    Ok(GradientEval::boxed(
         jacobian,
-        g: vec![0.0; params.len()],
-        data,
         params,
-        value: 0.0,
-        tape: Tape::new(),
-    }))
+        data,
+        gmm_objective,
+        |tape, p, data, g| tape.gradient_into(&Gmm, p, (Const(data),), g),
+        show,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gradbench::testing::{assert_close, central_gradient, uniform};
+    use shade_autodiff::scalar::Tape;
 
     fn problem(d: usize, k: usize, n: usize, m: i64) -> (GmmData, Vec<f64>) {
         let data = GmmData {

@@ -5,7 +5,7 @@ use serde_json::Value;
 use shade_autodiff::scalar::{Real, Tape, shade_fn};
 
 use super::input::{finite, number};
-use super::{Engine, Run, unknown_function};
+use super::{Engine, Run, pick};
 
 /// `x²`, the eval's one objective (its argument is a one-element slice).
 pub fn square<S: Real>(x: &[S]) -> S {
@@ -42,11 +42,7 @@ impl Run for Hello {
 /// Prepares `square` or `double`; the input is a number.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let double = match function {
-        "square" => false,
-        "double" => true,
-        f => return Err(unknown_function("hello", f, &["square", "double"])),
-    };
+    let double = pick("hello", function, ["square", "double"])?;
     Ok(Box::new(Hello {
         double,
         x: number(input, "input")?,

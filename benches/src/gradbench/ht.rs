@@ -17,7 +17,7 @@ use serde_json::Value;
 use shade_autodiff::scalar::{DualVec, Real};
 
 use super::input::{field, indices, int, list, matrix, matrix_with, numbers, to_list};
-use super::{Engine, Run, unknown_function};
+use super::{Engine, Run, pick};
 
 /// Pose parameters.
 pub const THETA: usize = 26;
@@ -409,11 +409,7 @@ impl Run for HtRun {
 /// Prepares `objective` or `jacobian`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let jacobian = match function {
-        "objective" => false,
-        "jacobian" => true,
-        f => return Err(unknown_function("ht", f, &["objective", "jacobian"])),
-    };
+    let jacobian = pick("ht", function, ["objective", "jacobian"])?;
     let (theta, us, data) = parse(input)?;
     let rows = 3 * data.correspondences.len();
     let complicated = !us.is_empty();

@@ -13,7 +13,7 @@ use serde_json::Value;
 use shade_autodiff::scalar::{Dual, Real, Tape, VarId};
 
 use super::input::{field, finite, matrix, to_rows};
-use super::{Engine, Run, unknown_function};
+use super::{Engine, Run, pick};
 
 /// Points and dimensions.
 #[derive(Clone, Debug)]
@@ -124,11 +124,7 @@ impl Run for KmeansRun {
 /// Prepares `cost` or `dir`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let dir = match function {
-        "cost" => false,
-        "dir" => true,
-        f => return Err(unknown_function("kmeans", f, &["cost", "dir"])),
-    };
+    let dir = pick("kmeans", function, ["cost", "dir"])?;
     let (_, d, points) = matrix(field(input, "points")?, "points")?;
     let (k, dc, centroids) = matrix(field(input, "centroids")?, "centroids")?;
     if d == 0 || dc != d || k == 0 {

@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 use shade_autodiff::Const;
-use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::scalar::{Real, shade_fn};
 
-use super::input::{field, finite, index, numbers, to_list};
-use super::{Engine, Run, unknown_function};
+use super::input::{field, index, numbers};
+use super::{Engine, GradientEval, Run, pick, show_list};
 
 /// `½ Σᵢ (sign(tᵢ) - Σⱼ xⱼ tᵢʲ)²` with `tᵢ = -1 + 2i / (n - 1)`.
 pub fn llsq_objective<S: Real>(x: &[S], n: &usize) -> S {
@@ -36,59 +36,27 @@ pub fn llsq_objective<S: Real>(x: &[S], n: &usize) -> S {
 
 shade_fn!(Llsq = llsq_objective(&[S], &usize));
 
-struct LlsqRun {
-    gradient: bool,
-    x: Vec<f64>,
-    n: usize,
-    value: f64,
-    g: Vec<f64>,
-    tape: Tape,
-}
-
-impl Run for LlsqRun {
-    fn run(&mut self) -> Result<(), String> {
-        if self.gradient {
-            self.tape
-                .gradient_into(&Llsq, &self.x, (Const(&self.n),), &mut self.g)
-                .map_err(|e| e.to_string())
-        } else {
-            self.value = llsq_objective(&self.x, &self.n);
-            Ok(())
-        }
-    }
-    fn output(&self) -> Value {
-        if self.gradient {
-            to_list(&self.g)
-        } else {
-            finite(self.value)
-        }
-    }
-}
-
 /// Prepares `primal` or `gradient` for `{"x": [m floats], "n": points}`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let gradient = match function {
-        "primal" => false,
-        "gradient" => true,
-        f => return Err(unknown_function("llsq", f, &["primal", "gradient"])),
-    };
+    let gradient = pick("llsq", function, ["primal", "gradient"])?;
     let x = numbers(field(input, "x")?, "x")?;
     let n = index(field(input, "n")?, "n")?;
-    Ok(Box::new(LlsqRun {
+    Ok(GradientEval::boxed(
         gradient,
-        g: vec![0.0; x.len()],
         x,
         n,
-        value: 0.0,
-        tape: Tape::new(),
-    }))
+        llsq_objective,
+        |tape, x, n, g| tape.gradient_into(&Llsq, x, (Const(n),), g),
+        show_list,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gradbench::testing::{assert_close, central_gradient, uniform};
+    use shade_autodiff::scalar::Tape;
 
     #[test]
     fn gradient_matches_central_differences() {

@@ -3,10 +3,10 @@
 //! gradient by reverse mode through those operations (not a hand-written softmax).
 
 use serde_json::Value;
-use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::scalar::{Real, shade_fn};
 
-use super::input::{field, finite, numbers, to_list};
-use super::{Engine, Run, unknown_function};
+use super::input::{field, numbers};
+use super::{Engine, GradientEval, Run, pick, show_list};
 
 /// `ln Σᵢ exp(xᵢ)` with the maximum shifted out; `x` must not be empty.
 pub fn logsumexp<S: Real>(x: &[S]) -> S {
@@ -23,53 +23,22 @@ pub fn logsumexp<S: Real>(x: &[S]) -> S {
 
 shade_fn!(Lse = logsumexp(&[S]));
 
-struct LseRun {
-    gradient: bool,
-    x: Vec<f64>,
-    value: f64,
-    g: Vec<f64>,
-    tape: Tape,
-}
-
-impl Run for LseRun {
-    fn run(&mut self) -> Result<(), String> {
-        if self.gradient {
-            self.tape
-                .gradient_into(&Lse, &self.x, (), &mut self.g)
-                .map_err(|e| e.to_string())?;
-        } else {
-            self.value = logsumexp(&self.x);
-        }
-        Ok(())
-    }
-    fn output(&self) -> Value {
-        if self.gradient {
-            to_list(&self.g)
-        } else {
-            finite(self.value)
-        }
-    }
-}
-
 /// Prepares `primal` or `gradient` for input `{"x": [n floats]}`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let gradient = match function {
-        "primal" => false,
-        "gradient" => true,
-        f => return Err(unknown_function("lse", f, &["primal", "gradient"])),
-    };
+    let gradient = pick("lse", function, ["primal", "gradient"])?;
     let x = numbers(field(input, "x")?, "x")?;
     if x.is_empty() {
         return Err("`x` must not be empty".into());
     }
-    Ok(Box::new(LseRun {
+    Ok(GradientEval::boxed(
         gradient,
-        g: vec![0.0; x.len()],
         x,
-        value: 0.0,
-        tape: Tape::new(),
-    }))
+        (),
+        |x, ()| logsumexp(x),
+        |tape, x, (), g| tape.gradient_into(&Lse, x, (), g),
+        show_list,
+    ))
 }
 
 #[cfg(test)]

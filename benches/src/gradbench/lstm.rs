@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 use shade_autodiff::Const;
-use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::scalar::{Real, shade_fn};
 
-use super::input::{field, finite, matrix, matrix_with, to_list};
-use super::{Engine, Run, unknown_function};
+use super::input::{field, matrix, matrix_with};
+use super::{Engine, GradientEval, Run, pick, show_list};
 
 /// The constants of an LSTM problem.
 #[derive(Clone, Debug)]
@@ -131,52 +131,19 @@ pub fn parse(input: &Value) -> Result<(LstmData, Vec<f64>), String> {
     ))
 }
 
-struct LstmRun {
-    jacobian: bool,
-    data: LstmData,
-    params: Vec<f64>,
-    value: f64,
-    g: Vec<f64>,
-    tape: Tape,
-}
-
-impl Run for LstmRun {
-    fn run(&mut self) -> Result<(), String> {
-        if self.jacobian {
-            self.tape
-                .gradient_into(&Lstm, &self.params, (Const(&self.data),), &mut self.g)
-                .map_err(|e| e.to_string())?;
-        } else {
-            self.value = lstm_objective(&self.params, &self.data);
-        }
-        Ok(())
-    }
-    fn output(&self) -> Value {
-        if self.jacobian {
-            to_list(&self.g)
-        } else {
-            finite(self.value)
-        }
-    }
-}
-
 /// Prepares `objective` or `jacobian`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let jacobian = match function {
-        "objective" => false,
-        "jacobian" => true,
-        f => return Err(unknown_function("lstm", f, &["objective", "jacobian"])),
-    };
+    let jacobian = pick("lstm", function, ["objective", "jacobian"])?;
     let (data, params) = parse(input)?;
-    Ok(Box::new(LstmRun {
+    Ok(GradientEval::boxed(
         jacobian,
-        g: vec![0.0; params.len()],
-        data,
         params,
-        value: 0.0,
-        tape: Tape::new(),
-    }))
+        data,
+        lstm_objective,
+        |tape, p, data, g| tape.gradient_into(&Lstm, p, (Const(data),), g),
+        show_list,
+    ))
 }
 
 #[cfg(test)]
@@ -184,6 +151,7 @@ mod tests {
     use super::*;
     use crate::gradbench::testing::{assert_close, central_gradient, uniform};
     use serde_json::json;
+    use shade_autodiff::scalar::Tape;
 
     #[test]
     fn gradient_matches_central_differences() {

@@ -7,7 +7,7 @@ use shade_autodiff::Const;
 use shade_autodiff::scalar::{Real, Tape, shade_fn};
 
 use super::input::{field, index, numbers, to_list};
-use super::{Engine, Run, unknown_function};
+use super::{Engine, Run, pick};
 
 fn rhs<S: Real>(x: &[S], y: &[S], z: &mut [S]) {
     z[0] = x[0];
@@ -90,11 +90,7 @@ impl Run for OdeRun {
 /// Prepares `primal` or `gradient` for `{"x": [n floats], "s": steps}`.
 pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
     let Engine::Tape = engine;
-    let gradient = match function {
-        "primal" => false,
-        "gradient" => true,
-        f => return Err(unknown_function("ode", f, &["primal", "gradient"])),
-    };
+    let gradient = pick("ode", function, ["primal", "gradient"])?;
     let x = numbers(field(input, "x")?, "x")?;
     let s = index(field(input, "s")?, "s")?;
     if x.is_empty() || s == 0 {

@@ -143,8 +143,8 @@ pub(super) fn render(p: &Page<'_>) -> String {
         s,
         "- Statistics: median (min–max). shade: criterion's samples (each the mean of its \
          iterations; 1 s warm-up, 2 s measurement, at least 10 samples); peers: single timed \
-         runs after warm-up runs (at least 10 runs and 2 s; the synthetic GCNs 3 runs, the \
-         large GMM 2). `shade ÷ best \
+         runs after warm-up runs (at least 10 runs and 2 s; the synthetic GCNs 3 runs at 100k \
+         nodes and 2 at 1M, the large GMM 2). `shade ÷ best \
          peer` divides medians: below 1, shade is faster.\n\
          - Floors: multiply-adds and the bytes that must move, counted from the workload; the \
          memory floor is those bytes at this machine's copy bandwidth{}.\n",
@@ -270,56 +270,31 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
         .chain(w.peers.iter().copied())
         .collect();
     if let Some((a, b)) = w.pair {
-        let _ = writeln!(s, "`{a}` ÷ `{b}` (medians):\n");
-        let _ = writeln!(
-            s,
-            "| threads | {} |\n|---|{}",
-            everyone.join(" | "),
-            "---|".repeat(everyone.len())
-        );
-        for &t in p.threads {
-            let _ = write!(s, "| {t} |");
-            for who in &everyone {
-                let r = match (
-                    median(p.res.cell(w.id, a, who, t)),
-                    median(p.res.cell(w.id, b, who, t)),
-                ) {
-                    (Some(x), Some(y)) => format!("{:.2}", x / y),
-                    _ => "–".into(),
-                };
-                let _ = write!(s, " {r} |");
+        let title = format!("`{a}` ÷ `{b}` (medians)");
+        per_implementation(s, &title, &everyone, p.threads, |who, t| {
+            match (
+                median(p.res.cell(w.id, a, who, t)),
+                median(p.res.cell(w.id, b, who, t)),
+            ) {
+                (Some(x), Some(y)) => format!("{:.2}", x / y),
+                _ => "–".into(),
             }
-            s.push('\n');
-        }
-        s.push('\n');
+        });
     }
     if let Some(bytes) = w.bandwidth_bytes {
         let v = w.variants[0];
-        let _ = writeln!(
-            s,
-            "`{v}` bandwidth (GB/s at the median; in brackets the fraction of the copy bandwidth):\n"
+        let title = format!(
+            "`{v}` bandwidth (GB/s at the median; in brackets the fraction of the copy bandwidth)"
         );
-        let _ = writeln!(
-            s,
-            "| threads | {} |\n|---|{}",
-            everyone.join(" | "),
-            "---|".repeat(everyone.len())
-        );
-        for &t in p.threads {
-            let _ = write!(s, "| {t} |");
-            for who in &everyone {
-                let r = median(p.res.cell(w.id, v, who, t)).map_or("–".into(), |m| {
-                    let gbs = bytes / m / 1e9;
-                    match bandwidth {
-                        Some(b) => format!("{gbs:.1} ({:.2})", gbs / b),
-                        None => format!("{gbs:.1}"),
-                    }
-                });
-                let _ = write!(s, " {r} |");
-            }
-            s.push('\n');
-        }
-        s.push('\n');
+        per_implementation(s, &title, &everyone, p.threads, |who, t| {
+            median(p.res.cell(w.id, v, who, t)).map_or("–".into(), |m| {
+                let gbs = bytes / m / 1e9;
+                match bandwidth {
+                    Some(b) => format!("{gbs:.1} ({:.2})", gbs / b),
+                    None => format!("{gbs:.1}"),
+                }
+            })
+        });
     }
     if !w.profile.is_empty() {
         let _ = writeln!(
@@ -330,27 +305,38 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
         );
     }
     if w.memory {
-        let _ = writeln!(s, "Peak resident memory, MiB (peak − base in brackets):\n");
-        let _ = writeln!(
-            s,
-            "| threads | {} |\n|---|{}",
-            everyone.join(" | "),
-            "---|".repeat(everyone.len())
-        );
-        for &t in p.threads {
-            let _ = write!(s, "| {t} |");
-            for who in &everyone {
-                let r = p
-                    .res
-                    .memory
-                    .get(&(w.id.to_string(), who.to_string(), t))
-                    .map_or("–".into(), |m| {
-                        format!("{:.0} ({:.0})", m.peak, m.peak - m.base)
-                    });
-                let _ = write!(s, " {r} |");
-            }
-            s.push('\n');
+        let title = "Peak resident memory, MiB (peak − base in brackets)";
+        per_implementation(s, title, &everyone, p.threads, |who, t| {
+            p.res
+                .memory
+                .get(&(w.id.to_string(), who.to_string(), t))
+                .map_or("–".into(), |m| {
+                    format!("{:.0} ({:.0})", m.peak, m.peak - m.base)
+                })
+        });
+    }
+}
+
+/// A table with one row per thread count and one column per implementation.
+fn per_implementation(
+    s: &mut String,
+    title: &str,
+    everyone: &[&str],
+    threads: &[usize],
+    cell: impl Fn(&str, usize) -> String,
+) {
+    let _ = writeln!(
+        s,
+        "{title}:\n\n| threads | {} |\n|---|{}",
+        everyone.join(" | "),
+        "---|".repeat(everyone.len())
+    );
+    for &t in threads {
+        let _ = write!(s, "| {t} |");
+        for who in everyone {
+            let _ = write!(s, " {} |", cell(who, t));
         }
         s.push('\n');
     }
+    s.push('\n');
 }
