@@ -60,19 +60,12 @@ fn mul3<S: Real>(a: &[[S; 3]; 3], b: &[[S; 3]; 3]) -> [[S; 3]; 3] {
     })
 }
 
-/// `a · b` for 4 × 4 row-major matrices.
-fn mul4<S: Real>(a: &[S; 16], b: &[S; 16]) -> [S; 16] {
-    std::array::from_fn(|i| {
-        let (r, c) = (i / 4, i % 4);
-        a[4 * r] * b[c]
-            + a[4 * r + 1] * b[4 + c]
-            + a[4 * r + 2] * b[8 + c]
-            + a[4 * r + 3] * b[12 + c]
-    })
-}
-
-/// `a · b` with a constant right factor.
-fn mul4_const<S: Real>(a: &[S; 16], b: &M4) -> [S; 16] {
+/// `a · b` for 4 × 4 row-major matrices; `b` holds numbers or `f64` constants.
+fn mul4<S, R>(a: &[S; 16], b: &[R; 16]) -> [S; 16]
+where
+    S: Real + std::ops::Mul<R, Output = S>,
+    R: Copy,
+{
     std::array::from_fn(|i| {
         let (r, c) = (i / 4, i % 4);
         a[4 * r] * b[c]
@@ -172,7 +165,7 @@ pub fn skinned_vertices<S: Real>(theta: &[S], model: &HtModel) -> Vec<[S; 3]> {
     let transforms: Vec<[S; 16]> = absolutes
         .iter()
         .zip(&model.inverse_base_absolutes)
-        .map(|(a, inv)| mul4_const(a, inv))
+        .map(|(a, inv)| mul4(a, inv))
         .collect();
 
     let mut rot = angle_axis(&pose[0]);
