@@ -8,6 +8,7 @@
 pub mod gradbench;
 pub mod measure;
 pub mod peer_data;
+pub mod rosenbrock;
 
 use ndarray::Array2;
 use rand::rngs::StdRng;

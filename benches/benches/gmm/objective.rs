@@ -98,7 +98,14 @@ pub fn gmm_objective<S: Real>(params: &[S], data: &GmmData) -> S {
             for j in 0..d {
                 xc[j] = means[c * d + j] - xi[j];
             }
-            let maha = S::lower_tri_matvec_sum_sq(&rows[c * icf_sz..(c + 1) * icf_sz], &xc);
+            // ‖Q (μ - x)‖², one dot product per row of the packed factor.
+            let q = &rows[c * icf_sz..(c + 1) * icf_sz];
+            let (mut maha, mut off) = (S::zero(), 0);
+            for r in 0..d {
+                let yr = S::dot(&q[off..=off + r], &xc[..=r]);
+                maha += yr * yr;
+                off += r + 1;
+            }
             main[c] = base[c] - maha * 0.5;
         }
         slse += S::logsumexp(&main);

@@ -1,15 +1,17 @@
-//! `shade-gradbench [--engine tape]`: shade as a GradBench tool, speaking the JSON-lines
+//! `shade-gradbench [--engine tape|macro]`: shade as a GradBench tool, speaking the JSON-lines
 //! protocol on stdin/stdout (see `benches/gradbench/README.md` for how to run it with
 //! GradBench's `gradbench run --eval ... --tool ...`).
 
 use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
-use shade_benches::gradbench::{Engine, serve};
+use shade_benches::gradbench::tool::{Engine, serve};
 
-const USAGE: &str = "usage: shade-gradbench [--engine tape]\n\n\
+const USAGE: &str = "usage: shade-gradbench [--engine tape|macro]\n\n\
     Reads GradBench messages on stdin, one JSON object per line, and answers each on stdout.\n\
-    --engine tape   shade's run-time scalar layer (the default; `macro` comes later)\n";
+    --engine tape    shade's run-time scalar layer (the default; all twelve evals)\n\
+    --engine macro   the compile-time engine (#[autodiff_reverse] / #[autodiff_forward]);\n\
+    \x20                declines the evals it cannot compute at `define`, with the reason\n";
 
 fn main() -> ExitCode {
     let mut engine = Engine::Tape;

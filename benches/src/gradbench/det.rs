@@ -1,22 +1,64 @@
-//! GradBench's `det` eval: the determinant of an `ell × ell` matrix by expansion by
-//! minors along the first remaining row (`primal`, `ell!`-order work on purpose), and
-//! its gradient with respect to the entries (`gradient`), by reverse mode.
+//! GradBench `det`: the determinant of an `ell × ell` matrix by expansion by minors
+//! along the first remaining row (`primal`, `ell!`-order work on purpose), and its
+//! gradient with respect to the entries (`gradient`), by reverse mode.
 //!
-//! Each minor records two dot products (its even and its odd cofactor terms) and their
-//! difference, rather than two records per term.
+//! The compile-time form ([`minor`]) recurses with the set of used columns as a bit
+//! mask; each level's reverse derivative calls the next level's, which recomputes its
+//! own minors, so the gradient costs about `ell` primals. The tape's form
+//! ([`determinant_tape`]) records each minor as two dot products (its even and its odd
+//! cofactor terms) and their difference, rather than two records per term.
 
-use serde_json::Value;
-use shade_autodiff::Const;
+use shade_autodiff::autodiff_reverse;
 use shade_autodiff::scalar::{Real, shade_fn};
-
-use super::input::{field, index, numbers};
-use super::{Engine, GradientEval, Run, pick, show_list};
 
 /// Largest supported size (the expansion's work grows as `ell!`).
 pub const MAX_ELL: usize = 16;
 
-/// The determinant of the minor with rows `row..` and the columns in `cols`.
-fn minor<S: Real>(a: &[S], ell: usize, row: usize, cols: &mut Vec<usize>) -> S {
+/// The determinant of the minor of rows `row..` and the columns not in `used` (a bit per
+/// column). The compile-time form.
+#[autodiff_reverse(d_minor, Duplicated, Const, Const, Const, Active)]
+pub fn minor(a: &[f64], ell: usize, row: usize, used: u64) -> f64 {
+    let mut det = 0.0;
+    if row + 1 == ell {
+        for c in 0..ell {
+            if used & (1u64 << c) == 0 {
+                det = a[row * ell + c];
+            }
+        }
+    } else if row + 2 == ell {
+        let mut c0 = ell;
+        let mut c1 = ell;
+        for c in 0..ell {
+            if used & (1u64 << c) == 0 {
+                if c0 == ell {
+                    c0 = c;
+                } else {
+                    c1 = c;
+                }
+            }
+        }
+        let r = row * ell;
+        det = a[r + c0] * a[r + ell + c1] - a[r + c1] * a[r + ell + c0];
+    } else {
+        let mut sign = 1.0;
+        for c in 0..ell {
+            if used & (1u64 << c) == 0 {
+                det += sign * a[row * ell + c] * minor(a, ell, row + 1, used | (1u64 << c));
+                sign = -sign;
+            }
+        }
+    }
+    det
+}
+
+/// `det(A)` for `A` (`ell × ell` row-major). The compile-time form.
+#[autodiff_reverse(d_determinant, Duplicated, Const, Active)]
+pub fn determinant(a: &[f64], ell: usize) -> f64 {
+    minor(a, ell, 0, 0)
+}
+
+/// The minor with rows `row..` and the columns in `cols`, for any [`Real`].
+fn minor_tape<S: Real>(a: &[S], ell: usize, row: usize, cols: &mut Vec<usize>) -> S {
     let m = cols.len();
     let at = |r: usize, c: usize| a[r * ell + c];
     match m {
@@ -31,7 +73,7 @@ fn minor<S: Real>(a: &[S], ell: usize, row: usize, cols: &mut Vec<usize>) -> S {
     let mut subs = [[S::zero(); MAX_ELL / 2]; 2];
     for j in 0..m {
         let c = cols.remove(j);
-        subs[j % 2][j / 2] = minor(a, ell, row + 1, cols);
+        subs[j % 2][j / 2] = minor_tape(a, ell, row + 1, cols);
         cols.insert(j, c);
         entries[j % 2][j / 2] = at(row, c);
     }
@@ -39,40 +81,18 @@ fn minor<S: Real>(a: &[S], ell: usize, row: usize, cols: &mut Vec<usize>) -> S {
     S::dot(&entries[0][..even], &subs[0][..even]) - S::dot(&entries[1][..odd], &subs[1][..odd])
 }
 
-/// `det(A)` for `A` (`ell × ell` row-major, `ell = sqrt(a.len())`).
-pub fn determinant<S: Real>(a: &[S], ell: &usize) -> S {
+/// [`determinant`] for any [`Real`]: the tape's form.
+pub fn determinant_tape<S: Real>(a: &[S], ell: &usize) -> S {
     let mut cols: Vec<usize> = (0..*ell).collect();
-    minor(a, *ell, 0, &mut cols)
+    minor_tape(a, *ell, 0, &mut cols)
 }
 
-shade_fn!(Det = determinant(&[S], &usize));
-
-/// Prepares `primal` or `gradient` for `{"A": [ell² floats], "ell": ell}`.
-pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
-    let Engine::Tape = engine;
-    let gradient = pick("det", function, ["primal", "gradient"])?;
-    let a = numbers(field(input, "A")?, "A")?;
-    let ell = index(field(input, "ell")?, "ell")?;
-    if ell == 0 || ell > MAX_ELL || a.len() != ell * ell {
-        return Err(format!(
-            "`A` must hold ell² entries for 1 ≤ ell ≤ {MAX_ELL}, found {} for ell = {ell}",
-            a.len()
-        ));
-    }
-    Ok(GradientEval::boxed(
-        gradient,
-        a,
-        ell,
-        determinant,
-        |tape, a, ell, g| tape.gradient_into(&Det, a, (Const(ell),), g),
-        show_list,
-    ))
-}
+shade_fn!(pub(crate) DetTape = determinant_tape(&[S], &usize));
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gradbench::testing::{assert_close, uniform};
+    use shade_autodiff::Const;
     use shade_autodiff::scalar::Tape;
 
     /// The determinant by Gaussian elimination with partial pivoting.
@@ -101,19 +121,25 @@ mod tests {
     }
 
     #[test]
-    fn determinant_and_gradient_match_an_independent_computation() {
-        for ell in [1, 2, 3, 5] {
-            let a = uniform(50 + ell as u64, ell * ell);
-            let d = determinant(&a, &ell);
-            assert!((d - lu_det(&a, ell)).abs() < 1e-12, "ell = {ell}");
-            // ∂det/∂a_ij is the cofactor: det(A) (A⁻¹)ᵀ_ij; check by differences of the
-            // elimination determinant instead (linear in each entry: exact).
+    fn both_forms_match_elimination_and_agree_on_the_gradient() {
+        for ell in [1usize, 2, 3, 5] {
+            let a: Vec<f64> = (0..ell * ell)
+                .map(|i| ((i * 7 + ell) % 11) as f64 * 0.1 - 0.4)
+                .collect();
+            let want = lu_det(&a, ell);
+            for got in [determinant(&a, ell), determinant_tape(&a, &ell)] {
+                assert!((got - want).abs() < 1e-12, "ell = {ell}: {got} vs {want}");
+            }
             let mut g = vec![0.0; a.len()];
+            let y = d_determinant(&a, &mut g, ell, 1.0);
+            assert_eq!(y, determinant(&a, ell));
+            let mut t = vec![0.0; a.len()];
             Tape::new()
-                .gradient_into(&Det, &a, (Const(&ell),), &mut g)
+                .gradient_into(&DetTape, &a, (Const(&ell),), &mut t)
                 .unwrap();
-            let fd = crate::gradbench::testing::central_gradient(|x| lu_det(x, ell), &a, 1e-5);
-            assert_close("det gradient", &g, &fd, 1e-9);
+            for (x, y) in g.iter().zip(&t) {
+                assert!((x - y).abs() < 1e-12, "ell = {ell}: macro {x} vs tape {y}");
+            }
         }
     }
 }

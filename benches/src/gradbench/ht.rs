@@ -1,4 +1,4 @@
-//! GradBench's `ht` eval (ADBench's hand tracking): residuals between observed points
+//! GradBench `ht` (ADBench's hand tracking): residuals between observed points
 //! and a skinned hand mesh posed by 26 parameters (`objective`), and their Jacobian
 //! (`jacobian`) by forward mode.
 //!
@@ -13,16 +13,13 @@
 //! Vertex skinning weights are stored sparsely (the zero weights of the model, most of
 //! them, are skipped), in the primal as in the derivative.
 
-use serde_json::Value;
 use shade_autodiff::scalar::{DualVec, Real};
-
-use super::input::{field, indices, int, list, matrix, matrix_with, numbers, to_list};
-use super::{Engine, Run, pick};
 
 /// Pose parameters.
 pub const THETA: usize = 26;
 
-type M4 = [f64; 16];
+/// A 4 × 4 matrix, row-major.
+pub type M4 = [f64; 16];
 
 /// The hand model.
 #[derive(Clone, Debug)]
@@ -201,7 +198,7 @@ pub fn skinned_vertices<S: Real>(theta: &[S], model: &HtModel) -> Vec<[S; 3]> {
 
 /// The residuals (3 per correspondence) into `err`; `us` holds `[u, v]` per
 /// correspondence in the complicated variant and is empty in the simple one.
-pub fn ht_objective<S: Real>(err: &mut [S], theta: &[S], us: &[S], data: &HtData) {
+pub fn ht_objective_tape<S: Real>(err: &mut [S], theta: &[S], us: &[S], data: &HtData) {
     let verts = skinned_vertices(theta, &data.model);
     for (i, (&c, point)) in data.correspondences.iter().zip(&data.points).enumerate() {
         for j in 0..3 {
@@ -218,8 +215,13 @@ pub fn ht_objective<S: Real>(err: &mut [S], theta: &[S], us: &[S], data: &HtData
 }
 
 /// The Jacobian rows (`N = 26` simple; `28` complicated, `u` and `v` first) by one
-/// forward evaluation.
-fn jacobian<const N: usize>(theta: &[f64], us: &[f64], data: &HtData, rows: &mut [[f64; N]]) {
+/// forward evaluation of [`ht_objective_tape`].
+pub fn jacobian_tape<const N: usize>(
+    theta: &[f64],
+    us: &[f64],
+    data: &HtData,
+    rows: &mut [[f64; N]],
+) {
     let offset = N - THETA;
     let th: Vec<DualVec<f64, N>> = theta
         .iter()
@@ -232,189 +234,10 @@ fn jacobian<const N: usize>(theta: &[f64], us: &[f64], data: &HtData, rows: &mut
         .map(|(k, &u)| DualVec::seeded(u, k % 2))
         .collect();
     let mut err = vec![DualVec::<f64, N>::constant(0.0); rows.len()];
-    ht_objective(&mut err, &th, &uv, data);
+    ht_objective_tape(&mut err, &th, &uv, data);
     for (row, e) in rows.iter_mut().zip(&err) {
         *row = e.d;
     }
-}
-
-fn matrices(v: &Value, what: &str, count: usize) -> Result<Vec<M4>, String> {
-    let items = list(v, what)?;
-    if items.len() != count {
-        return Err(format!(
-            "`{what}` must hold {count} matrices, found {}",
-            items.len()
-        ));
-    }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let (r, c, d) = matrix(m, &format!("{what}[{i}]"))?;
-            if (r, c) != (4, 4) {
-                return Err(format!("`{what}[{i}]` must be 4 × 4, found {r} × {c}"));
-            }
-            Ok(std::array::from_fn(|k| d[k]))
-        })
-        .collect()
-}
-
-/// Reads `(theta, us, data)`.
-pub fn parse(input: &Value) -> Result<(Vec<f64>, Vec<f64>, HtData), String> {
-    let theta = numbers(field(input, "theta")?, "theta")?;
-    if theta.len() != THETA {
-        return Err(format!(
-            "`theta` must have {THETA} entries, found {}",
-            theta.len()
-        ));
-    }
-    let (_, us) = matrix_with(field(input, "us")?, "us", 2)?;
-    let data = field(input, "data")?;
-    let model = field(data, "model")?;
-    let parents: Vec<i64> = list(field(model, "parents")?, "parents")?
-        .iter()
-        .enumerate()
-        .map(|(i, p)| int(p, &format!("parents[{i}]")))
-        .collect::<Result<_, _>>()?;
-    let bones = parents.len();
-    if bones < 22 {
-        return Err(format!(
-            "the hand model needs at least 22 bones, found {bones}"
-        ));
-    }
-    let parents = parents
-        .iter()
-        .enumerate()
-        .map(|(i, &p)| match p {
-            -1 => Ok(None),
-            p if p >= 0 && (p as usize) < i => Ok(Some(p as usize)),
-            p => Err(format!(
-                "`parents[{i}]` = {p} must be -1 or an earlier bone"
-            )),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let (nv, base) = matrix_with(field(model, "base_positions")?, "base_positions", 4)?;
-    let (nw, w) = matrix_with(field(model, "weights")?, "weights", bones)?;
-    if nw != nv {
-        return Err(format!(
-            "`weights` must have one row per vertex ({nv}), found {nw}"
-        ));
-    }
-    let triangles = list(field(model, "triangles")?, "triangles")?
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let t = indices(t, &format!("triangles[{i}]"))?;
-            match t[..] {
-                [a, b, c] if a < nv && b < nv && c < nv => Ok([a, b, c]),
-                _ => Err(format!(
-                    "`triangles[{i}]` must be 3 vertex indices below {nv}"
-                )),
-            }
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    let model = HtModel {
-        base_relatives: matrices(field(model, "base_relatives")?, "base_relatives", bones)?,
-        inverse_base_absolutes: matrices(
-            field(model, "inverse_base_absolutes")?,
-            "inverse_base_absolutes",
-            bones,
-        )?,
-        parents,
-        base_positions: base.chunks(4).map(|c| [c[0], c[1], c[2], c[3]]).collect(),
-        weights: w
-            .chunks(bones)
-            .map(|row| {
-                row.iter()
-                    .enumerate()
-                    .filter(|(_, w)| **w != 0.0)
-                    .map(|(b, &w)| (b, w))
-                    .collect()
-            })
-            .collect(),
-        triangles,
-        is_mirrored: field(model, "is_mirrored")?.as_bool().unwrap_or(false),
-    };
-    let correspondences = indices(field(data, "correspondences")?, "correspondences")?;
-    let (np, pts) = matrix_with(field(data, "points")?, "points", 3)?;
-    let complicated = !us.is_empty();
-    let limit = if complicated {
-        model.triangles.len()
-    } else {
-        nv
-    };
-    if np != correspondences.len() || (complicated && us.len() != 2 * np) {
-        return Err(format!(
-            "`points` ({np}) and `us` ({}) must have one row per correspondence ({})",
-            us.len() / 2,
-            correspondences.len()
-        ));
-    }
-    if let Some((i, c)) = correspondences
-        .iter()
-        .enumerate()
-        .find(|(_, c)| **c >= limit)
-    {
-        return Err(format!(
-            "`correspondences[{i}]` = {c} is out of range (below {limit})"
-        ));
-    }
-    let data = HtData {
-        model,
-        correspondences,
-        points: pts.chunks(3).map(|c| [c[0], c[1], c[2]]).collect(),
-    };
-    Ok((theta, us, data))
-}
-
-struct HtRun {
-    jacobian: bool,
-    theta: Vec<f64>,
-    us: Vec<f64>,
-    data: HtData,
-    err: Vec<f64>,
-    simple: Vec<[f64; THETA]>,
-    complicated: Vec<[f64; THETA + 2]>,
-}
-
-impl Run for HtRun {
-    fn run(&mut self) -> Result<(), String> {
-        if !self.jacobian {
-            ht_objective(&mut self.err, &self.theta, &self.us, &self.data);
-        } else if self.us.is_empty() {
-            jacobian(&self.theta, &self.us, &self.data, &mut self.simple);
-        } else {
-            jacobian(&self.theta, &self.us, &self.data, &mut self.complicated);
-        }
-        Ok(())
-    }
-    fn output(&self) -> Value {
-        if !self.jacobian {
-            to_list(&self.err)
-        } else if self.us.is_empty() {
-            Value::Array(self.simple.iter().map(|r| to_list(r)).collect())
-        } else {
-            Value::Array(self.complicated.iter().map(|r| to_list(r)).collect())
-        }
-    }
-}
-
-/// Prepares `objective` or `jacobian`.
-pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
-    let Engine::Tape = engine;
-    let jacobian = pick("ht", function, ["objective", "jacobian"])?;
-    let (theta, us, data) = parse(input)?;
-    let rows = 3 * data.correspondences.len();
-    let complicated = !us.is_empty();
-    Ok(Box::new(HtRun {
-        jacobian,
-        err: vec![0.0; rows],
-        simple: vec![[0.0; THETA]; if jacobian && !complicated { rows } else { 0 }],
-        complicated: vec![[0.0; THETA + 2]; if jacobian && complicated { rows } else { 0 }],
-        theta,
-        us,
-        data,
-    }))
 }
 
 #[cfg(test)]
@@ -495,7 +318,7 @@ mod tests {
         let rows = 12;
         let f = |x: &[f64]| {
             let mut e = vec![0.0; rows];
-            ht_objective(&mut e, &x[..THETA], &x[THETA..], &data);
+            ht_objective_tape(&mut e, &x[..THETA], &x[THETA..], &data);
             e
         };
         let x: Vec<f64> = theta.iter().chain(&us).copied().collect();
@@ -517,11 +340,11 @@ mod tests {
             .collect();
         let got: Vec<f64> = if complicated {
             let mut j = vec![[0.0; THETA + 2]; rows];
-            jacobian(&theta, &us, &data, &mut j);
+            jacobian_tape(&theta, &us, &data, &mut j);
             j.concat()
         } else {
             let mut j = vec![[0.0; THETA]; rows];
-            jacobian(&theta, &us, &data, &mut j);
+            jacobian_tape(&theta, &us, &data, &mut j);
             j.concat()
         };
         assert_close("ht jacobian", &got, &want, 1e-6);

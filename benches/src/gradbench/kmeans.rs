@@ -1,43 +1,53 @@
-//! GradBench's `kmeans` eval: the k-means cost (`cost`) and one Newton step direction
-//! `J / diag(H)` with respect to the centroids (`dir`), by forward-over-reverse mode:
-//! one recording over `Var<Dual<f64>>` with every input's tangent set to one, and one
-//! reverse sweep, whose adjoints carry the gradient `J` (values) and `H · 1` (tangents).
-//! The Hessian is diagonal here (each centroid coordinate only meets itself), so
-//! `H · 1` is its diagonal.
+//! GradBench `kmeans`: `f(P, C) = Σᵢ minⱼ |Cⱼ - Pᵢ|²` over `n` points and `k`
+//! centroids in `d` dimensions (row-major), differentiated with respect to `C`; the
+//! eval's `dir` is the Newton direction `J / diag(H)`.
 //!
-//! The nearest centroid of each point is chosen on values, and only the chosen distance
-//! enters the result: the derivative of a minimum is that of its selected branch, so
-//! the other `k - 1` distances need not be recorded.
+//! [`kmeans_cost`] is the compile-time form (its generated `d_kmeans_cost` is the
+//! gradient `J`; `H` would need a derivative of that derivative, which the compile-time
+//! engine does not take), [`kmeans_cost_tape`] the tape's, from which
+//! [`newton_direction`] takes `J` and `diag(H)` by forward-over-reverse: one recording
+//! over `Var<Dual<f64>>` with every input's tangent set to one, and one reverse sweep,
+//! whose adjoints carry `J` (values) and `H · 1` (tangents). The Hessian is diagonal
+//! here (each centroid coordinate only meets itself), so `H · 1` is its diagonal.
 
-use serde_json::Value;
+// Index loops are the form the compile-time engine differentiates.
+#![allow(clippy::needless_range_loop)]
+
+use shade_autodiff::autodiff_reverse;
 use shade_autodiff::scalar::{Dual, Real, Tape, VarId};
 
-use super::input::{field, finite, matrix, to_rows};
-use super::{Engine, Run, pick};
-
-/// Points and dimensions.
-#[derive(Clone, Debug)]
-pub struct KmeansData {
-    /// Dimension.
-    pub d: usize,
-    /// Points, `n × d` row-major.
-    pub points: Vec<f64>,
-}
-
-fn dist2<S: Real>(c: &[S], p: &[f64], scratch: &mut [S]) -> S {
-    for ((s, &ci), &pi) in scratch.iter_mut().zip(c).zip(p) {
-        *s = ci - pi;
+/// The k-means cost. The compile-time form.
+#[autodiff_reverse(d_kmeans_cost, Const, Duplicated, Const, Active)]
+pub fn kmeans_cost(points: &[f64], centroids: &[f64], d: usize) -> f64 {
+    let n = points.len() / d;
+    let k = centroids.len() / d;
+    let mut cost = 0.0;
+    for i in 0..n {
+        let mut closest = f64::INFINITY;
+        for j in 0..k {
+            let mut dist = 0.0;
+            for c in 0..d {
+                let e = centroids[j * d + c] - points[i * d + c];
+                dist += e * e;
+            }
+            if dist < closest {
+                closest = dist;
+            }
+        }
+        cost += closest;
     }
-    S::sum_sq(scratch)
+    cost
 }
 
-/// `Σ_points min_j ‖p - c_j‖²` for `centroids` (`k × d` row-major).
-pub fn kmeans_cost<S: Real>(centroids: &[S], data: &KmeansData) -> S {
-    let d = data.d;
+/// [`kmeans_cost`] for any [`Real`]: the tape's form. The nearest centroid of each point
+/// is chosen on values, and only the chosen distance enters the result: the derivative
+/// of a minimum is that of its selected branch, so the other `k - 1` distances need not
+/// be recorded.
+pub fn kmeans_cost_tape<S: Real>(centroids: &[S], points: &[f64], d: usize) -> S {
     let k = centroids.len() / d;
     let mut scratch = vec![S::zero(); d];
     let mut cost = S::zero();
-    for p in data.points.chunks_exact(d) {
+    for p in points.chunks_exact(d) {
         let (mut best, mut best_j) = (f64::INFINITY, 0);
         for j in 0..k {
             let mut acc = 0.0;
@@ -49,15 +59,21 @@ pub fn kmeans_cost<S: Real>(centroids: &[S], data: &KmeansData) -> S {
                 (best, best_j) = (acc, j);
             }
         }
-        cost += dist2(&centroids[best_j * d..(best_j + 1) * d], p, &mut scratch);
+        let c = &centroids[best_j * d..(best_j + 1) * d];
+        for ((s, &ci), &pi) in scratch.iter_mut().zip(c).zip(p) {
+            *s = ci - pi;
+        }
+        cost += S::sum_sq(&scratch);
     }
     cost
 }
 
-/// Writes `J / diag(H)` of the cost into `dir`.
+/// Writes `J / diag(H)` of the cost at `centroids` into `dir`, on a tape (and a buffer
+/// of variable ids) kept across calls.
 pub fn newton_direction(
     centroids: &[f64],
-    data: &KmeansData,
+    points: &[f64],
+    d: usize,
     tape: &mut Tape<Dual<f64>>,
     ids: &mut Vec<VarId>,
     dir: &mut [f64],
@@ -71,7 +87,7 @@ pub fn newton_direction(
             .map(|&c| t.var(Dual::new(c, 1.0)))
             .collect();
         ids.extend(xs.iter().filter_map(|x| x.id()));
-        kmeans_cost(&xs, data).id()
+        kmeans_cost_tape(&xs, points, d).id()
     };
     let Some(out) = out else {
         dir.fill(0.0);
@@ -87,107 +103,51 @@ pub fn newton_direction(
     Ok(())
 }
 
-struct KmeansRun {
-    dir: bool,
-    centroids: Vec<f64>,
-    data: KmeansData,
-    cost: f64,
-    out: Vec<f64>,
-    tape: Tape<Dual<f64>>,
-    ids: Vec<VarId>,
-}
-
-impl Run for KmeansRun {
-    fn run(&mut self) -> Result<(), String> {
-        if self.dir {
-            newton_direction(
-                &self.centroids,
-                &self.data,
-                &mut self.tape,
-                &mut self.ids,
-                &mut self.out,
-            )
-        } else {
-            self.cost = kmeans_cost(&self.centroids, &self.data);
-            Ok(())
-        }
-    }
-    fn output(&self) -> Value {
-        if self.dir {
-            to_rows(&self.out, self.data.d)
-        } else {
-            finite(self.cost)
-        }
-    }
-}
-
-/// Prepares `cost` or `dir`.
-pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
-    let Engine::Tape = engine;
-    let dir = pick("kmeans", function, ["cost", "dir"])?;
-    let (_, d, points) = matrix(field(input, "points")?, "points")?;
-    let (k, dc, centroids) = matrix(field(input, "centroids")?, "centroids")?;
-    if d == 0 || dc != d || k == 0 {
-        return Err(format!(
-            "`points` and `centroids` must be non-empty with the same width, found {d} and {dc}"
-        ));
-    }
-    Ok(Box::new(KmeansRun {
-        dir,
-        out: vec![0.0; centroids.len()],
-        centroids,
-        data: KmeansData { d, points },
-        cost: 0.0,
-        tape: Tape::new(),
-        ids: Vec::new(),
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gradbench::testing::{assert_close, central_gradient, uniform};
 
     #[test]
-    fn direction_is_the_gradient_over_the_hessian_diagonal() {
-        let (n, k, d) = (40, 4, 3);
-        let points = uniform(21, n * d);
-        let centroids = points[(n - k) * d..].to_vec();
-        let data = KmeansData { d, points };
-        let mut dir = vec![0.0; k * d];
-        newton_direction(
-            &centroids,
-            &data,
-            &mut Tape::new(),
-            &mut Vec::new(),
-            &mut dir,
+    fn the_two_forms_agree() {
+        let mut s = 3u64;
+        let mut next = move || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (n, k, d) = (40, 5, 3);
+        let points: Vec<f64> = (0..n * d).map(|_| next()).collect();
+        let c: Vec<f64> = (0..k * d).map(|_| next()).collect();
+        let mut g = vec![0.0; c.len()];
+        let y = d_kmeans_cost(&points, &c, &mut g, d, 1.0);
+        assert_eq!(y, kmeans_cost(&points, &c, d));
+        assert!((y - kmeans_cost_tape(&c, &points, d)).abs() < 1e-12 * y.max(1.0));
+        fn cost<S: Real>(c: &[S], points: &[f64], d: &usize) -> S {
+            kmeans_cost_tape(c, points, *d)
+        }
+        let want = shade_autodiff::scalar::gradient(
+            shade_autodiff::scalar::shade_fn!(cost(&[S], &[f64], &usize)),
+            &c,
+            (
+                shade_autodiff::Const(&points[..]),
+                shade_autodiff::Const(&d),
+            ),
         )
         .unwrap();
-        // Away from ties the cost is a sum of quadratics: central differences are exact
-        // up to rounding for the gradient and the (constant) second derivative.
-        let h = 1e-4;
-        let g = central_gradient(|c| kmeans_cost(c, &data), &centroids, h);
-        let mut hd = vec![0.0; k * d];
-        let mut c = centroids.clone();
-        let f0 = kmeans_cost(&centroids, &data);
-        for i in 0..k * d {
-            c[i] = centroids[i] + h;
-            let up = kmeans_cost(&c, &data);
-            c[i] = centroids[i] - h;
-            let down = kmeans_cost(&c, &data);
-            c[i] = centroids[i];
-            hd[i] = (up - 2.0 * f0 + down) / (h * h);
+        for (a, b) in g.iter().zip(&want) {
+            assert!(
+                (a - b).abs() <= 1e-10 * (1.0 + a.abs()),
+                "macro {a} vs tape {b}"
+            );
         }
-        let want: Vec<f64> = g.iter().zip(&hd).map(|(g, h)| g / h).collect();
-        assert_close("kmeans dir", &dir, &want, 1e-5);
     }
 
     #[test]
     fn cost_takes_the_nearest_centroid() {
-        let data = KmeansData {
-            d: 1,
-            points: vec![0.0, 1.0, 10.0],
-        };
-        assert_eq!(kmeans_cost(&[0.5, 9.0], &data), 0.25 + 0.25 + 1.0);
+        let points = [0.0, 1.0, 10.0];
+        let want = 0.25 + 0.25 + 1.0;
+        assert_eq!(kmeans_cost(&points, &[0.5, 9.0], 1), want);
+        assert_eq!(kmeans_cost_tape(&[0.5, 9.0], &points, 1), want);
     }
 }

@@ -1,46 +1,79 @@
-//! GradBench's `lstm` eval (ADBench's LSTM): the loss of an `l`-layer LSTM with
-//! diagonal weights predicting a bit sequence (`objective`), and its gradient with
-//! respect to the main and extra parameters (`jacobian`), by reverse mode.
+//! GradBench `lstm` (ADBench's LSTM with diagonal weights): `l` layers of hidden size
+//! `b` run over a sequence of `c` one-hot-ish characters; the loss is the mean
+//! log-likelihood of each next character.
+//!
+//! Layouts (flattened rows): `main` has `2l` rows of `4b` (layer `i`: weights
+//! forget, ingate, outgate, change, then the biases in the same order), `extra` 3 rows
+//! of `b` (input weight, output weight, output bias), `state` `2l` rows of `b` (layer
+//! `i`: hidden, then cell), `seq` `c` rows of `b`.
 
-use serde_json::Value;
-use shade_autodiff::Const;
+//!
+//! Two forms of the same loss: [`lstm_objective`] for the compile-time engine and
+//! [`lstm_objective_tape`] for the tape, generic over [`Real`] with the parameters in
+//! one slice `[main, extra]`.
+
+// Index loops are the form the compile-time engine differentiates.
+#![allow(clippy::needless_range_loop)]
+
+use shade_autodiff::autodiff_reverse;
 use shade_autodiff::scalar::{Real, shade_fn};
 
-use super::input::{field, matrix, matrix_with};
-use super::{Engine, GradientEval, Run, pick, show_list};
-
-/// The constants of an LSTM problem.
-#[derive(Clone, Debug)]
-pub struct LstmData {
-    /// Layers.
-    pub l: usize,
-    /// Hidden size = bits per character.
-    pub b: usize,
-    /// Initial state: `2l × b` (row `2i` hidden, `2i + 1` cell of layer `i`).
-    pub state: Vec<f64>,
-    /// The sequence, `c × b`, one character's bits per row.
-    pub sequence: Vec<f64>,
-}
-
-impl LstmData {
-    /// Number of characters.
-    pub fn c(&self) -> usize {
-        self.sequence.len() / self.b
+/// The loss `−Σₜ Σᵢ seq[t+1][i] · (ŷₜ[i] − ln(Σⱼ exp ŷₜ[j] + 2)) / ((c − 1) b)`.
+#[autodiff_reverse(d_lstm_objective, Duplicated, Duplicated, Const, Const, Const, Active)]
+pub fn lstm_objective(main: &[f64], extra: &[f64], state: &[f64], seq: &[f64], l: usize) -> f64 {
+    let b = extra.len() / 3;
+    let c = seq.len() / b;
+    // hs: the input of layer 0, then each layer's hidden state; cs: the cells.
+    let mut hs = vec![0.0; (l + 1) * b];
+    let mut cs = vec![0.0; l * b];
+    let mut ypred = vec![0.0; b];
+    for layer in 0..l {
+        for i in 0..b {
+            hs[(layer + 1) * b + i] = state[2 * layer * b + i];
+            cs[layer * b + i] = state[(2 * layer + 1) * b + i];
+        }
     }
-
-    /// `8lb` main parameters followed by `3b` extra ones.
-    pub fn num_params(&self) -> usize {
-        8 * self.l * self.b + 3 * self.b
+    let mut total = 0.0;
+    for t in 0..c - 1 {
+        for i in 0..b {
+            hs[i] = seq[t * b + i] * extra[i];
+        }
+        for layer in 0..l {
+            let w = 8 * b * layer;
+            for i in 0..b {
+                let x = hs[layer * b + i];
+                let h = hs[(layer + 1) * b + i];
+                let forget = 1.0 / (1.0 + (-(x * main[w + i] + main[w + 4 * b + i])).exp());
+                let ingate = 1.0 / (1.0 + (-(h * main[w + b + i] + main[w + 5 * b + i])).exp());
+                let outgate =
+                    1.0 / (1.0 + (-(x * main[w + 2 * b + i] + main[w + 6 * b + i])).exp());
+                let change = (h * main[w + 3 * b + i] + main[w + 7 * b + i]).tanh();
+                cs[layer * b + i] = cs[layer * b + i] * forget + ingate * change;
+                hs[(layer + 1) * b + i] = outgate * cs[layer * b + i].tanh();
+            }
+        }
+        let mut sum = 0.0;
+        for i in 0..b {
+            ypred[i] = hs[l * b + i] * extra[b + i] + extra[2 * b + i];
+            sum += ypred[i].exp();
+        }
+        let lse = (sum + 2.0).ln();
+        for i in 0..b {
+            total += seq[(t + 1) * b + i] * (ypred[i] - lse);
+        }
     }
+    -total / ((c - 1) * b) as f64
 }
 
 fn sigmoid<S: Real>(x: S) -> S {
     ((-x).exp() + 1.0).recip()
 }
 
-/// The loss for `params = [main_params (2l × 4b) row-major, extra_params (3 × b)]`.
-pub fn lstm_objective<S: Real>(params: &[S], data: &LstmData) -> S {
-    let (l, b, c) = (data.l, data.b, data.c());
+/// [`lstm_objective`] for any [`Real`]: the tape's form, for `params = [main, extra]`.
+pub fn lstm_objective_tape<S: Real>(params: &[S], state: &[f64], seq: &[f64], l: &usize) -> S {
+    let l = *l;
+    let b = params.len() / (8 * l + 3);
+    let c = seq.len() / b;
     let (main, extra) = params.split_at(8 * l * b);
     let (in_w, rest) = extra.split_at(b);
     let (out_w, out_b) = rest.split_at(b);
@@ -48,7 +81,7 @@ pub fn lstm_objective<S: Real>(params: &[S], data: &LstmData) -> S {
     let mut hidden: Vec<S> = Vec::with_capacity(l * b);
     let mut cell: Vec<S> = Vec::with_capacity(l * b);
     for layer in 0..l {
-        let rows = &data.state[2 * layer * b..(2 * layer + 2) * b];
+        let rows = &state[2 * layer * b..(2 * layer + 2) * b];
         hidden.extend(rows[..b].iter().map(|&v| S::cst(v)));
         cell.extend(rows[b..].iter().map(|&v| S::cst(v)));
     }
@@ -56,7 +89,7 @@ pub fn lstm_objective<S: Real>(params: &[S], data: &LstmData) -> S {
     let mut ypred: Vec<S> = vec![S::zero(); b];
     let mut total = S::zero();
     for t in 0..c.saturating_sub(1) {
-        let chars = &data.sequence[t * b..(t + 1) * b];
+        let chars = &seq[t * b..(t + 1) * b];
         for i in 0..b {
             input[i] = in_w[i] * chars[i];
         }
@@ -87,9 +120,9 @@ pub fn lstm_objective<S: Real>(params: &[S], data: &LstmData) -> S {
         }
         // ADBench's normalisation: ln(2 + Σ exp), no shift.
         let lse = (sum_exp + 2.0).ln();
-        let gold = &data.sequence[(t + 1) * b..(t + 2) * b];
+        let gold = &seq[(t + 1) * b..(t + 2) * b];
         for i in 0..b {
-            // The targets are bits: a zero target adds nothing.
+            // The targets are bits: a zero target adds nothing (and records nothing).
             if gold[i] != 0.0 {
                 total += (ypred[i] - lse) * gold[i];
             }
@@ -98,101 +131,101 @@ pub fn lstm_objective<S: Real>(params: &[S], data: &LstmData) -> S {
     -total / ((c.saturating_sub(1) * b) as f64)
 }
 
-shade_fn!(Lstm = lstm_objective(&[S], &LstmData));
+shade_fn!(pub(crate) LstmTape = lstm_objective_tape(&[S], &[f64], &[f64], &usize));
 
-/// Reads the input into the data and the parameter vector.
-pub fn parse(input: &Value) -> Result<(LstmData, Vec<f64>), String> {
-    let (rows, cols, mut params) = matrix(field(input, "main_params")?, "main_params")?;
-    if rows == 0 || rows % 2 != 0 || cols == 0 || cols % 4 != 0 {
-        return Err(format!(
-            "`main_params` must have 2l rows of 4b entries, found {rows} rows of {cols}"
-        ));
-    }
-    let (l, b) = (rows / 2, cols / 4);
-    let (er, extra) = matrix_with(field(input, "extra_params")?, "extra_params", b)?;
-    let (sr, state) = matrix_with(field(input, "state")?, "state", b)?;
-    let (cr, sequence) = matrix_with(field(input, "sequence")?, "sequence", b)?;
-    if er != 3 || sr != 2 * l || cr == 0 {
-        return Err(format!(
-            "`extra_params` must have 3 rows, `state` 2l = {} and `sequence` at least one; \
-             found {er}, {sr}, {cr}",
-            2 * l
-        ));
-    }
-    params.extend(extra);
-    Ok((
-        LstmData {
-            l,
-            b,
-            state,
-            sequence,
-        },
-        params,
-    ))
-}
+/// The inputs of one LSTM problem.
+pub type LstmInput = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
 
-/// Prepares `objective` or `jacobian`.
-pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
-    let Engine::Tape = engine;
-    let jacobian = pick("lstm", function, ["objective", "jacobian"])?;
-    let (data, params) = parse(input)?;
-    Ok(GradientEval::boxed(
-        jacobian,
-        params,
-        data,
-        lstm_objective,
-        |tape, p, data, g| tape.gradient_into(&Lstm, p, (Const(data),), g),
-        show_list,
-    ))
+/// A random LSTM problem `(main, extra, state, seq)` for `l` layers, `c` characters of
+/// `b = 14` bits (one bit set per character, as GradBench's text), from `next`
+/// (uniform in `[0, 1)`).
+pub fn lstm_problem(l: usize, c: usize, next: &mut impl FnMut() -> f64) -> LstmInput {
+    let b = 14;
+    let mut vec = |n: usize| -> Vec<f64> { (0..n).map(|_| 2.0 * next() - 1.0).collect() };
+    let main = vec(2 * l * 4 * b);
+    let extra = vec(3 * b);
+    let state = vec(2 * l * b);
+    let mut seq = vec![0.0; c * b];
+    for t in 0..c {
+        let k = (next() * b as f64) as usize % b;
+        seq[t * b + k] = 1.0;
+    }
+    (main, extra, state, seq)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gradbench::testing::{assert_close, central_gradient, uniform};
-    use serde_json::json;
+    use shade_autodiff::Const;
     use shade_autodiff::scalar::Tape;
 
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
+    }
+
     #[test]
-    fn gradient_matches_central_differences() {
-        let (l, b, c) = (2, 3, 6);
-        let bits: Vec<f64> = uniform(3, c * b)
-            .iter()
-            .map(|u| (u * 2.0).floor())
-            .collect();
-        let data = LstmData {
-            l,
-            b,
-            state: uniform(4, 2 * l * b),
-            sequence: bits,
+    fn the_two_forms_agree() {
+        let mut s = 5u64;
+        let mut next = move || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 53) as f64
         };
-        let params = uniform(5, data.num_params());
-        let mut g = vec![0.0; params.len()];
-        Tape::new()
-            .gradient_into(&Lstm, &params, (Const(&data),), &mut g)
-            .unwrap();
-        let fd = central_gradient(|p| lstm_objective(p, &data), &params, 1e-6);
-        assert_close("lstm gradient", &g, &fd, 1e-7);
+        for (l, c) in [(1, 2), (2, 6)] {
+            let (main, extra, state, seq) = lstm_problem(l, c, &mut next);
+            let (mut dm, mut de) = (vec![0.0; main.len()], vec![0.0; extra.len()]);
+            let y = d_lstm_objective(&main, &mut dm, &extra, &mut de, &state, &seq, l, 1.0);
+            assert_eq!(y, lstm_objective(&main, &extra, &state, &seq, l));
+            let p: Vec<f64> = main.iter().chain(&extra).copied().collect();
+            let tape_y = lstm_objective_tape(&p, &state, &seq, &l);
+            assert!(close(y, tape_y, 1e-12), "{y} vs {tape_y}");
+            let mut want = vec![0.0; p.len()];
+            Tape::new()
+                .gradient_into(
+                    &LstmTape,
+                    &p,
+                    (Const(&state[..]), Const(&seq[..]), Const(&l)),
+                    &mut want,
+                )
+                .unwrap();
+            for (i, (a, b)) in dm.iter().chain(&de).zip(&want).enumerate() {
+                assert!(close(*a, *b, 1e-10), "[{i}]: macro {a} vs tape {b}");
+            }
+        }
     }
 
     #[test]
     fn one_layer_one_step_matches_the_formulas() {
-        // l = 1, b = 1, c = 2: one prediction of the second bit from the first.
-        let p = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.1, 1.2];
-        let input = json!({
-            "main_params": [[p[0], p[1], p[2], p[3]], [p[4], p[5], p[6], p[7]]],
-            "extra_params": [[p[8]], [p[9]], [p[10]]],
-            "state": [[0.25], [0.5]],
-            "sequence": [[1.0], [1.0]],
-        });
-        let (data, params) = parse(&input).unwrap();
-        let s = |x: f64| 1.0 / (1.0 + (-x).exp());
-        let x = 1.0 * p[8];
-        let (h, c) = (0.25, 0.5);
-        let cell = c * s(x * p[0] + p[4]) + s(h * p[1] + p[5]) * (h * p[3] + p[7]).tanh();
-        let hid = s(x * p[2] + p[6]) * cell.tanh();
-        let y = hid * p[9] + p[10];
-        let want = -(y - (y.exp() + 2.0).ln());
-        assert!((lstm_objective(&params, &data) - want).abs() < 1e-14);
+        // l = 1, b = 14, c = 2: one prediction of the second character from the first;
+        // only the first bit of each character is set, so lane 0 carries the target.
+        let b = 14;
+        let main: Vec<f64> = (0..8 * b).map(|i| 0.1 + 0.01 * i as f64).collect();
+        let extra: Vec<f64> = (0..3 * b).map(|i| 0.9 - 0.02 * i as f64).collect();
+        let state: Vec<f64> = (0..2 * b).map(|i| 0.25 + 0.01 * i as f64).collect();
+        let mut seq = vec![0.0; 2 * b];
+        seq[0] = 1.0;
+        seq[b] = 1.0;
+        let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
+        let mut ypred = vec![0.0; b];
+        for i in 0..b {
+            let x = seq[i] * extra[i];
+            let (h, c) = (state[i], state[b + i]);
+            let w = |g: usize| main[g * b + i];
+            let bias = |g: usize| main[4 * b + g * b + i];
+            let cell =
+                c * sig(x * w(0) + bias(0)) + sig(h * w(1) + bias(1)) * (h * w(3) + bias(3)).tanh();
+            let hid = sig(x * w(2) + bias(2)) * cell.tanh();
+            ypred[i] = hid * extra[b + i] + extra[2 * b + i];
+        }
+        let lse = (ypred.iter().map(|y| y.exp()).sum::<f64>() + 2.0).ln();
+        let want = -(ypred[0] - lse) / b as f64;
+        let p: Vec<f64> = main.iter().chain(&extra).copied().collect();
+        for got in [
+            lstm_objective(&main, &extra, &state, &seq, 1),
+            lstm_objective_tape(&p, &state, &seq, &1),
+        ] {
+            assert!((got - want).abs() < 1e-14, "{got} vs {want}");
+        }
     }
 }

@@ -7,12 +7,9 @@
 //! pick forward or reverse mode for the outer (first letter) and inner (second)
 //! derivative; they return the same `w`.
 
-use serde_json::Value;
 use shade_autodiff::scalar::Real;
 
-use super::input::{field, finite, number};
 use super::optimise::{Mode, Nested, argmin, gradient};
-use super::{Engine, Run, unknown_function};
 
 /// The potential `Σ_k 1 / ‖x - c_k‖` at `x` (2) of the charges `c` (2 × 2, flat).
 pub struct Potential;
@@ -73,45 +70,6 @@ pub fn solve(w0: f64, outer: Mode, inner: Mode) -> Result<f64, String> {
     Ok(w[0])
 }
 
-/// The two modes named by a function (`ff`, `fr`, `rf`, `rr`).
-pub(crate) fn modes(module: &str, function: &str) -> Result<(Mode, Mode), String> {
-    let mut letters = function.chars().map(Mode::from_letter);
-    match (letters.next(), letters.next(), letters.next()) {
-        (Some(Some(o)), Some(Some(i)), None) => Ok((o, i)),
-        _ => Err(unknown_function(
-            module,
-            function,
-            &["ff", "fr", "rf", "rr"],
-        )),
-    }
-}
-
-struct ParticleRun {
-    w0: f64,
-    modes: (Mode, Mode),
-    out: f64,
-}
-
-impl Run for ParticleRun {
-    fn run(&mut self) -> Result<(), String> {
-        self.out = solve(self.w0, self.modes.0, self.modes.1)?;
-        Ok(())
-    }
-    fn output(&self) -> Value {
-        finite(self.out)
-    }
-}
-
-/// Prepares `ff`, `fr`, `rf` or `rr` for `{"w": w0}`.
-pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
-    let Engine::Tape = engine;
-    Ok(Box::new(ParticleRun {
-        modes: modes("particle", function)?,
-        w0: number(field(input, "w")?, "w")?,
-        out: 0.0,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,11 +96,14 @@ mod tests {
     #[test]
     fn all_four_variants_reach_the_eval_s_answer() {
         // The eval's expected output for w0 = 0.
-        for f in ["ff", "fr", "rf", "rr"] {
-            let (o, i) = modes("particle", f).unwrap();
-            let w = solve(0.0, o, i).unwrap();
-            assert!((w - 0.207_191_874_648_611_6).abs() < 1e-6, "{f}: {w}");
+        for o in [Mode::Forward, Mode::Reverse] {
+            for i in [Mode::Forward, Mode::Reverse] {
+                let w = solve(0.0, o, i).unwrap();
+                assert!(
+                    (w - 0.207_191_874_648_611_6).abs() < 1e-6,
+                    "{o:?}{i:?}: {w}"
+                );
+            }
         }
-        assert!(modes("particle", "fx").is_err());
     }
 }

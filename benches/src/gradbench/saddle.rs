@@ -5,13 +5,9 @@
 //! reverse mode for the outer (first letter) and inner (second) derivative; the final
 //! maximisation over `y` at the found `x` uses the outer mode. All return `[x, y]`.
 
-use serde_json::Value;
 use shade_autodiff::scalar::Real;
 
-use super::input::{field, numbers, to_list};
 use super::optimise::{Mode, Nested, argmax, argmin, gradient};
-use super::particle::modes;
-use super::{Engine, Run};
 
 /// `f(x, y)` as a function of `y` (the differentiated argument) with `x` held: the
 /// inner objective.
@@ -57,39 +53,6 @@ pub fn solve(start: [f64; 2], outer: Mode, inner: Mode) -> Result<[f64; 4], Stri
     Ok([x[0], x[1], y[0], y[1]])
 }
 
-struct SaddleRun {
-    start: [f64; 2],
-    modes: (Mode, Mode),
-    out: [f64; 4],
-}
-
-impl Run for SaddleRun {
-    fn run(&mut self) -> Result<(), String> {
-        self.out = solve(self.start, self.modes.0, self.modes.1)?;
-        Ok(())
-    }
-    fn output(&self) -> Value {
-        to_list(&self.out)
-    }
-}
-
-/// Prepares `ff`, `fr`, `rf` or `rr` for `{"start": [2 floats]}`.
-pub fn prepare(function: &str, input: &Value, engine: Engine) -> Result<Box<dyn Run>, String> {
-    let Engine::Tape = engine;
-    let start = numbers(field(input, "start")?, "start")?;
-    let [a, b] = start[..] else {
-        return Err(format!(
-            "`start` must have 2 entries, found {}",
-            start.len()
-        ));
-    };
-    Ok(Box::new(SaddleRun {
-        modes: modes("saddle", function)?,
-        start: [a, b],
-        out: [0.0; 4],
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,12 +86,16 @@ mod tests {
 
     #[test]
     fn all_four_variants_reach_the_saddle() {
-        for f in ["ff", "fr", "rf", "rr"] {
-            let (o, i) = modes("saddle", f).unwrap();
-            let p = solve([1.0, 1.0], o, i).unwrap();
-            for v in p {
-                // The eval expects 8.246e-6 for each coordinate.
-                assert!((v - 8.246_324_826_140_356e-6).abs() < 1e-9, "{f}: {p:?}");
+        for o in [Mode::Forward, Mode::Reverse] {
+            for i in [Mode::Forward, Mode::Reverse] {
+                let p = solve([1.0, 1.0], o, i).unwrap();
+                for v in p {
+                    // The eval expects 8.246e-6 for each coordinate.
+                    assert!(
+                        (v - 8.246_324_826_140_356e-6).abs() < 1e-9,
+                        "{o:?}{i:?}: {p:?}"
+                    );
+                }
             }
         }
     }

@@ -17,6 +17,7 @@
 //! code (`SHADE-E01xx`).
 
 mod activity;
+pub mod compiled;
 mod error;
 mod mode;
 pub mod scalar;
@@ -25,3 +26,7 @@ pub mod tensor;
 pub use activity::{Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed};
 pub use error::{AdError, AdResult, Shape};
 pub use mode::{Forward, ForwardWithPrimal, Mode, ModeKind, Reverse, ReverseWithPrimal};
+/// Compile-time forward mode with `std::autodiff`'s surface (see [`shade_autodiff_macros`]).
+pub use shade_autodiff_macros::autodiff_forward;
+/// Compile-time reverse mode with `std::autodiff`'s surface (see [`shade_autodiff_macros`]).
+pub use shade_autodiff_macros::autodiff_reverse;

@@ -1,8 +1,8 @@
 //! The backend × operator support table, from the backends' declared capabilities.
 //!
-//! The harness test (`tests/harness.rs`) cross-checks it against what really ran, and
-//! `docs/backends.md` is this table rendered (a test fails when the committed page
-//! differs; bless with `SHADE_BLESS=1 cargo test -p shade-interface`).
+//! The harness test (`tests/interface/harness.rs`) cross-checks it against what really
+//! ran, and `docs/backends.md` is this table rendered (a test fails when the committed
+//! page differs; bless with `SHADE_BLESS=1 cargo test -p shade-interface`).
 
 use crate::backend::{AutoFiniteDiff, AutoShade, Backend, Operator, SecondOrder, Support};
 
@@ -45,8 +45,8 @@ pub fn render_support_table() -> String {
         "# Backends × operators\n\n\
          Generated from the backends' declared capabilities by\n\
          `shade_interface::render_support_table()` and checked against what the test harness\n\
-         really runs (`crates/shade-interface/tests/harness.rs`). Regenerate with\n\
-         `SHADE_BLESS=1 cargo test -p shade-interface --test docs`.\n\n\
+         really runs (`crates/shade-interface/tests/interface/harness.rs`). Regenerate with\n\
+         `SHADE_BLESS=1 cargo test -p shade-interface --test interface docs::`.\n\n\
          `native`: the operator calls `shade-autodiff` directly with the user's function and the\n\
          contexts as activities. `generic`: a generic path evaluates the function's\n\
          instantiations (finite differences, third-party number types). `no`: refused\n\

@@ -109,64 +109,6 @@ pub trait Real:
         s.ln() + mx
     }
 
-    /// `y = L x` for a lower-triangular `L` packed by rows (row `r` holds its `r + 1`
-    /// entries `L[r][0..=r]`), `n = y.len()`: `y[r] = Σ_{j ≤ r} L[r][j] x[j]`.
-    ///
-    /// Reverse mode records one block entry for the whole product.
-    ///
-    /// # Panics
-    /// If `l.len() < n(n+1)/2` or `x.len() < n` (a programming error: shapes are fixed
-    /// by the caller's code, not by data).
-    ///
-    /// ```
-    /// use shade_autodiff::scalar::Real;
-    ///
-    /// let l = [1.0, 2.0, 3.0]; // [[1, 0], [2, 3]]
-    /// let mut y = [0.0; 2];
-    /// f64::lower_tri_matvec(&l, &[1.0, 1.0], &mut y);
-    /// assert_eq!(y, [1.0, 5.0]);
-    /// ```
-    #[inline]
-    #[track_caller]
-    fn lower_tri_matvec(l: &[Self], x: &[Self], y: &mut [Self]) {
-        check_tri(l.len(), x.len(), y.len());
-        let mut off = 0;
-        for (r, yr) in y.iter_mut().enumerate() {
-            *yr = Self::dot(&l[off..off + r + 1], &x[..r + 1]);
-            off += r + 1;
-        }
-    }
-
-    /// `‖L x‖² = Σ_r (Σ_{j ≤ r} L[r][j] x[j])²` for a lower-triangular `L` packed by rows
-    /// as in [`Real::lower_tri_matvec`], `n = x.len()`: the `sum_sq` of that product
-    /// (a Mahalanobis-type quadratic form with a Cholesky factor).
-    ///
-    /// Reverse mode records one entry for the whole form, holding `x`'s values, so `x`
-    /// may be built with constant offsets (`μ - c`) at no tape cost.
-    ///
-    /// # Panics
-    /// If `l.len() < n(n+1)/2` (a programming error, as for `lower_tri_matvec`).
-    ///
-    /// ```
-    /// use shade_autodiff::scalar::Real;
-    ///
-    /// let l = [1.0, 2.0, 3.0]; // [[1, 0], [2, 3]]
-    /// assert_eq!(f64::lower_tri_matvec_sum_sq(&l, &[1.0, 1.0]), 1.0 + 25.0);
-    /// ```
-    #[inline]
-    #[track_caller]
-    fn lower_tri_matvec_sum_sq(l: &[Self], x: &[Self]) -> Self {
-        let n = x.len();
-        check_tri(l.len(), n, n);
-        let (mut acc, mut off) = (Self::zero(), 0);
-        for r in 0..n {
-            let yr = Self::dot(&l[off..off + r + 1], &x[..r + 1]);
-            acc += yr * yr;
-            off += r + 1;
-        }
-        acc
-    }
-
     /// Applies a function with user-supplied derivative rules to `x`.
     ///
     /// Forward modes call [`ScalarRule::forward`], reverse mode calls
@@ -212,17 +154,6 @@ pub trait ScalarRule<const N: usize> {
     /// The cotangents of the inputs for a result cotangent `dy` (a vector-Jacobian
     /// product); `y` is the primal result. Must be linear in `dy`.
     fn reverse<S: Real>(&self, x: [S; N], y: S, dy: S) -> [S; N];
-}
-
-/// Checks the shapes of [`Real::lower_tri_matvec`].
-#[inline]
-#[track_caller]
-pub(crate) fn check_tri(l: usize, x: usize, n: usize) {
-    assert!(
-        l >= n * (n + 1) / 2 && x >= n,
-        "lower_tri_matvec: {n} outputs need {} packed entries and {n} inputs, got {l} and {x}",
-        n * (n + 1) / 2
-    );
 }
 
 /// `erfc(|x|)` by the Chebyshev fit of Numerical Recipes (relative error < 1.2e-7).

@@ -398,47 +398,6 @@ impl<'t, T: Real> Real for Var<'t, T> {
         drop(d);
         t.wrap(i, y)
     }
-    #[track_caller]
-    fn lower_tri_matvec(l: &[Self], x: &[Self], y: &mut [Self]) {
-        let n = y.len();
-        super::real::check_tri(l.len(), x.len(), n);
-        let (l, x) = (&l[..n * (n + 1) / 2], &x[..n]);
-        match Self::trace_of(l).or(Self::trace_of(x)) {
-            Some(t) if n > 0 => t.lower_tri_matvec(l, x, y),
-            _ => {
-                let mut off = 0;
-                for (r, yr) in y.iter_mut().enumerate() {
-                    let mut v = T::zero();
-                    for (lv, xv) in l[off..off + r + 1].iter().zip(x) {
-                        v += lv.v * xv.v;
-                    }
-                    off += r + 1;
-                    *yr = Self::constant(v);
-                }
-            }
-        }
-    }
-    #[track_caller]
-    fn lower_tri_matvec_sum_sq(l: &[Self], x: &[Self]) -> Self {
-        let n = x.len();
-        super::real::check_tri(l.len(), n, n);
-        let l = &l[..n * (n + 1) / 2];
-        match Self::trace_of(l).or(Self::trace_of(x)) {
-            Some(t) if n > 0 => t.lower_tri_matvec_sum_sq(l, x),
-            _ => {
-                let (mut v, mut off) = (T::zero(), 0);
-                for r in 0..n {
-                    let mut yr = T::zero();
-                    for (lv, xv) in l[off..off + r + 1].iter().zip(x) {
-                        yr += lv.v * xv.v;
-                    }
-                    off += r + 1;
-                    v += yr * yr;
-                }
-                Self::constant(v)
-            }
-        }
-    }
     fn custom<R: ScalarRule<N>, const N: usize>(rule: &R, x: [Self; N]) -> Self {
         let xv = x.map(|xi| xi.v);
         let y = rule.primal(xv);

@@ -8,7 +8,7 @@
 //!
 //! | kind | args | parts | value |
 //! |------|------|-------|-------|
-//! | `LEAF` | – | – | input, constant, or a block's later output |
+//! | `LEAF` | – | – | input or constant |
 //! | `COPY` | `a` | – | `a + c` |
 //! | `NEG` | `a` | – | `c - a` |
 //! | `UNARY` | `a` | `da` | `f(a)` |
@@ -18,12 +18,9 @@
 //! | `LINEAR` | `i₀ … iₙ₋₁ n` | `p₀ … pₙ₋₁` | `f` with `∂f/∂v[iₖ] = pₖ` |
 //! | `DOT` | `L(n) L(n) flags n` | – | `Σ v[aₖ] v[bₖ]` |
 //! | `SUM_SQ` | `L(n) flags n` | – | `Σ v[aₖ]²` |
-//! | `TRI` | `L(n(n+1)/2) L(n) flags n` | `x₀ … xₙ₋₁` | `y = L x`, outputs at `i … i+n-1` |
-//! | `TRI_SQ` | `L(n(n+1)/2) L(n) flags n` | `x₀ … xₙ₋₁ (Lx)₀ … (Lx)ₙ₋₁` | `‖L x‖²` |
 //!
 //! `COPY` records are only made for shifted operands of kinds that read operand values
-//! from `vals` (`x + c` itself shares `x`'s record); `TRI` and `TRI_SQ` keep `x`'s
-//! values in `parts` instead.
+//! from `vals` (`x + c` itself shares `x`'s record).
 
 use super::TraceData;
 use crate::scalar::real::Real;
@@ -40,14 +37,10 @@ pub(super) const SUM: u8 = 8;
 pub(super) const LINEAR: u8 = 9;
 pub(super) const DOT: u8 = 10;
 pub(super) const SUM_SQ: u8 = 11;
-pub(super) const TRI: u8 = 12;
-pub(super) const TRI_SQ: u8 = 13;
 
 /// An operand list: where its `k`-th index is.
 trait Operands: Copy {
     fn at(self, k: usize) -> usize;
-    /// The indices of entries `off .. off + len`.
-    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize>;
 }
 
 /// Contiguous indices from a first one.
@@ -59,10 +52,6 @@ impl Operands for Range {
     fn at(self, k: usize) -> usize {
         self.0 + k
     }
-    #[inline(always)]
-    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize> {
-        self.0 + off..self.0 + off + len
-    }
 }
 
 /// Gathered indices.
@@ -73,10 +62,6 @@ impl Operands for List<'_> {
     #[inline(always)]
     fn at(self, k: usize) -> usize {
         self.0[k] as usize
-    }
-    #[inline(always)]
-    fn seg(self, off: usize, len: usize) -> impl Iterator<Item = usize> {
-        self.0[off..off + len].iter().map(|&i| i as usize)
     }
 }
 
@@ -106,13 +91,6 @@ fn extent(kind: u8, args: &[u32], ac: usize) -> (usize, usize) {
             let nb = if kind == DOT { words(f & 2 != 0, n) } else { 0 };
             (2 + words(f & 1 != 0, n) + nb, 0)
         }
-        TRI | TRI_SQ => {
-            let n = args[ac - 1] as usize;
-            let f = args[ac - 2];
-            let nb = words(f & 2 != 0, n);
-            let np = if kind == TRI { n } else { 2 * n };
-            (2 + words(f & 1 != 0, n * (n + 1) / 2) + nb, np)
-        }
         _ => unreachable!("unknown record kind {kind}"),
     }
 }
@@ -140,51 +118,6 @@ fn sum_sq_back<T: Real, A: Operands>(a: A, n: usize, g: T, vals: &[T], adj: &mut
     for k in 0..n {
         let i = a.at(k);
         adj[i] += vals[i] * g2;
-    }
-}
-
-/// Largest order whose `x̄` [`tri_back`] accumulates in a local buffer.
-const TRI_LOCAL: usize = 32;
-
-/// `y = L x` with `x`'s values `xv` (`n = xv.len()`) and `ȳ_r` given by `gy(adj, r)`:
-/// `x̄ += Lᵀ ȳ`, `L̄ += ȳ xᵀ`.
-#[inline(always)]
-fn tri_back<T: Real, L: Operands, X: Operands>(
-    l: L,
-    x: X,
-    xv: &[T],
-    vals: &[T],
-    adj: &mut [T],
-    gy: impl Fn(&[T], usize) -> T,
-) {
-    let n = xv.len();
-    if n > TRI_LOCAL {
-        let mut off = 0;
-        for r in 0..n {
-            let g = gy(adj, r);
-            for (j, &vx) in xv[..=r].iter().enumerate() {
-                let (li, xi) = (l.at(off + j), x.at(j));
-                let vl = vals[li];
-                adj[li] += vx * g;
-                adj[xi] += vl * g;
-            }
-            off += r + 1;
-        }
-        return;
-    }
-    // Adjoints of `x` on the stack: no store-to-load chains through `adj` across rows.
-    let mut xb = [T::zero(); TRI_LOCAL];
-    let mut off = 0;
-    for r in 0..n {
-        let g = gy(adj, r);
-        for ((li, &vx), b) in l.seg(off, r + 1).zip(&xv[..=r]).zip(&mut xb[..=r]) {
-            adj[li] += vx * g;
-            *b += vals[li] * g;
-        }
-        off += r + 1;
-    }
-    for (j, b) in xb[..n].iter().enumerate() {
-        adj[x.at(j)] += *b;
     }
 }
 
@@ -286,32 +219,6 @@ pub(super) fn sweep<T: Real>(d: &TraceData<T>, adj: &mut [T], top: usize) {
                 let (n, f) = (args[ac - 1] as usize, args[ac - 2]);
                 ac -= 2;
                 with_list!(args, ac, f & 1 != 0, n, |a| sum_sq_back(a, n, g, vals, adj));
-            }
-            TRI | TRI_SQ => {
-                let (n, f) = (args[ac - 1] as usize, args[ac - 2]);
-                ac -= 2;
-                let tri = kinds[i] == TRI;
-                // `TRI_SQ` keeps the rows of `L x` after `x`.
-                let (xv, yv) = if tri {
-                    pc -= n;
-                    (&parts[pc..pc + n], &parts[pc..pc])
-                } else {
-                    pc -= 2 * n;
-                    parts[pc..pc + 2 * n].split_at(n)
-                };
-                let nl = n * (n + 1) / 2;
-                let g2 = g + g;
-                with_list!(args, ac, f & 2 != 0, n, |x| with_list!(
-                    args,
-                    ac,
-                    f & 1 != 0,
-                    nl,
-                    |l| if tri {
-                        tri_back(l, x, xv, vals, adj, |adj, r| adj[i + r])
-                    } else {
-                        tri_back(l, x, xv, vals, adj, |_, r| yv[r] * g2)
-                    }
-                ));
             }
             kind => unreachable!("unknown record kind {kind}"),
         }

@@ -1,0 +1,66 @@
+//! Runs one function of the `compiled` bench `reps` times, for `perf stat` (cycles of
+//! this process only, steadier than wall time on a busy machine): `gmm_profile
+//! {gmm|gmm-large|lstm|rosen} {primal|gradient} [reps] [n]`.
+use shade_benches::gradbench::Lcg;
+use shade_benches::gradbench::gmm::{GmmGradient, GmmProblem};
+use shade_benches::gradbench::lstm::{d_lstm_objective, lstm_objective, lstm_problem};
+use shade_benches::rosenbrock::{d_rosenbrock, rosenbrock};
+use std::hint::black_box;
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let (what, mode) = (a[1].as_str(), a[2].as_str());
+    let reps: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(100);
+    let grad = mode == "gradient";
+    let mut r = Lcg::new(1);
+    match what {
+        "gmm" | "gmm-large" => {
+            let (d, k, n) = if what == "gmm" {
+                (10, 25, 1000)
+            } else {
+                (64, 200, 10_000)
+            };
+            let p = GmmProblem::random(d, k, n, &mut || r.next_f64());
+            let mut g = GmmGradient::zeros(&p);
+            for _ in 0..reps {
+                if grad {
+                    black_box(black_box(&p).gradient(&mut g));
+                } else {
+                    black_box(black_box(&p).objective());
+                }
+            }
+        }
+        "lstm" => {
+            let (m, e, s, q) = lstm_problem(4, 4096, &mut || r.next_f64());
+            let (mut dm, mut de) = (vec![0.0; m.len()], vec![0.0; e.len()]);
+            for _ in 0..reps {
+                if grad {
+                    black_box(d_lstm_objective(
+                        black_box(&m),
+                        &mut dm,
+                        &e,
+                        &mut de,
+                        &s,
+                        &q,
+                        4,
+                        1.0,
+                    ));
+                } else {
+                    black_box(lstm_objective(black_box(&m), &e, &s, &q, 4));
+                }
+            }
+        }
+        _ => {
+            let n: usize = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(1000);
+            let x: Vec<f64> = (0..n).map(|i| 0.5 + 0.001 * (i % 100) as f64).collect();
+            let mut g = vec![0.0; n];
+            for _ in 0..reps {
+                if grad {
+                    black_box(d_rosenbrock(black_box(&x), &mut g, 1.0));
+                } else {
+                    black_box(rosenbrock(black_box(&x)));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Random expression trees, evaluated generically: reverse = forward = finite
+//! differences, forward-over-reverse Hessian-vector products = differences of gradients,
+//! chunked-forward Jacobians = reverse Jacobians, and `Duplicated` shadows accumulate.
+
+use proptest::prelude::*;
+use shade_autodiff::scalar::{
+    Real, ScalarFn, Tangent, autodiff, gradient, hessian, hvp, jacobian_forward, jacobian_reverse,
+    pullback, pushforward, shade_fn,
+};
+use shade_autodiff::{Active, Const, Duplicated, Forward, Reverse};
+use shade_test_support::close;
+
+/// Number of variables the expressions read (more than one forward chunk).
+const NV: usize = 11;
+
+#[derive(Clone, Debug)]
+enum Expr {
+    X(usize),
+    C(f64),
+    Add(Box<Expr>, Box<Expr>),
+    Sub(Box<Expr>, Box<Expr>),
+    Mul(Box<Expr>, Box<Expr>),
+    /// `a / (1 + b²)`: smooth everywhere.
+    Div(Box<Expr>, Box<Expr>),
+    Sin(Box<Expr>),
+    Tanh(Box<Expr>),
+    /// `exp(sin a)`: bounded.
+    ExpSin(Box<Expr>),
+    /// `ln(1 + a²)`.
+    LnSq(Box<Expr>),
+    /// `sqrt(1 + a²)`.
+    SqrtSq(Box<Expr>),
+    Powi(Box<Expr>, i32),
+}
+
+fn eval<S: Real>(e: &Expr, x: &[S]) -> S {
+    use Expr::*;
+    match e {
+        X(i) => x[*i],
+        C(c) => S::cst(*c),
+        Add(a, b) => eval(a, x) + eval(b, x),
+        Sub(a, b) => eval(a, x) - eval(b, x),
+        Mul(a, b) => eval(a, x) * eval(b, x),
+        Div(a, b) => {
+            let b = eval(b, x);
+            eval(a, x) / (b * b + 1.0)
+        }
+        Sin(a) => eval(a, x).sin(),
+        Tanh(a) => eval(a, x).tanh(),
+        ExpSin(a) => eval(a, x).sin().exp(),
+        LnSq(a) => {
+            let a = eval(a, x);
+            (a * a).ln_1p()
+        }
+        SqrtSq(a) => {
+            let a = eval(a, x);
+            (a * a + 1.0).sqrt()
+        }
+        Powi(a, n) => eval(a, x).powi(*n),
+    }
+}
+
+fn expr() -> impl Strategy<Value = Expr> {
+    let leaf = prop_oneof![(0..NV).prop_map(Expr::X), (-2.0..2.0f64).prop_map(Expr::C),];
+    leaf.prop_recursive(5, 48, 2, |inner| {
+        let b = || inner.clone().prop_map(Box::new);
+        prop_oneof![
+            (b(), b()).prop_map(|(a, c)| Expr::Add(a, c)),
+            (b(), b()).prop_map(|(a, c)| Expr::Sub(a, c)),
+            (b(), b()).prop_map(|(a, c)| Expr::Mul(a, c)),
+            (b(), b()).prop_map(|(a, c)| Expr::Div(a, c)),
+            b().prop_map(Expr::Sin),
+            b().prop_map(Expr::Tanh),
+            b().prop_map(Expr::ExpSin),
+            b().prop_map(Expr::LnSq),
+            b().prop_map(Expr::SqrtSq),
+            (b(), 2..4i32).prop_map(|(a, n)| Expr::Powi(a, n)),
+        ]
+    })
+}
+
+fn point() -> impl Strategy<Value = Vec<f64>> {
+    proptest::collection::vec(-1.5..1.5f64, NV)
+}
+
+fn objective<S: Real>(x: &[S], e: &Expr) -> S {
+    eval(e, x)
+}
+
+fn outputs<S: Real>(y: &mut [S], x: &[S], es: &Vec<Expr>) {
+    for (yi, e) in y.iter_mut().zip(es) {
+        *yi = eval(e, x);
+    }
+}
+
+/// Whether `exact` agrees with a central difference `d(h)` of a smooth function.
+///
+/// Random expression trees can oscillate fast (`sin` of a ninth-degree polynomial), so
+/// a fixed tolerance on one difference is flaky: its truncation error `O(h²)` can reach
+/// 1e-5 relative. Richardson extrapolation from `d(h)` and `d(h/2)` cancels the `h²`
+/// term, and `|d(h) - d(h/2)|` estimates what is left, so the bound adapts to the
+/// function instead of being loosened for all of them.
+fn agrees_with_differences(exact: f64, d: impl Fn(f64) -> f64, h: f64, tol: f64) -> bool {
+    let (d1, d2) = (d(h), d(h / 2.0));
+    let extrapolated = (4.0 * d2 - d1) / 3.0;
+    (exact - extrapolated).abs() <= tol * (1.0 + exact.abs()) + (d1 - d2).abs()
+}
+
+proptest! {
+    #[test]
+    fn reverse_equals_forward_equals_differences(e in expr(), x in point()) {
+        let f = shade_fn!(objective(&[S], &Expr));
+        let g = gradient(f, &x, (Const(&e),)).unwrap();
+        for i in 0..NV {
+            let mut t = [0.0; NV];
+            t[i] = 1.0;
+            let d = autodiff(Forward, f, Tangent, (Duplicated(&x[..], &mut t[..]), Const(&e))).unwrap();
+            prop_assert!(close(g[i], d, 1e-10), "reverse {} forward {}", g[i], d);
+            let central = |h: f64| {
+                let (mut xp, mut xm) = (x.clone(), x.clone());
+                xp[i] += h;
+                xm[i] -= h;
+                (eval(&e, &xp) - eval(&e, &xm)) / (2.0 * h)
+            };
+            prop_assert!(
+                agrees_with_differences(g[i], central, 1e-5, 1e-6),
+                "reverse {} differences {} (h = 1e-5) {} (h = 5e-6)",
+                g[i],
+                central(1e-5),
+                central(5e-6)
+            );
+        }
+    }
+
+    #[test]
+    fn hvp_equals_differences_of_gradients(e in expr(), x in point(), v in point()) {
+        let f = shade_fn!(objective(&[S], &Expr));
+        let hv = hvp(f, &x, &v, (Const(&e),)).unwrap();
+        let central = |h: f64| {
+            let xp: Vec<f64> = x.iter().zip(&v).map(|(a, b)| a + h * b).collect();
+            let xm: Vec<f64> = x.iter().zip(&v).map(|(a, b)| a - h * b).collect();
+            let gp = gradient(f, &xp, (Const(&e),)).unwrap();
+            let gm = gradient(f, &xm, (Const(&e),)).unwrap();
+            gp.iter().zip(&gm).map(|(p, m)| (p - m) / (2.0 * h)).collect::<Vec<_>>()
+        };
+        let (d1, d2) = (central(1e-4), central(5e-5));
+        for i in 0..NV {
+            prop_assert!(
+                agrees_with_differences(hv[i], |h| if h == 1e-4 { d1[i] } else { d2[i] }, 1e-4, 1e-5),
+                "hvp {} differences {} (h = 1e-4) {} (h = 5e-5) at {}",
+                hv[i],
+                d1[i],
+                d2[i],
+                i
+            );
+        }
+        // The Hessian's columns are Hessian-vector products with unit vectors.
+        let hess = hessian(f, &x, (Const(&e),)).unwrap();
+        for i in 0..NV {
+            let row: f64 = (0..NV).map(|j| hess[i * NV + j] * v[j]).sum();
+            prop_assert!(close(row, hv[i], 1e-9));
+        }
+    }
+
+    #[test]
+    fn duplicated_accumulates(e in expr(), x in point()) {
+        let f = shade_fn!(objective(&[S], &Expr));
+        let mut dx = vec![0.0; NV];
+        autodiff(Reverse, f, Active(1.0), (Duplicated(&x[..], &mut dx[..]), Const(&e))).unwrap();
+        let once = dx.clone();
+        autodiff(Reverse, f, Active(1.0), (Duplicated(&x[..], &mut dx[..]), Const(&e))).unwrap();
+        for (a, b) in dx.iter().zip(&once) {
+            prop_assert_eq!(*a, 2.0 * b);
+        }
+        // The seed scales the adjoints.
+        let mut d3 = [0.0; NV];
+        autodiff(Reverse, f, Active(3.0), (Duplicated(&x[..], &mut d3[..]), Const(&e))).unwrap();
+        for (a, b) in d3.iter().zip(&once) {
+            prop_assert!(close(*a, 3.0 * b, 1e-14));
+        }
+    }
+
+    #[test]
+    fn forward_and_reverse_jacobians_agree(
+        es in proptest::collection::vec(expr(), 1..4),
+        x in point(),
+        dx in point(),
+    ) {
+        let f = shade_fn!(outputs(&mut [S], &[S], &Vec<Expr>));
+        let m = es.len();
+        let (yf, jf) = jacobian_forward(f, &x, m, (Const(&es),)).unwrap();
+        let (yr, jr) = jacobian_reverse(f, &x, m, (Const(&es),)).unwrap();
+        prop_assert_eq!(&yf, &yr);
+        for (a, b) in jf.iter().zip(&jr) {
+            prop_assert!(close(*a, *b, 1e-10), "forward {} reverse {}", a, b);
+        }
+        // Pushforward = J dx and pullback = Jᵀ dy with the same Jacobian.
+        let (_, jdx) = pushforward(f, &x, &dx, m, (Const(&es),)).unwrap();
+        for r in 0..m {
+            let want: f64 = (0..NV).map(|i| jr[r * NV + i] * dx[i]).sum();
+            prop_assert!(close(jdx[r], want, 1e-10));
+        }
+        let dy: Vec<f64> = (0..m).map(|r| r as f64 - 0.5).collect();
+        let (_, jtdy) = pullback(f, &x, &dy, (Const(&es),)).unwrap();
+        for i in 0..NV {
+            let want: f64 = (0..m).map(|r| jr[r * NV + i] * dy[r]).sum();
+            prop_assert!(close(jtdy[i], want, 1e-10));
+        }
+    }
+}
+
+#[test]
+fn scalar_fn_called_with_f64_is_the_primal() {
+    let e = Expr::Mul(
+        Box::new(Expr::X(0)),
+        Box::new(Expr::Sin(Box::new(Expr::X(1)))),
+    );
+    let f = shade_fn!(objective(&[S], &Expr));
+    let x = [2.0, 0.5];
+    assert_eq!(f.call::<f64>((&x[..], &e)), 2.0 * 0.5f64.sin());
+}

@@ -1,0 +1,230 @@
+//! The contiguous fast paths of `transpose` (2-D, cache-blocked), of elementwise reverse
+//! rules (e.g. relu) and of broadcasting arithmetic (same shape, bias rows) agree with
+//! independent ndarray references, for f32 and f64, on inputs in standard layout,
+//! column-major layout and strided (non-contiguous) layout.
+
+use crate::check::cases;
+use ndarray::{Array2, ArrayD, ShapeBuilder, s};
+use proptest::prelude::*;
+use shade_autodiff::tensor::{self, Element, TapeBuffers};
+use shade_autodiff::{Const, Duplicated};
+
+/// How the test input is laid out in memory.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    Standard,
+    ColumnMajor,
+    Strided,
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![
+        Just(Layout::Standard),
+        Just(Layout::ColumnMajor),
+        Just(Layout::Strided)
+    ]
+}
+
+/// An `r × c` matrix with entries `f(i, j)` in the given layout.
+fn build<T: Element>(r: usize, c: usize, lay: Layout, f: impl Fn(usize, usize) -> T) -> ArrayD<T> {
+    let a = match lay {
+        Layout::Standard => Array2::from_shape_fn((r, c), |(i, j)| f(i, j)),
+        Layout::ColumnMajor => Array2::from_shape_fn((r, c).f(), |(i, j)| f(i, j)),
+        Layout::Strided => {
+            Array2::from_shape_fn(
+                (r, 2 * c),
+                |(i, j)| {
+                    if j % 2 == 0 { f(i, j / 2) } else { T::zero() }
+                },
+            )
+            .slice_move(s![.., ..;2])
+        }
+    };
+    assert_eq!(a.dim(), (r, c));
+    a.into_dyn()
+}
+
+/// Entries in about `[-2, 2)` from a seed (some exactly zero).
+fn entry<T: Element + From<f32>>(seed: u64) -> impl Fn(usize, usize) -> T {
+    move |i, j| {
+        let h = (i as u64 * 7919 + j as u64 * 104_729 + seed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        <T as From<f32>>::from(((h >> 40) % 17) as f32 / 4.0 - 2.0)
+    }
+}
+
+fn close<T: Element + Into<f64>>(a: &ArrayD<T>, b: &ArrayD<T>) -> Result<(), TestCaseError> {
+    prop_assert_eq!(a.shape(), b.shape());
+    for (&x, &y) in a.iter().zip(b.iter()) {
+        let (x, y): (f64, f64) = (x.into(), y.into());
+        prop_assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{} vs {}", x, y);
+    }
+    Ok(())
+}
+
+fn transpose_case<T: Element + From<f32> + Into<f64>>(
+    r: usize,
+    c: usize,
+    lay: Layout,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let x = build::<T>(r, c, lay, entry(seed));
+    let want = x.t().to_owned();
+    let y = tensor::value(
+        &mut TapeBuffers::new(),
+        |t, (x,)| t.transpose(x),
+        (Const(&x),),
+    )
+    .unwrap();
+    close(&y, &want)?;
+    // Reverse: dx = seedᵀ, into a zero adjoint and into one that already holds values.
+    let sd = build::<T>(c, r, Layout::Standard, entry(seed + 1));
+    for start in [T::zero(), T::one()] {
+        let mut dx = x.mapv(|_| start);
+        tensor::pullback(
+            &mut TapeBuffers::new(),
+            |t, (x,)| t.transpose(x),
+            (Duplicated(&x, &mut dx),),
+            &sd,
+        )
+        .unwrap();
+        close(&dx, &sd.t().mapv(|v| v + start))?;
+    }
+    Ok(())
+}
+
+fn relu_case<T: Element + From<f32> + Into<f64>>(
+    r: usize,
+    c: usize,
+    lay: Layout,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let x = build::<T>(r, c, lay, entry(seed));
+    let sd = build::<T>(r, c, Layout::Standard, entry(seed + 1));
+    let mut dx = x.mapv(|_| T::zero());
+    tensor::pullback(
+        &mut TapeBuffers::new(),
+        |t, (x,)| t.relu(x),
+        (Duplicated(&x, &mut dx),),
+        &sd,
+    )
+    .unwrap();
+    let mut want = sd.clone();
+    want.zip_mut_with(&x, |g, &x| {
+        if x <= T::zero() {
+            *g = T::zero();
+        }
+    });
+    close(&dx, &want)?;
+    let y = tensor::value(&mut TapeBuffers::new(), |t, (x,)| t.relu(x), (Const(&x),)).unwrap();
+    close(&y, &x.mapv(|v| v.max(T::zero())))
+}
+
+fn add_case<T: Element + From<f32> + Into<f64>>(
+    r: usize,
+    c: usize,
+    lay: Layout,
+    bias_first: bool,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let a = build::<T>(r, c, lay, entry(seed));
+    let same = build::<T>(r, c, Layout::Standard, entry(seed + 2));
+    let bias = ndarray::Array1::from_shape_fn(c, |j| entry::<T>(seed + 3)(0, j)).into_dyn();
+    for b in [&same, &bias] {
+        let y = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (a, b)| {
+                if bias_first { t.sub(b, a) } else { t.sub(a, b) }
+            },
+            (Const(&a), Const(b)),
+        )
+        .unwrap();
+        let want = if bias_first { b - &a } else { &a - b };
+        close(&y, &want)?;
+        let y = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (a, b)| t.mul(a, b),
+            (Const(&a), Const(b)),
+        )
+        .unwrap();
+        close(&y, &(&a * b))?;
+    }
+    // Reverse of `a + bias`: da = seed, dbias = column sums of seed.
+    let sd = build::<T>(r, c, Layout::Standard, entry(seed + 1));
+    let (mut da, mut db) = (a.mapv(|_| T::zero()), bias.mapv(|_| T::zero()));
+    tensor::pullback(
+        &mut TapeBuffers::new(),
+        |t, (a, b)| t.add(a, b),
+        (Duplicated(&a, &mut da), Duplicated(&bias, &mut db)),
+        &sd,
+    )
+    .unwrap();
+    close(&da, &sd)?;
+    close(&db, &sd.sum_axis(ndarray::Axis(0)))
+}
+
+proptest! {
+    #![proptest_config(cases(64))]
+
+    #[test]
+    fn transpose_matches_ndarray(r in 1..70usize, c in 1..70usize, lay in layout(), seed in 0u64..1000) {
+        transpose_case::<f64>(r, c, lay, seed)?;
+        transpose_case::<f32>(r, c, lay, seed)?;
+    }
+
+    #[test]
+    fn relu_matches_reference(r in 1..20usize, c in 1..20usize, lay in layout(), seed in 0u64..1000) {
+        relu_case::<f64>(r, c, lay, seed)?;
+        relu_case::<f32>(r, c, lay, seed)?;
+    }
+
+    #[test]
+    fn broadcast_arithmetic_matches_ndarray(
+        r in 1..20usize, c in 1..20usize, lay in layout(), bias_first in any::<bool>(), seed in 0u64..1000
+    ) {
+        add_case::<f64>(r, c, lay, bias_first, seed)?;
+        add_case::<f32>(r, c, lay, bias_first, seed)?;
+    }
+}
+
+#[test]
+fn transpose_of_higher_rank_reverses_all_axes() {
+    let x = ndarray::Array3::from_shape_fn((2, 3, 4), |(i, j, k)| (i * 100 + j * 10 + k) as f64)
+        .into_dyn();
+    let y = tensor::value(
+        &mut TapeBuffers::new(),
+        |t, (x,)| t.transpose(x),
+        (Const(&x),),
+    )
+    .unwrap();
+    assert_eq!(y.shape(), &[4, 3, 2]);
+    assert_eq!(y[[3, 1, 0]], 13.0);
+    assert_eq!(y, x.t().to_owned());
+}
+
+/// Elementwise maps over at least 2¹⁵ contiguous elements run on rayon's threads; the
+/// result is the same element for element as the sequential definition (the split
+/// cannot reorder anything), checked on two threads explicitly.
+#[test]
+fn large_elementwise_maps_split_over_threads_and_agree() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        for n in [(1 << 15) - 1, 1 << 15, 100_003] {
+            let x =
+                ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| ((i[0] as f32) * 0.37).sin() * 3.0);
+            let y = tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (x,)| {
+                    let e = t.elu(x, 1.0)?;
+                    t.tanh(e)
+                },
+                (Const(&x),),
+            )
+            .unwrap();
+            let want = x.mapv(|v| if v > 0.0 { v } else { v.exp_m1() }.tanh());
+            assert_eq!(y, want, "n = {n}");
+        }
+    });
+}

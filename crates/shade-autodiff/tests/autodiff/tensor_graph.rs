@@ -1,0 +1,454 @@
+//! Gradient checks for losses, graph indexing (gather, scatter, segment softmax),
+//! sparse × dense products, dropout and custom rules; plus dense references.
+
+use crate::check::{arr, cases, check_op, mat};
+use ndarray::{Array1, Array2, ArrayD, array};
+use proptest::prelude::*;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use shade_autodiff::tensor::{self, Rows, SparseMatrix, TapeBuffers};
+use shade_autodiff::{Const, Duplicated};
+
+fn leak<T>(v: Vec<T>) -> &'static [T] {
+    Box::leak(v.into_boxed_slice())
+}
+
+/// Logits `[n, c]`, labels, and a selection (all rows, a mask, or indices with repeats).
+fn classification() -> impl Strategy<Value = (ArrayD<f64>, Vec<usize>, u8, Vec<bool>, Vec<usize>)> {
+    (1..6usize, 1..5usize).prop_flat_map(|(n, c)| {
+        (
+            arr(vec![n, c], -3.0, 3.0),
+            prop::collection::vec(0..c, n),
+            0..3u8,
+            prop::collection::vec(any::<bool>(), n).prop_map(|mut m| {
+                m[0] = true;
+                m
+            }),
+            prop::collection::vec(0..n, 1..8),
+        )
+    })
+}
+
+fn rows_of(kind: u8, mask: &'static [bool], idx: &'static [usize]) -> Rows<'static> {
+    match kind {
+        0 => Rows::All,
+        1 => Rows::Mask(mask),
+        _ => Rows::Index(idx),
+    }
+}
+
+/// Source rows `[e, f]`, a segment index per row with repeats, and a number of
+/// segments larger than needed (isolated nodes); `e` may be 0.
+fn segments() -> impl Strategy<Value = (ArrayD<f64>, Vec<usize>, usize)> {
+    (0..7usize, 1..4usize, 1..6usize).prop_flat_map(|(e, f, n)| {
+        (
+            arr(vec![e, f], -2.0, 2.0),
+            prop::collection::vec(0..n, e),
+            Just(n + 1),
+        )
+    })
+}
+
+/// A random sparse matrix `[r, c]` (duplicates summed), as CSR.
+fn sparse(max: usize) -> impl Strategy<Value = SparseMatrix<f64>> {
+    (1..=max, 1..=max).prop_flat_map(|(r, c)| {
+        prop::collection::vec((0..r, 0..c, -2.0..2.0f64), 0..(r * c + 2)).prop_map(move |ts| {
+            let mut tri = sprs::TriMat::new((r, c));
+            for (i, j, v) in ts {
+                tri.add_triplet(i, j, v);
+            }
+            SparseMatrix::new(tri.to_csr())
+        })
+    })
+}
+
+fn dense(a: &SparseMatrix<f64>) -> Array2<f64> {
+    a.csr().to_dense()
+}
+
+proptest! {
+    #![proptest_config(cases(64))]
+
+    #[test]
+    fn cross_entropy((x, y, k, m, i) in classification(), seed in any::<u64>()) {
+        let (y, m, i) = (leak(y), leak(m), leak(i));
+        check_op(&[x], seed, move |t, v| t.cross_entropy(v[0], y, rows_of(k, m, i)))?;
+    }
+
+    #[test]
+    fn nll((x, y, k, m, i) in classification(), seed in any::<u64>()) {
+        let (y, m, i) = (leak(y), leak(m), leak(i));
+        check_op(&[x], seed, move |t, v| {
+            let l = t.log_softmax(v[0], 1)?;
+            t.nll(l, y, rows_of(k, m, i))
+        })?;
+    }
+
+    #[test]
+    fn mse(a in mat(4), seed in any::<u64>()) {
+        let b = a.mapv(|x| (x * 3.0).cos());
+        check_op(&[a, b], seed, |t, v| t.mse(v[0], v[1]))?;
+    }
+
+    #[test]
+    fn bce_with_logits(a in mat(4), seed in any::<u64>()) {
+        let b = a.mapv(|x| (x * 3.0).cos() * 0.5 + 0.5);
+        check_op(&[a.mapv(|x| x * 10.0), b], seed, |t, v| t.bce_with_logits(v[0], v[1]))?;
+    }
+
+    #[test]
+    fn index_select(x in mat(4), raw in prop::collection::vec(0..100usize, 0..7), seed in any::<u64>()) {
+        let n = x.shape()[0];
+        let idx = leak(raw.into_iter().map(|i| i % n).collect());
+        check_op(&[x], seed, move |t, v| t.index_select(v[0], idx))?;
+    }
+
+    #[test]
+    fn scatter_add((x, idx, n) in segments(), seed in any::<u64>()) {
+        let idx = leak(idx);
+        check_op(&[x], seed, move |t, v| t.scatter_add(v[0], idx, n))?;
+    }
+
+    #[test]
+    fn scatter_mean((x, idx, n) in segments(), seed in any::<u64>()) {
+        let idx = leak(idx);
+        check_op(&[x], seed, move |t, v| t.scatter_mean(v[0], idx, n))?;
+    }
+
+    #[test]
+    fn scatter_max((x, idx, n) in segments(), seed in any::<u64>()) {
+        let idx = leak(idx);
+        check_op(&[x], seed, move |t, v| t.scatter_max(v[0], idx, n))?;
+    }
+
+    #[test]
+    fn segment_softmax((x, idx, n) in segments(), seed in any::<u64>()) {
+        let idx = leak(idx);
+        check_op(&[x], seed, move |t, v| t.segment_softmax(v[0], idx, n))?;
+    }
+
+    #[test]
+    fn segment_softmax_one_head((x, idx, n) in segments(), seed in any::<u64>()) {
+        let e = x.shape()[0];
+        let s = x.index_axis(ndarray::Axis(1), 0).to_owned();
+        let idx = leak(idx);
+        prop_assert_eq!(s.len(), e);
+        check_op(&[s], seed, move |t, v| t.segment_softmax(v[0], idx, n))?;
+    }
+
+    #[test]
+    fn spmm(a in sparse(5), f in 1..4usize, seed in any::<u64>()) {
+        let x = ArrayD::from_shape_fn(vec![a.cols(), f], |i| (i[0] * 7 + i[1] * 3) as f64 * 0.1 - 0.5);
+        let reference = dense(&a).dot(&x.view().into_dimensionality::<ndarray::Ix2>().unwrap());
+        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(a));
+        let mut b = TapeBuffers::new();
+        let y = tensor::value(&mut b, |t, (x,)| t.spmm(a, x), (Const(&x),)).unwrap();
+        prop_assert!((y - reference.into_dyn()).iter().all(|d| d.abs() < 1e-12));
+        check_op(&[x], seed, move |t, v| t.spmm(a, v[0]))?;
+    }
+
+    #[test]
+    fn spmm_vector(a in sparse(5), seed in any::<u64>()) {
+        let x = ArrayD::from_shape_fn(vec![a.cols()], |i| i[0] as f64 * 0.3 - 0.4);
+        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(a));
+        check_op(&[x], seed, move |t, v| t.spmm(a, v[0]))?;
+    }
+
+    #[test]
+    fn dense_spmm(a in sparse(5), m in 1..4usize, seed in any::<u64>()) {
+        let x = ArrayD::from_shape_fn(vec![m, a.rows()], |i| (i[0] * 5 + i[1]) as f64 * 0.1 - 0.3);
+        let reference = x.view().into_dimensionality::<ndarray::Ix2>().unwrap().dot(&dense(&a));
+        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(a));
+        let mut b = TapeBuffers::new();
+        let y = tensor::value(&mut b, |t, (x,)| t.dense_spmm(x, a), (Const(&x),)).unwrap();
+        prop_assert!((y - reference.into_dyn()).iter().all(|d| d.abs() < 1e-12));
+        check_op(&[x], seed, move |t, v| t.dense_spmm(v[0], a))?;
+    }
+
+    #[test]
+    fn spmm_values(a in sparse(5), f in 1..4usize, seed in any::<u64>()) {
+        let x = ArrayD::from_shape_fn(vec![a.cols(), f], |i| (i[0] * 7 + i[1] * 3) as f64 * 0.1 - 0.5);
+        let w = ArrayD::from_shape_fn(vec![a.nnz()], |i| i[0] as f64 * 0.2 - 0.7);
+        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(a));
+        check_op(&[w, x], seed, move |t, v| t.spmm_values(a, v[0], v[1]))?;
+    }
+
+    #[test]
+    fn dropout(x in mat(5), p in 0.0..0.9f64, rseed in any::<u64>(), seed in any::<u64>()) {
+        check_op(&[x], seed, move |t, v| {
+            let mut rng = StdRng::seed_from_u64(rseed);
+            t.dropout(v[0], p, &mut rng, true)
+        })?;
+    }
+
+    #[test]
+    fn custom_rule(x in mat(4), seed in any::<u64>()) {
+        check_op(&[x], seed, |t, v| t.custom(Cube, &[v[0]]))?;
+    }
+
+    #[test]
+    fn gcn_like_program(a in sparse(5), seed in any::<u64>()) {
+        // Â · relu(Â · X · W) with a bias, then a loss: many ops chained.
+        let n = a.rows().min(a.cols());
+        let sq = {
+            let d = dense(&a);
+            let s = d.slice(ndarray::s![..n, ..n]).to_owned();
+            SparseMatrix::new(sprs::CsMat::csr_from_dense(s.view(), 0.0))
+        };
+        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(sq));
+        let x = ArrayD::from_shape_fn(vec![n, 3], |i| (i[0] + 2 * i[1]) as f64 * 0.2 - 0.5);
+        let w = ArrayD::from_shape_fn(vec![3, 2], |i| (i[0] * 2 + i[1]) as f64 * 0.3 - 0.6);
+        let bias = ArrayD::from_shape_fn(vec![2], |i| i[0] as f64 * 0.1);
+        let labels = leak((0..n).map(|i| i % 2).collect());
+        check_op(&[w, bias, x], seed, move |t, v| {
+            let xw = t.matmul(v[2], v[0])?;
+            let h = t.spmm(a, xw)?;
+            let h = t.add(h, v[1])?;
+            let h = t.tanh(h)?;
+            let h = t.spmm(a, h)?;
+            t.cross_entropy(h, labels, Rows::All)
+        })?;
+    }
+}
+
+/// `x ↦ x³` as a user rule.
+struct Cube;
+
+impl tensor::TensorRule<f64> for Cube {
+    fn name(&self) -> &'static str {
+        "cube"
+    }
+    fn forward(&self, x: &[ndarray::ArrayViewD<'_, f64>]) -> shade_autodiff::AdResult<ArrayD<f64>> {
+        Ok(x[0].mapv(|v| v * v * v))
+    }
+    fn vjp(
+        &self,
+        x: &[ndarray::ArrayViewD<'_, f64>],
+        _y: ndarray::ArrayViewD<'_, f64>,
+        g: ndarray::ArrayViewD<'_, f64>,
+        _input: usize,
+        mut dx: ndarray::ArrayViewMutD<'_, f64>,
+    ) {
+        ndarray::Zip::from(&mut dx)
+            .and(&g)
+            .and(&x[0])
+            .for_each(|d, &g, &x| *d += 3.0 * x * x * g);
+    }
+    fn jvp(
+        &self,
+        x: &[ndarray::ArrayViewD<'_, f64>],
+        _y: ndarray::ArrayViewD<'_, f64>,
+        t: &[Option<ndarray::ArrayViewD<'_, f64>>],
+        mut ty: ndarray::ArrayViewMutD<'_, f64>,
+    ) {
+        if let Some(t) = &t[0] {
+            ndarray::Zip::from(&mut ty)
+                .and(t)
+                .and(&x[0])
+                .for_each(|o, &t, &x| *o = 3.0 * x * x * t);
+        }
+    }
+}
+
+#[test]
+fn cross_entropy_matches_hand_computed_value() {
+    let x = array![[1.0, 2.0, 0.5], [0.0, 0.0, 0.0], [3.0, -1.0, 2.0]];
+    let labels = [1usize, 0, 2];
+    let mut dx = Array2::zeros((3, 3));
+    let mut bufs = TapeBuffers::new();
+    let idx = [0usize, 2];
+    let l = tensor::gradient(
+        &mut bufs,
+        |t, (x, y, i)| t.cross_entropy(x, y, Rows::Index(i)),
+        (Duplicated(&x, &mut dx), Const(&labels[..]), Const(&idx[..])),
+    )
+    .unwrap();
+    let lse = |r: &[f64]| r.iter().map(|v| v.exp()).sum::<f64>().ln();
+    let want = ((lse(&[1.0, 2.0, 0.5]) - 2.0) + (lse(&[3.0, -1.0, 2.0]) - 2.0)) / 2.0;
+    assert!((l - want).abs() < 1e-14);
+    assert!(dx.row(1).iter().all(|&d| d == 0.0));
+    assert!((dx.row(0).sum()).abs() < 1e-15);
+}
+
+#[test]
+fn segment_ops_on_isolated_nodes_give_zero() {
+    let x = array![[1.0, 5.0], [3.0, 4.0], [5.0, -6.0]];
+    let idx = [0usize, 0, 3];
+    let mut dx = Array2::zeros((3, 2));
+    let mut bufs = TapeBuffers::new();
+    let seed = Array2::from_elem((5, 2), 1.0);
+    tensor::pullback(
+        &mut bufs,
+        |t, (x, i)| t.scatter_max(x, i, 5),
+        (Duplicated(&x, &mut dx), Const(&idx[..])),
+        &seed,
+    )
+    .unwrap();
+    assert_eq!(dx, array![[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]);
+    let y = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.scatter_mean(x, i, 5),
+        (Const(&x), Const(&idx[..])),
+    )
+    .unwrap();
+    assert_eq!(
+        y,
+        array![[2.0, 4.5], [0.0, 0.0], [0.0, 0.0], [5.0, -6.0], [0.0, 0.0]].into_dyn()
+    );
+    let s: ArrayD<f64> = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.segment_softmax(x, i, 5),
+        (Const(&x), Const(&idx[..])),
+    )
+    .unwrap();
+    assert!((s[[0, 0]] + s[[1, 0]] - 1.0).abs() < 1e-15);
+    assert_eq!(s[[2, 0]], 1.0);
+}
+
+#[test]
+fn dropout_is_identity_at_evaluation_and_scales_in_training() {
+    let x = Array1::from_elem(10_000, 1.0);
+    let mut bufs = TapeBuffers::new();
+    let mut rng = StdRng::seed_from_u64(7);
+    let y = tensor::value(
+        &mut bufs,
+        |t, (x,)| t.dropout(x, 0.5, &mut rng, false),
+        (Const(&x),),
+    )
+    .unwrap();
+    assert_eq!(y, x.clone().into_dyn());
+    let y: ArrayD<f64> = tensor::value(
+        &mut bufs,
+        |t, (x,)| t.dropout(x, 0.25, &mut rng, true),
+        (Const(&x),),
+    )
+    .unwrap();
+    assert!(y.iter().all(|&v| v == 0.0 || (v - 4.0 / 3.0).abs() < 1e-15));
+    let kept = y.iter().filter(|&&v| v != 0.0).count() as f64 / 10_000.0;
+    assert!((kept - 0.75).abs() < 0.03, "kept fraction {kept}");
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x,)| t.dropout(x, 1.5, &mut rng, true),
+        (Const(&x),),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0114");
+}
+
+#[test]
+fn index_and_loss_errors_are_coded() {
+    let x = Array2::<f64>::zeros((3, 2));
+    let mut bufs = TapeBuffers::new();
+    let bad = [0usize, 3];
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.index_select(x, i),
+        (Const(&x), Const(&bad[..])),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0111");
+    assert!(e.to_string().contains("index 3 at position 1"));
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, i)| t.scatter_add(x, i, 4),
+        (Const(&x), Const(&bad[..])),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
+    let labels = [0usize, 2, 1];
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, y)| t.cross_entropy(x, y, Rows::All),
+        (Const(&x), Const(&labels[..])),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0111");
+    let none: [usize; 0] = [];
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, y, i)| t.cross_entropy(x, y, Rows::Index(i)),
+        (Const(&x), Const(&labels[..]), Const(&none[..])),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0114");
+    let v = Array1::<f64>::zeros(3);
+    let e = tensor::value(
+        &mut bufs,
+        |t, (v, y)| t.cross_entropy(v, y, Rows::All),
+        (Const(&v), Const(&labels[..])),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0140");
+    let a = SparseMatrix::new(sprs::CsMat::<f64>::eye(4));
+    let e = tensor::value(&mut bufs, |t, (x, a)| t.spmm(a, x), (Const(&x), Const(&a))).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`spmm` cannot combine shapes [4, 4] and [3, 2]"
+    );
+    let e = SparseMatrix::<f64>::try_from_csr((2, 2), vec![0, 1], vec![0], vec![1.0]).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0114");
+}
+
+#[test]
+fn large_spmm_matches_dense_product_both_ways() {
+    // Large enough for the prefetching, row-parallel kernel path (work above the
+    // threshold, nonzeros well beyond the prefetch distance).
+    let (r, c, f) = (300, 200, 7);
+    let mut tri = sprs::TriMat::new((r, c));
+    for k in 0..6000usize {
+        tri.add_triplet(
+            (k * 7919) % r,
+            (k * 104_729) % c,
+            ((k % 13) as f64) * 0.1 - 0.6,
+        );
+    }
+    let a = SparseMatrix::new(tri.to_csr());
+    let x = Array2::from_shape_fn((c, f), |(i, j)| {
+        ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
+    });
+    let g = Array2::from_shape_fn((r, f), |(i, j)| ((i * 13 + j * 5) % 19) as f64 * 0.1 - 0.9);
+    let d = dense(&a);
+    let mut out = Array2::zeros((r, f));
+    a.mul_dense_into(x.view(), out.view_mut()).unwrap();
+    assert!((&out - &d.dot(&x)).iter().all(|e| e.abs() < 1e-12));
+    let mut back = Array2::zeros((c, f));
+    a.transpose_mul_dense_into(g.view(), back.view_mut())
+        .unwrap();
+    assert!((&back - &d.t().dot(&g)).iter().all(|e| e.abs() < 1e-12));
+    let e = a.mul_dense_into(g.view(), out.view_mut()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
+}
+
+#[test]
+fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
+    // `x` is 20000 × 8 f64 (1.25 MiB), past the kernel's 1 MiB prefetch threshold: the
+    // product takes the software-prefetch branch (the crate's one `unsafe` block),
+    // row-parallel (64 000 multiply-adds). The reference sums the triplets directly.
+    let (r, c, f) = (500, 20_000, 8);
+    let triplets: Vec<(usize, usize, f64)> = (0..8000usize)
+        .map(|k| {
+            (
+                (k * 7919) % r,
+                (k * 104_729) % c,
+                ((k % 13) as f64) * 0.1 - 0.6,
+            )
+        })
+        .collect();
+    let mut tri = sprs::TriMat::new((r, c));
+    for &(i, j, v) in &triplets {
+        tri.add_triplet(i, j, v);
+    }
+    let a = SparseMatrix::new(tri.to_csr());
+    let x = Array2::from_shape_fn((c, f), |(i, j)| {
+        ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
+    });
+    let mut want = Array2::<f64>::zeros((r, f));
+    for &(i, j, v) in &triplets {
+        for k in 0..f {
+            want[[i, k]] += v * x[[j, k]];
+        }
+    }
+    let mut out = Array2::zeros((r, f));
+    a.mul_dense_into(x.view(), out.view_mut()).unwrap();
+    assert!((&out - &want).iter().all(|e| e.abs() < 1e-12));
+}

@@ -1,0 +1,76 @@
+//! A corpus of broken user programs, each asserting the exact message the user sees
+//! (golden files in `tests/diagnostics/corpus/golden/`, blessed with `SHADE_BLESS=1`
+//! after review).
+//!
+//! Every program runs under `catch_unwind`: a panic is a failure. Together the programs
+//! must produce every declared error code, except the few listed in [`EXEMPT`] with the
+//! reason no runtime program can produce them.
+
+#[path = "corpus/autodiff.rs"]
+mod autodiff;
+#[path = "corpus/checks.rs"]
+mod checks;
+#[path = "corpus/gnn.rs"]
+mod gnn;
+#[path = "corpus/graph.rs"]
+mod graph;
+#[path = "corpus/harness.rs"]
+mod harness;
+#[path = "corpus/interface.rs"]
+mod interface;
+
+use std::collections::BTreeSet;
+
+/// Codes that no program can produce at run time, and why.
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "SHADE-E0103",
+        "a shadow aliasing its primal needs unsafe code (two live `&`/`&mut` to one buffer); the guard protects unsafe callers",
+    ),
+    (
+        "SHADE-E0105",
+        "activity/mode misuse is a compile error with our message (shade-autodiff's trybuild tests `tests/ui/scalar_active_in_forward.rs`); the runtime code is reserved",
+    ),
+    (
+        "SHADE-E0120",
+        "overflowing the scalar tape needs 2^32 records (tens of gigabytes)",
+    ),
+];
+
+#[test]
+fn corpus() {
+    let programs: Vec<(&str, harness::Program)> = [
+        autodiff::PROGRAMS,
+        interface::PROGRAMS,
+        graph::PROGRAMS,
+        gnn::PROGRAMS,
+        checks::PROGRAMS,
+    ]
+    .concat();
+    assert!(
+        programs.len() >= 25,
+        "the corpus needs at least 25 programs"
+    );
+    let mut names = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    for (name, program) in programs {
+        assert!(names.insert(name), "duplicate program name {name}");
+        match harness::run(name, program) {
+            Ok(codes) => seen.extend(codes),
+            Err(msg) => failures.push(msg),
+        }
+    }
+    for (krate, code) in shade_diagnostics::catalogue::declared_codes() {
+        let exempt = EXEMPT.iter().any(|(c, _)| *c == code);
+        if exempt && seen.contains(code) {
+            failures.push(format!(
+                "{code} is produced by the corpus: remove it from EXEMPT"
+            ));
+        }
+        if !exempt && !seen.contains(code) {
+            failures.push(format!("{code} ({krate}) is never produced by the corpus"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

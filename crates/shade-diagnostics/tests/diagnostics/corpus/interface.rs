@@ -1,0 +1,77 @@
+//! Broken programs against the interface (codes `SHADE-E02xx`).
+
+use super::harness::{Program, Seen};
+use shade_autodiff::scalar::{Real, shade_fn};
+use shade_diagnostics::backends::check_backend;
+use shade_interface::{
+    AutoFiniteDiff, AutoShade, AutoSparse, Constant, Operator, SecondOrder, gradient, hessian,
+    prepare_gradient, prepare_pushforward,
+};
+
+pub(crate) const PROGRAMS: &[(&str, Program)] = &[
+    (
+        "interface_prepared_for_another_shape",
+        prepared_for_another_shape,
+    ),
+    ("interface_reverse_over_reverse", reverse_over_reverse),
+    ("interface_negative_step", negative_step),
+    ("interface_batch_tangents", batch_tangents),
+    (
+        "interface_sparse_backend_for_gradient",
+        sparse_backend_for_gradient,
+    ),
+];
+
+fn loss<S: Real>(x: &[S], w: &[f64]) -> S {
+    x.iter().zip(w).map(|(&xi, &wi)| (xi - wi).powi(2)).sum()
+}
+
+fn prepared_for_another_shape() -> Result<(), Seen> {
+    // Prepared once for 3 parameters, then reused after the model grew to 4.
+    let f = shade_fn!(loss(&[S], &[f64]));
+    let w = [0.5; 4];
+    let mut prep = prepare_gradient(f, &AutoShade::REVERSE, &[0.0; 3], (Constant(&w[..3]),))?;
+    prep.gradient(&[1.0, 2.0, 3.0, 4.0], (Constant(&w[..]),))?;
+    Ok(())
+}
+
+fn reverse_over_reverse() -> Result<(), Seen> {
+    let f = shade_fn!(loss(&[S], &[f64]));
+    let w = [0.5; 2];
+    let b = SecondOrder {
+        outer: AutoShade::REVERSE,
+        inner: AutoShade::REVERSE,
+    };
+    hessian(f, &b, &[1.0, 2.0], (Constant(&w[..]),))?;
+    Ok(())
+}
+
+fn negative_step() -> Result<(), Seen> {
+    let f = shade_fn!(loss(&[S], &[f64]));
+    let w = [0.5; 2];
+    let fd = AutoFiniteDiff {
+        rel_step: Some(-1e-6),
+        ..AutoFiniteDiff::CENTRAL
+    };
+    gradient(f, &fd, &[1.0, 2.0], (Constant(&w[..]),))?;
+    Ok(())
+}
+
+fn batch_tangents() -> Result<(), Seen> {
+    let f = shade_fn!(loss(&[S], &[f64]));
+    let w = [0.5; 3];
+    let x = [1.0, 2.0, 3.0];
+    let mut prep = prepare_pushforward(f, &AutoShade::FORWARD, &x, (Constant(&w[..]),))?;
+    // Two tangents of length 3 are 6 numbers; one was cut short.
+    prep.pushforward_batch(&x, &[1.0, 0.0, 0.0, 0.0, 1.0], (Constant(&w[..]),))?;
+    Ok(())
+}
+
+fn sparse_backend_for_gradient() -> Result<(), Seen> {
+    // Asked before differentiating: AutoSparse only computes Jacobians.
+    let b = AutoSparse {
+        inner: AutoShade::FORWARD,
+    };
+    check_backend(&b, Operator::Gradient).into_result()?;
+    Ok(())
+}

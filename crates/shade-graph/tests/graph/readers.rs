@@ -1,0 +1,221 @@
+//! Readers on the shared citation datasets, round trips, and never-panic fuzzing of
+//! the npz and edge-list readers over random, truncated and flipped bytes.
+
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use shade_graph::{
+    Graph, NpzOptions, edge_list_string, npz_bytes, parse_edge_list, parse_npz, read_edge_list,
+    read_npz, write_edge_list, write_npz, write_npz_compressed,
+};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name)
+}
+
+fn cora_bytes() -> Vec<u8> {
+    std::fs::read(data("cora.npz")).expect("shared/data/cora.npz is present")
+}
+
+fn deflated_cora() -> &'static Vec<u8> {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        let ds = parse_npz(&cora_bytes(), "cora.npz", NpzOptions::default()).unwrap();
+        npz_bytes(&ds, true).unwrap()
+    })
+}
+
+#[test]
+fn cora_has_the_published_counts() {
+    let cora = read_npz(data("cora.npz"), NpzOptions::undirected()).unwrap();
+    let g = &cora.graph;
+    assert_eq!(g.num_nodes(), 2708);
+    assert_eq!(g.num_edges(), 10556);
+    assert_eq!(cora.num_features(), 1433);
+    assert_eq!(cora.features().nnz(), 49216);
+    assert_eq!(cora.num_classes, 7);
+    assert!(g.is_bidirected() && !g.has_self_loops() && !g.has_multi_edges());
+    assert_eq!(g.weights(), None);
+    // Class sizes, computed independently from the raw arrays with Python.
+    let mut counts = [0usize; 7];
+    cora.labels.iter().for_each(|&l| counts[l] += 1);
+    assert_eq!(counts, [298, 418, 818, 426, 217, 180, 351]);
+    // As stored: 5429 directed citations, no self-loops.
+    let raw = read_npz(data("cora.npz"), NpzOptions::default()).unwrap();
+    assert_eq!(raw.graph.num_edges(), 5429);
+    // The usual split.
+    let s = cora.split(20, 500, 1000, 0).unwrap();
+    assert_eq!((s.train.len(), s.val.len(), s.test.len()), (140, 500, 1000));
+}
+
+#[test]
+fn citeseer_has_the_counts_numpy_gives() {
+    // Reference values computed with Python from the raw arrays: 4715 stored entries
+    // (124 self-loops), 9196 symmetric entries with loops, 9072 without, 48 isolated
+    // nodes once loops are gone.
+    let raw = read_npz(data("citeseer.npz"), NpzOptions::default()).unwrap();
+    assert_eq!(raw.graph.num_edges(), 4715);
+    assert_eq!(
+        raw.graph
+            .src()
+            .iter()
+            .zip(raw.graph.dst())
+            .filter(|(s, d)| s == d)
+            .count(),
+        124
+    );
+    let with_loops = read_npz(
+        data("citeseer.npz"),
+        NpzOptions {
+            undirected: true,
+            remove_self_loops: false,
+        },
+    )
+    .unwrap();
+    assert_eq!(with_loops.graph.num_edges(), 9196);
+    let cs = read_npz(data("citeseer.npz"), NpzOptions::undirected()).unwrap();
+    let g = &cs.graph;
+    assert_eq!((g.num_nodes(), g.num_edges()), (3312, 9072));
+    assert_eq!(
+        (cs.num_features(), cs.features().nnz(), cs.num_classes),
+        (3703, 105165, 6)
+    );
+    assert_eq!(g.in_degree().iter().filter(|&&d| d == 0).count(), 48);
+    // Isolated nodes get zero rows in the GCN operator apart from their self-loop.
+    let a = g.gcn_adjacency::<f64>();
+    let v = g.in_degree().iter().position(|&d| d == 0).unwrap();
+    assert_eq!(a.outer_view(v).unwrap().nnz(), 1);
+    assert_eq!(a.get(v, v), Some(&1.0));
+}
+
+#[test]
+fn npz_and_edge_list_round_trip_through_files() {
+    let cora = read_npz(data("cora.npz"), NpzOptions::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("shade-graph-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("cora-copy.npz");
+    write_npz(&p, &cora).unwrap();
+    let back = read_npz(&p, NpzOptions::default()).unwrap();
+    // The file's rows are not sorted; the writer sorts them, so compare as matrices.
+    assert_eq!(back.graph.adjacency::<f32>(), cora.graph.adjacency::<f32>());
+    assert_eq!(
+        (back.features(), &back.labels),
+        (cora.features(), &cora.labels)
+    );
+    write_npz(&p, &back).unwrap();
+    assert_eq!(read_npz(&p, NpzOptions::default()).unwrap(), back);
+    let c = dir.join("cora-compressed.npz");
+    write_npz_compressed(&c, &back).unwrap();
+    assert!(std::fs::metadata(&c).unwrap().len() < std::fs::metadata(&p).unwrap().len() / 3);
+    assert_eq!(read_npz(&c, NpzOptions::default()).unwrap(), back);
+    let e = dir.join("cora.edges");
+    let g = cora.graph.clone().with_weights(vec![0.25; 5429]).unwrap();
+    let mut g = g.add_nodes(3).unwrap(); // isolated nodes survive through the header
+    g.set_sparse_node_features(sprs::CsMat::zero((2711, 1)))
+        .unwrap();
+    write_edge_list(&e, &g).unwrap();
+    let back = read_edge_list(&e, None).unwrap();
+    assert_eq!(back.num_nodes(), 2711);
+    assert_eq!(back.edge_index(), g.edge_index());
+    assert_eq!(back.weights(), g.weights());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let e = read_npz(dir.join("missing.npz"), NpzOptions::default()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0330");
+}
+
+#[test]
+fn edge_list_errors_are_coded() {
+    let check = |text: &str, code: &str, part: &str| {
+        let e = parse_edge_list(text.as_bytes(), "g.txt", None).unwrap_err();
+        assert_eq!(e.code(), code, "{e}");
+        assert!(e.to_string().contains(part), "{e} lacks {part}");
+    };
+    check("0 1\n1 x\n", "SHADE-E0334", "line 2");
+    check("0 1 nan\n", "SHADE-E0306", "NaN");
+    check("0 1 1.0\n1 2\n", "SHADE-E0334", "some edges");
+    check("0 99999999999\n", "SHADE-E0305", "99999999999");
+    check("1 2 3 4\n", "SHADE-E0334", "2 or 3 fields");
+    let e = parse_edge_list(b"0 5\n", "g.txt", Some(3)).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0302");
+    let g = parse_edge_list(b"% comment\n0,1\n\n2\t0 # trailing\n", "g.txt", None).unwrap();
+    assert_eq!(g, Graph::try_new(3, vec![0, 2], vec![1, 0]).unwrap());
+    assert_eq!(edge_list_string(&g), "# nodes 3\n0 1\n2 0\n");
+}
+
+proptest! {
+    // `cargo xtask fuzz --cases N` raises this through PROPTEST_CASES.
+    #![proptest_config(shade_test_support::strategies::cases(64))]
+
+    #[test]
+    fn npz_reader_never_panics_on_random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..2000)) {
+        let e = parse_npz(&bytes, "r.npz", NpzOptions::default()).unwrap_err();
+        prop_assert!(e.code().starts_with("SHADE-E03"));
+        // The same bytes behind a valid end-of-directory record.
+        let mut b = bytes.clone();
+        b.extend_from_slice(&[0x50, 0x4B, 0x05, 0x06, 0, 0, 0, 0, 1, 0, 1, 0, 46, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        prop_assert!(parse_npz(&b, "r.npz", NpzOptions::default()).is_err());
+    }
+
+    #[test]
+    fn npz_reader_never_panics_on_truncated_or_flipped_cora(cut in any::<prop::sample::Index>(), flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 0..4)) {
+        let mut b = cora_bytes();
+        let keep = cut.index(b.len());
+        let flipped = !flips.is_empty();
+        for (at, x) in flips {
+            let i = at.index(b.len());
+            b[i] ^= x;
+        }
+        if !flipped {
+            b.truncate(keep);
+        }
+        match parse_npz(&b, "cora.npz", NpzOptions::default()) {
+            Err(e) => prop_assert!(e.code().starts_with("SHADE-E03")),
+            // A flip in a name or padding byte may leave the data intact.
+            Ok(ds) => prop_assert_eq!(ds.graph.num_nodes(), 2708),
+        }
+    }
+
+    #[test]
+    fn npz_reader_never_panics_on_corrupt_deflated_cora(flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..4), cut in any::<prop::sample::Index>(), truncate in any::<bool>()) {
+        let mut b = deflated_cora().clone();
+        if truncate {
+            b.truncate(cut.index(b.len()));
+        } else {
+            for (at, x) in flips {
+                let i = at.index(b.len());
+                b[i] ^= x;
+            }
+        }
+        if let Err(e) = parse_npz(&b, "cora.npz", NpzOptions::default()) {
+            prop_assert!(e.code().starts_with("SHADE-E03"));
+        }
+    }
+
+    #[test]
+    fn edge_list_reader_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300), text in "[0-9 ,#%.\\-\\n\\tenaif]{0,200}") {
+        for b in [&bytes[..], text.as_bytes()] {
+            if let Err(e) = parse_edge_list(b, "f.txt", None) {
+                prop_assert!(e.code().starts_with("SHADE-E03"));
+            }
+        }
+    }
+}
+
+#[test]
+fn written_cora_bytes_read_back_identically() {
+    let cora = parse_npz(&cora_bytes(), "cora.npz", NpzOptions::undirected()).unwrap();
+    let back = parse_npz(
+        &npz_bytes(&cora, false).unwrap(),
+        "copy.npz",
+        NpzOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(back.graph.num_edges(), 10556);
+    assert_eq!(
+        back.graph.to_undirected(shade_graph::Reduce::Max),
+        cora.graph
+    );
+    assert_eq!(back.labels, cora.labels);
+}
