@@ -1,5 +1,5 @@
 """What the peer scripts share: data generators that match shade's `peer_data` (and
-the GMM generator of `benches/benches/gmm/objective.rs`) bit for bit, the timing loop,
+`GmmProblem::random` of `benches/src/gradbench/gmm.rs`) bit for bit, the timing loop,
 memory readings, and the JSON-lines output read by `cargo xtask bench --peers`.
 
 Each peer script (peer_<name>.py) is run as
@@ -84,32 +84,57 @@ def csr(rows, cols, per_row, seed):
 
 
 def gmm_problem(d, k, n, seed):
-    """`objective::gmm_problem` of the gmm bench: the same LCG, the same order."""
+    """`GmmProblem::random(d, k, n)` from `Lcg::new(seed)` (benches/src/gradbench/gmm.rs
+    and support.rs): the same generator, the same order. Returns (alpha, mu, q, l, x)
+    with mu, q as k × d, l as k × d(d-1)/2 (each component's strictly lower triangle,
+    column by column) and x as n × d."""
     a, c, mask = 6364136223846793005, 1442695040888963407, (1 << 64) - 1
     s = (seed * a + c) & mask
-    out = np.empty(n * d + k + k * d + k * d * (d + 1) // 2)
-    for idx in range(out.size):
-        s = (s * a + c) & mask
-        out[idx] = (s >> 11) / float(1 << 53)
-    x = out[: n * d].reshape(n, d)
-    params = out[n * d:] - 0.5
-    alphas, rest = params[:k], params[k:]
-    means, icf = rest[: k * d].reshape(k, d), rest[k * d:].reshape(k, d * (d + 1) // 2)
-    return x, alphas, means, icf
+    sizes = [(k, -0.5, 0.5), (k * d, 0.0, 1.0), (k * d, -0.5, 0.5),
+             (k * d * (d - 1) // 2, -0.5, 0.5), (n * d, 0.0, 1.0)]
+    parts = []
+    for size, lo, hi in sizes:
+        out = np.empty(size)
+        for idx in range(size):
+            s = (s * a + c) & mask
+            out[idx] = lo + (hi - lo) * ((s >> 11) / float(1 << 53))
+        parts.append(out)
+    alpha, mu, q, l, x = parts
+    return alpha, mu.reshape(k, d), q.reshape(k, d), l.reshape(k, d * (d - 1) // 2), x.reshape(n, d)
 
 
-def gmm_constants(d, k, n, gamma=1.0, m=0):
-    """The data-independent terms of ADBench's GMM objective (as in objective.rs)."""
-    nn = d + m + 1
+def gmm_constant(d, k, n, gamma=1.0, m=0):
+    """`gmm_constant` of benches/src/gradbench/gmm.rs: the data-independent terms of
+    GradBench's GMM log posterior, K (ν d ln(γ/√2) − ln Γ_d(ν/2)) − n d/2 ln 2π."""
+    nu = d + m + 1
     lgd = 0.25 * d * (d - 1) * math.log(math.pi)
-    lgd += sum(math.lgamma(0.5 * nn + 0.5 * (1 - j)) for j in range(1, d + 1))
-    cst = nn * d * (math.log(gamma) - 0.5 * math.log(2)) - lgd
-    constant = -n * d * 0.5 * math.log(2 * math.pi)
-    return constant, cst
+    lgd += sum(math.lgamma(0.5 * nu + 0.5 * (1 - j)) for j in range(1, d + 1))
+    prior = k * (nu * d * math.log(gamma / math.sqrt(2)) - lgd)
+    return prior - n * d * 0.5 * math.log(2 * math.pi)
+
+
+def gmm_objective(alpha, mu, q, l, x, gamma=1.0, m=0):
+    """GradBench's GMM log posterior in numpy (the peers' formula, for the self-test)."""
+    k, d = mu.shape
+    rows, cols = lower_indices(d)
+    big_q = np.zeros((k, d, d))
+    big_q[:, rows, cols] = l
+    big_q += np.stack([np.diag(np.exp(qc)) for qc in q])
+    qx = np.einsum("kij,nkj->nki", big_q, x[:, None, :] - mu[None, :, :])
+    beta = alpha + q.sum(1) - 0.5 * (qx * qx).sum(2)
+
+    def lse(v, axis=None):
+        top = v.max(axis=axis, keepdims=True)
+        return (top + np.log(np.exp(v - top).sum(axis=axis, keepdims=True))).squeeze()
+
+    frob = (np.exp(q) ** 2).sum() + (l ** 2).sum()
+    return (lse(beta, 1).sum() - x.shape[0] * lse(alpha) - 0.5 * gamma ** 2 * frob
+            + m * q.sum() + gmm_constant(d, k, x.shape[0], gamma, m))
 
 
 def lower_indices(d):
-    """(rows, cols) of the strictly lower triangle, column after column (ADBench)."""
+    """(rows, cols) of the strictly lower triangle, column after column (ADBench's and
+    GradBench's layout of `l`)."""
     rows, cols = [], []
     for j in range(d):
         for i in range(j + 1, d):
@@ -254,6 +279,9 @@ def _self_test():
     for r in range(50):
         row = ind[ip[r]:ip[r + 1]]
         assert (np.diff(row) > 0).all() and 1 <= len(row) <= 10
+    # Pinned in benches/src/gradbench/gmm.rs (`the_peers_problem_is_pinned`).
+    value = gmm_objective(*gmm_problem(3, 2, 5, 1))
+    assert abs(value - -29.890289758411686) < 1e-12, value
     print("common.py self-test ok")
 
 

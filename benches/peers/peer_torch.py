@@ -88,26 +88,24 @@ def gmm(d, k, n):
     def run(ctx):
         torch = torch_setup(ctx)
         torch.set_default_dtype(torch.float64)
-        x, alphas, means, icf = common.gmm_problem(d, k, n, 1)
-        constant, cst = common.gmm_constants(d, k, n)
+        alpha, mu, q, l, x = common.gmm_problem(d, k, n, 1)
+        constant = common.gmm_constant(d, k, n)
         rows, cols = common.lower_indices(d)
         rows, cols = torch.from_numpy(rows), torch.from_numpy(cols)
         x = torch.from_numpy(x)
 
-        def objective(alphas, means, icf):
-            logdiag = icf[:, :d]
-            q = torch.diag_embed(torch.exp(logdiag))
-            q = q.index_put((torch.arange(k)[:, None], rows[None, :], cols[None, :]), icf[:, d:])
-            sum_qs = logdiag.sum(1)
-            xc = x[:, None, :] - means[None, :, :]
-            qx = torch.einsum("kij,nkj->nki", q, xc)
-            main = alphas + sum_qs - 0.5 * (qx * qx).sum(2)
-            slse = torch.logsumexp(main, 1).sum()
-            frob = (torch.exp(logdiag) ** 2).sum(1) + (icf[:, d:] ** 2).sum(1)
-            prior = (0.5 * frob).sum() - k * cst
-            return slse - n * torch.logsumexp(alphas, 0) + prior + constant
+        def objective(alpha, mu, q, l):
+            # GradBench's log posterior (gamma = 1, m = 0), vectorised over points.
+            big_q = torch.diag_embed(torch.exp(q))
+            big_q = big_q.index_put((torch.arange(k)[:, None], rows[None, :], cols[None, :]), l)
+            xc = x[:, None, :] - mu[None, :, :]
+            qx = torch.einsum("kij,nkj->nki", big_q, xc)
+            beta = alpha + q.sum(1) - 0.5 * (qx * qx).sum(2)
+            slse = torch.logsumexp(beta, 1).sum()
+            frob = (torch.exp(q) ** 2).sum() + (l ** 2).sum()
+            return slse - n * torch.logsumexp(alpha, 0) - 0.5 * frob + constant
 
-        p = [torch.tensor(v, requires_grad=True) for v in (alphas, means, icf)]
+        p = [torch.tensor(v, requires_grad=True) for v in (alpha, mu, q, l)]
         value = float(objective(*p).detach())
 
         def obj():

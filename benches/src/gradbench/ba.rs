@@ -274,6 +274,7 @@ pub fn jacobian(data: &BaData, jac: &mut Csr) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::support::assert_close;
     use super::*;
     use shade_autodiff::Const;
 
@@ -292,9 +293,7 @@ mod tests {
             let (mut e, mut et) = ([0.0; 2], [0.0; 2]);
             reprojection(&mut e, &x, &feat);
             reprojection_tape(&mut et, &x, &feat);
-            for (a, b) in e.iter().zip(&et) {
-                assert!((a - b).abs() < 1e-12 * (1.0 + a.abs()), "{a} vs {b}");
-            }
+            assert_close("errors", &e, &et, 1e-12);
             let (mut fwd, mut generated) = ([0.0; 2 * BLOCK], [0.0; 2 * BLOCK]);
             block_jacobian_tape(&x, &feat, &mut fwd);
             block_jacobian(&x, &feat, &mut generated);
@@ -302,17 +301,8 @@ mod tests {
             Tape::new()
                 .jacobian_reverse_into(&ReprojectionTape, &x, (Const(&feat[..]),), &mut y, &mut rev)
                 .unwrap();
-            for k in 0..2 * BLOCK {
-                let scale = 1.0 + fwd[k].abs();
-                assert!(
-                    (fwd[k] - rev[k]).abs() < 1e-12 * scale,
-                    "[{k}] forward vs reverse"
-                );
-                assert!(
-                    (fwd[k] - generated[k]).abs() < 1e-12 * scale,
-                    "[{k}] tape vs generated"
-                );
-            }
+            assert_close("forward vs reverse", &fwd, &rev, 1e-12);
+            assert_close("tape vs generated", &fwd, &generated, 1e-12);
         }
         assert_eq!(d_weight_error(0.8, 1.0), (weight_error_tape(0.8), -1.6));
     }

@@ -91,6 +91,7 @@ shade_fn!(pub(crate) DetTape = determinant_tape(&[S], &usize));
 
 #[cfg(test)]
 mod tests {
+    use super::super::support::assert_close;
     use super::*;
     use shade_autodiff::Const;
     use shade_autodiff::scalar::Tape;
@@ -127,9 +128,8 @@ mod tests {
                 .map(|i| ((i * 7 + ell) % 11) as f64 * 0.1 - 0.4)
                 .collect();
             let want = lu_det(&a, ell);
-            for got in [determinant(&a, ell), determinant_tape(&a, &ell)] {
-                assert!((got - want).abs() < 1e-12, "ell = {ell}: {got} vs {want}");
-            }
+            let got = [determinant(&a, ell), determinant_tape(&a, &ell)];
+            assert_close(&format!("ell = {ell}: values"), &got, &[want; 2], 1e-12);
             let mut g = vec![0.0; a.len()];
             let y = d_determinant(&a, &mut g, ell, 1.0);
             assert_eq!(y, determinant(&a, ell));
@@ -137,9 +137,7 @@ mod tests {
             Tape::new()
                 .gradient_into(&DetTape, &a, (Const(&ell),), &mut t)
                 .unwrap();
-            for (x, y) in g.iter().zip(&t) {
-                assert!((x - y).abs() < 1e-12, "ell = {ell}: macro {x} vs tape {y}");
-            }
+            assert_close(&format!("ell = {ell}: gradient"), &g, &t, 1e-12);
         }
     }
 }

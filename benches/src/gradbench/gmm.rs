@@ -12,14 +12,16 @@
 //! primal's, at any `n`), and [`gmm_objective_tape`] for the tape, generic over
 //! [`Real`] with the parameters in one slice `[alpha, mu, q, l]`.
 //!
-//! GradBench's form differs from ADBench's (`benches/benches/gmm/objective.rs`) in the
-//! sign of the prior and in the parameter layout.
+//! GradBench's form differs from ADBench's in the sign of the prior's Frobenius term
+//! and in the parameter layout (`q` and `l` apart); the `gmm` bench and the peer
+//! scripts of `cargo xtask bench --peers` use this one.
 
 // Index loops are the form the compile-time engine differentiates.
 #![allow(clippy::needless_range_loop)]
 
 use shade_autodiff::autodiff_reverse;
-use shade_autodiff::scalar::{Real, shade_fn};
+use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::{AdResult, Const};
 
 /// One point's term `logsumexp_k(β_k)` with `β_k = base_k − ½ ‖Q_k (x − μ_k)‖²`;
 /// `qdiag` holds `exp(q_k)` and `lr` the strictly lower triangles row by row.
@@ -236,6 +238,17 @@ pub fn gmm_objective_tape<S: Real>(params: &[S], p: &GmmProblem) -> S {
 
 shade_fn!(pub(crate) GmmTape = gmm_objective_tape(&[S], &GmmProblem));
 
+/// The tape's gradient of [`gmm_objective_tape`] at `params`, written into `g`, on a
+/// `tape` kept across calls (warm after the first: its storage is reused).
+pub fn gmm_gradient_tape(
+    tape: &mut Tape,
+    params: &[f64],
+    p: &GmmProblem,
+    g: &mut [f64],
+) -> AdResult<()> {
+    tape.gradient_into(&GmmTape, params, (Const(p),), g)
+}
+
 /// A GMM problem: parameters and data.
 #[derive(Clone, Debug)]
 pub struct GmmProblem {
@@ -363,45 +376,24 @@ fn join(parts: [&[f64]; 4]) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::support::{Lcg, assert_close};
     use super::*;
-    use shade_autodiff::scalar::Tape;
-
-    fn uniform(seed: u64) -> impl FnMut() -> f64 {
-        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-        move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        }
-    }
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
-    }
 
     #[test]
     fn the_two_forms_agree() {
         for &(d, k, n, m) in &[(1usize, 2usize, 3usize, 0), (2, 3, 5, 2), (4, 5, 12, 1)] {
-            let mut p = GmmProblem::random(d, k, n, &mut uniform(7));
+            let mut r = Lcg::new(7);
+            let mut p = GmmProblem::random(d, k, n, &mut || r.next_f64());
             p.m = m;
             p.gamma = 0.7;
             let mut g = GmmGradient::zeros(&p);
             let y = p.gradient(&mut g);
-            assert!(close(y, p.objective(), 1e-14), "{y} vs {}", p.objective());
+            assert_close("primal", &[y], &[p.objective()], 1e-14);
             let params = p.params();
-            let tape_y = gmm_objective_tape(&params, &p);
-            assert!(close(y, tape_y, 1e-12), "value {y} vs {tape_y}");
+            assert_close("value", &[y], &[gmm_objective_tape(&params, &p)], 1e-12);
             let mut want = vec![0.0; params.len()];
-            Tape::new()
-                .gradient_into(&GmmTape, &params, (shade_autodiff::Const(&p),), &mut want)
-                .unwrap();
-            for (i, (a, b)) in g.flat().iter().zip(&want).enumerate() {
-                assert!(
-                    close(*a, *b, 1e-10),
-                    "d={d} k={k} [{i}]: macro {a} vs tape {b}"
-                );
-            }
+            gmm_gradient_tape(&mut Tape::new(), &params, &p, &mut want).unwrap();
+            assert_close(&format!("d={d} k={k} gradient"), &g.flat(), &want, 1e-10);
         }
     }
 
@@ -440,6 +432,27 @@ mod tests {
         for got in [p.objective(), gmm_objective_tape(&p.params(), &p)] {
             assert!((got - want).abs() < 1e-10, "{got} vs {want}");
         }
+    }
+
+    /// The value `benches/peers/common.py`'s self-test pins for its own numpy form of
+    /// the objective on the same generated problem: the peer scripts of `cargo xtask
+    /// bench --peers` see the same data and the same function.
+    #[test]
+    fn the_peers_problem_is_pinned() {
+        let mut r = Lcg::new(1);
+        let p = GmmProblem::random(3, 2, 5, &mut || r.next_f64());
+        assert_eq!(
+            (p.alpha[0], p.x[0]),
+            (0.00940744288372064, 0.9796215956506859)
+        );
+        let want = -29.890289758411686;
+        assert_close("objective", &[p.objective()], &[want], 1e-13);
+        assert_close(
+            "tape form",
+            &[gmm_objective_tape(&p.params(), &p)],
+            &[want],
+            1e-13,
+        );
     }
 
     #[test]

@@ -243,7 +243,7 @@ pub fn jacobian_tape<const N: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gradbench::testing::{assert_close, central_jacobian, uniform};
+    use crate::gradbench::support::{assert_close, central_jacobian, uniform};
 
     /// A small random model: 22 bones in a chain-ish tree, 12 vertices, 6 triangles.
     fn model() -> HtModel {

@@ -105,24 +105,18 @@ pub fn newton_direction(
 
 #[cfg(test)]
 mod tests {
+    use super::super::support::{assert_close, uniform};
     use super::*;
 
     #[test]
     fn the_two_forms_agree() {
-        let mut s = 3u64;
-        let mut next = move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
         let (n, k, d) = (40, 5, 3);
-        let points: Vec<f64> = (0..n * d).map(|_| next()).collect();
-        let c: Vec<f64> = (0..k * d).map(|_| next()).collect();
+        let points = uniform(3, n * d);
+        let c = uniform(4, k * d);
         let mut g = vec![0.0; c.len()];
         let y = d_kmeans_cost(&points, &c, &mut g, d, 1.0);
         assert_eq!(y, kmeans_cost(&points, &c, d));
-        assert!((y - kmeans_cost_tape(&c, &points, d)).abs() < 1e-12 * y.max(1.0));
+        assert_close("value", &[y], &[kmeans_cost_tape(&c, &points, d)], 1e-12);
         fn cost<S: Real>(c: &[S], points: &[f64], d: &usize) -> S {
             kmeans_cost_tape(c, points, *d)
         }
@@ -135,12 +129,7 @@ mod tests {
             ),
         )
         .unwrap();
-        for (a, b) in g.iter().zip(&want) {
-            assert!(
-                (a - b).abs() <= 1e-10 * (1.0 + a.abs()),
-                "macro {a} vs tape {b}"
-            );
-        }
+        assert_close("gradient", &g, &want, 1e-10);
     }
 
     #[test]

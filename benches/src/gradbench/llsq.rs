@@ -64,6 +64,7 @@ shade_fn!(pub(crate) LlsqTape = llsq_tape(&[S], &usize));
 
 #[cfg(test)]
 mod tests {
+    use super::super::support::assert_close;
     use super::*;
     use shade_autodiff::Const;
     use shade_autodiff::scalar::Tape;
@@ -74,17 +75,12 @@ mod tests {
         let n = 33;
         let mut g = vec![0.0; x.len()];
         let y = d_llsq(&x, &mut g, n, 1.0);
-        assert!((y - llsq_tape(&x, &n)).abs() < 1e-12 * y.max(1.0));
+        assert_close("value", &[y], &[llsq_tape(&x, &n)], 1e-12);
         let mut want = vec![0.0; x.len()];
         Tape::new()
             .gradient_into(&LlsqTape, &x, (Const(&n),), &mut want)
             .unwrap();
-        for (a, b) in g.iter().zip(&want) {
-            assert!(
-                (a - b).abs() <= 1e-10 * (1.0 + a.abs()),
-                "macro {a} vs tape {b}"
-            );
-        }
+        assert_close("gradient", &g, &want, 1e-10);
     }
 
     #[test]

@@ -155,31 +155,22 @@ pub fn lstm_problem(l: usize, c: usize, next: &mut impl FnMut() -> f64) -> LstmI
 
 #[cfg(test)]
 mod tests {
+    use super::super::support::{Lcg, assert_close};
     use super::*;
     use shade_autodiff::Const;
     use shade_autodiff::scalar::Tape;
 
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
-    }
-
     #[test]
     fn the_two_forms_agree() {
-        let mut s = 5u64;
-        let mut next = move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut r = Lcg::new(5);
         for (l, c) in [(1, 2), (2, 6)] {
-            let (main, extra, state, seq) = lstm_problem(l, c, &mut next);
+            let (main, extra, state, seq) = lstm_problem(l, c, &mut || r.next_f64());
             let (mut dm, mut de) = (vec![0.0; main.len()], vec![0.0; extra.len()]);
             let y = d_lstm_objective(&main, &mut dm, &extra, &mut de, &state, &seq, l, 1.0);
             assert_eq!(y, lstm_objective(&main, &extra, &state, &seq, l));
             let p: Vec<f64> = main.iter().chain(&extra).copied().collect();
             let tape_y = lstm_objective_tape(&p, &state, &seq, &l);
-            assert!(close(y, tape_y, 1e-12), "{y} vs {tape_y}");
+            assert_close("value", &[y], &[tape_y], 1e-12);
             let mut want = vec![0.0; p.len()];
             Tape::new()
                 .gradient_into(
@@ -189,9 +180,7 @@ mod tests {
                     &mut want,
                 )
                 .unwrap();
-            for (i, (a, b)) in dm.iter().chain(&de).zip(&want).enumerate() {
-                assert!(close(*a, *b, 1e-10), "[{i}]: macro {a} vs tape {b}");
-            }
+            assert_close("gradient", &[dm, de].concat(), &want, 1e-10);
         }
     }
 

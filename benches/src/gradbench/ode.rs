@@ -120,6 +120,7 @@ pub fn ode_gradient(x: &[f64], s: usize, y: &mut [f64], dy: &mut [f64], dx: &mut
 
 #[cfg(test)]
 mod tests {
+    use super::super::support::assert_close;
     use super::*;
     use shade_autodiff::Const;
     use shade_autodiff::scalar::Tape;
@@ -132,21 +133,14 @@ mod tests {
             let (mut y, mut yt) = (vec![0.0; n], vec![0.0; n]);
             ode(&x, s, &mut y);
             ode_tape(&mut yt, &x, s);
-            for (a, b) in y.iter().zip(&yt) {
-                assert!((a - b).abs() < 1e-13 * (1.0 + a.abs()), "{a} vs {b}");
-            }
+            assert_close("values", &y, &yt, 1e-13);
             let (mut dy, mut g) = (vec![0.0; n], vec![0.0; n]);
             ode_gradient(&x, s, &mut y, &mut dy, &mut g);
             let mut want = vec![0.0; n];
             Tape::new()
                 .gradient_into(&OdeLastTape, &x, (Const(&s),), &mut want)
                 .unwrap();
-            for (a, b) in g.iter().zip(&want) {
-                assert!(
-                    (a - b).abs() <= 1e-10 * (1.0 + a.abs()),
-                    "macro {a} vs tape {b}"
-                );
-            }
+            assert_close("gradient", &g, &want, 1e-10);
         }
     }
 

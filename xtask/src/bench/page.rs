@@ -48,26 +48,31 @@ fn median(c: Option<&Cell>) -> Option<f64> {
     }
 }
 
-/// `shade ÷ best peer` for one variant at one thread count.
-pub(super) fn versus_best(res: &Results, w: &Workload, v: &str, t: usize) -> String {
+/// `who ÷ best peer` (`who` one of shade's implementations) for one variant at one
+/// thread count.
+pub(super) fn versus_best(res: &Results, w: &Workload, who: &str, v: &str, t: usize) -> String {
     let best = w
         .peers
         .iter()
         .filter_map(|p| median(res.cell(w.id, v, p, t)).map(|m| (m, *p)))
         .min_by(|a, b| a.0.total_cmp(&b.0));
-    match (median(res.cell(w.id, v, "shade", t)), best) {
+    match (median(res.cell(w.id, v, who, t)), best) {
         (Some(s), Some((b, p))) => format!("{:.2} ({p})", s / b),
         _ => "–".into(),
     }
 }
 
-pub(super) fn shade_cell(res: &Results, w: &Workload, v: &str, t: usize) -> String {
-    if let Some((_, why)) = w.shade_missing.iter().find(|(m, _)| *m == v)
-        && res.cell(w.id, v, "shade", t).is_none()
+/// The cell of one of shade's implementations, with the reason where it does not run.
+pub(super) fn shade_cell(res: &Results, w: &Workload, who: &str, v: &str, t: usize) -> String {
+    if let Some((_, _, why)) = w
+        .shade_missing
+        .iter()
+        .find(|(x, m, _)| *x == who && *m == v)
+        && res.cell(w.id, v, who, t).is_none()
     {
         return format!("not measured: {why}");
     }
-    cell_text(res.cell(w.id, v, "shade", t))
+    cell_text(res.cell(w.id, v, who, t))
 }
 
 fn copy_bandwidth(estimates: &[Estimate]) -> Option<f64> {
@@ -173,14 +178,22 @@ pub(super) fn render(p: &Page<'_>) -> String {
                     .filter_map(|pe| median(p.res.cell(w.id, v, pe, t)).map(|x| (x, *pe)))
                     .min_by(|a, b| a.0.total_cmp(&b.0))
                     .map_or("–".into(), |(x, pe)| format!("{} ({pe})", secs(x)));
-                let shade =
-                    median(p.res.cell(w.id, v, "shade", t)).map_or("not measured".into(), secs);
-                let _ = writeln!(
-                    s,
-                    "| {} | {v} | {t} | {shade} | {best} | {} |",
-                    w.id,
-                    versus_best(p.res, w, v, t)
-                );
+                for who in w.shade {
+                    let shade =
+                        median(p.res.cell(w.id, v, who, t)).map_or("not measured".into(), secs);
+                    let name = if w.shade.len() > 1 { *who } else { "" };
+                    let _ = writeln!(
+                        s,
+                        "| {} | {v} | {t} | {shade}{} | {best} | {} |",
+                        w.id,
+                        if name.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({name})")
+                        },
+                        versus_best(p.res, w, who, v, t)
+                    );
+                }
             }
         }
     }
@@ -250,25 +263,32 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
         }
     }
     s.push('\n');
-    let _ = write!(s, "| variant | threads | shade |");
-    for pe in w.peers {
-        let _ = write!(s, " {pe} |");
+    let _ = write!(s, "| variant | threads |");
+    for who in w.shade.iter().chain(w.peers) {
+        let _ = write!(s, " {who} |");
     }
-    let _ = writeln!(s, " shade ÷ best peer |");
-    let _ = writeln!(s, "|---|---|---|{}---|", "---|".repeat(w.peers.len()));
+    for who in w.shade {
+        let _ = write!(s, " {who} ÷ best peer |");
+    }
+    let columns = 2 + 2 * w.shade.len() + w.peers.len();
+    let _ = writeln!(s, "\n|{}", "---|".repeat(columns));
     for v in w.variants {
         for &t in p.threads {
-            let _ = write!(s, "| {v} | {t} | {} |", shade_cell(p.res, w, v, t));
+            let _ = write!(s, "| {v} | {t} |");
+            for who in w.shade {
+                let _ = write!(s, " {} |", shade_cell(p.res, w, who, v, t));
+            }
             for pe in w.peers {
                 let _ = write!(s, " {} |", cell_text(p.res.cell(w.id, v, pe, t)));
             }
-            let _ = writeln!(s, " {} |", versus_best(p.res, w, v, t));
+            for who in w.shade {
+                let _ = write!(s, " {} |", versus_best(p.res, w, who, v, t));
+            }
+            s.push('\n');
         }
     }
     s.push('\n');
-    let everyone: Vec<&str> = std::iter::once("shade")
-        .chain(w.peers.iter().copied())
-        .collect();
+    let everyone: Vec<&str> = w.shade.iter().chain(w.peers).copied().collect();
     if let Some((a, b)) = w.pair {
         let title = format!("`{a}` ÷ `{b}` (medians)");
         per_implementation(s, &title, &everyone, p.threads, |who, t| {

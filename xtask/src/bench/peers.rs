@@ -118,7 +118,8 @@ impl Results {
         self.cells.insert((w, variant, who, t), cell);
     }
 
-    /// Shade's cells from criterion's estimates (`peers/<workload>/<variant>/t<n>`).
+    /// Shade's cells from criterion's estimates: `peers/<workload>/<variant>/t<n>` is
+    /// `shade`'s, `peers/<workload>/compiled-<variant>/t<n>` `shade-compiled`'s.
     fn add_estimates(&mut self, estimates: &[Estimate]) {
         for e in estimates {
             let (Some(w), Some(t)) = (
@@ -135,8 +136,12 @@ impl Results {
                 median: median * 1e-9,
                 max: max * 1e-9,
             });
+            let (who, variant) = match e.function.strip_prefix("compiled-") {
+                Some(v) => ("shade-compiled", v),
+                None => ("shade", e.function.as_str()),
+            };
             self.cells
-                .insert((w.to_string(), e.function.clone(), "shade".into(), t), cell);
+                .insert((w.to_string(), variant.into(), who.into(), t), cell);
         }
     }
 }
@@ -603,6 +608,12 @@ mod tests {
         r.add_estimates(&[
             e("peers/spmm", "forward", "t1", [9e6, 10e6, 12e6]),
             e("spmm", "forward", "", [1.0, 1.0, 1.0]),
+            e(
+                "peers/gmm_d64_k200_n10000",
+                "compiled-gradient",
+                "t1",
+                [4e9, 5e9, 6e9],
+            ),
         ]);
         for (peer, med) in [("torch", 0.04), ("scipy", 0.02)] {
             r.cells.insert(
@@ -615,14 +626,19 @@ mod tests {
             );
         }
         let w = &WORKLOADS.iter().find(|w| w.id == "spmm").unwrap();
-        assert_eq!(versus_best(&r, w, "forward", 1), "0.50 (scipy)");
-        assert_eq!(r.cells.len(), 3);
+        assert_eq!(versus_best(&r, w, "shade", "forward", 1), "0.50 (scipy)");
+        assert_eq!(r.cells.len(), 4);
         let large = WORKLOADS
             .iter()
             .find(|w| w.id == "gmm_d64_k200_n10000")
             .unwrap();
         assert!(
-            shade_cell(&r, large, "gradient", 1).starts_with("not measured: the run-time tape")
+            shade_cell(&r, large, "shade", "gradient", 1)
+                .starts_with("not measured: the run-time tape")
+        );
+        assert_eq!(
+            shade_cell(&r, large, "shade-compiled", "gradient", 1),
+            "5.000 s (4.000 s–6.000 s)"
         );
     }
 

@@ -19,8 +19,12 @@ pub(super) struct Workload {
     pub(super) variants: &'static [&'static str],
     pub(super) peers: &'static [&'static str],
     pub(super) floors: &'static [Floor],
-    /// Variants shade does not run, and why.
-    pub(super) shade_missing: &'static [(&'static str, &'static str)],
+    /// shade's implementations measured on this workload: `shade` (criterion function
+    /// `<variant>`) and, where the compile-time engine applies, `shade-compiled`
+    /// (criterion function `compiled-<variant>`).
+    pub(super) shade: &'static [&'static str],
+    /// `(implementation, variant, why)`: what shade does not run, and why.
+    pub(super) shade_missing: &'static [(&'static str, &'static str, &'static str)],
     /// Whether peak resident memory is compared (one process per workload and side).
     pub(super) memory: bool,
     /// `(a, b)`: the ratio `a ÷ b` is shown for every implementation.
@@ -32,6 +36,13 @@ pub(super) struct Workload {
 }
 
 const M: f64 = 1e6;
+
+/// shade's one implementation of a workload (the tensor layer or the tape).
+const SHADE: &[&str] = &["shade"];
+
+/// Both engines: the run-time tape (`shade`) and the compile-time engine
+/// (`shade-compiled`).
+const BOTH_ENGINES: &[&str] = &["shade", "shade-compiled"];
 
 pub(super) const WORKLOADS: &[Workload] = &[
     Workload {
@@ -59,6 +70,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 bytes: 1.0 * M,
             },
         ],
+        shade: SHADE,
         shade_missing: &[],
         memory: false,
         pair: Some(("step", "infer")),
@@ -86,6 +98,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 bytes: 2.0 * M,
             },
         ],
+        shade: SHADE,
         shade_missing: &[],
         memory: false,
         pair: Some(("step", "infer")),
@@ -108,6 +121,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
             macs: 2.7 * M,
             bytes: 0.2 * M,
         }],
+        shade: SHADE,
         shade_missing: &[],
         memory: false,
         pair: None,
@@ -139,6 +153,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
             macs: 2.0e3 * M,
             bytes: 300.0 * M,
         }],
+        shade: SHADE,
         shade_missing: &[],
         memory: true,
         pair: None,
@@ -162,6 +177,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
             macs: 2.0e4 * M,
             bytes: 3.0e3 * M,
         }],
+        shade: SHADE,
         shade_missing: &[],
         memory: true,
         pair: None,
@@ -185,6 +201,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
             macs: 64.0 * M,
             bytes: 293.6 * M,
         }],
+        shade: SHADE,
         shade_missing: &[],
         memory: false,
         pair: None,
@@ -194,12 +211,15 @@ pub(super) const WORKLOADS: &[Workload] = &[
     Workload {
         id: "gmm_d10_k25_n1000",
         title: "GMM objective and gradient, d = 10, k = 25, n = 1000",
-        about: "ADBench's Gaussian mixture objective with a Wishart prior, f64, the same \
-                data and parameters on every side (the LCG of \
-                `benches/benches/gmm/objective.rs`, reproduced in `common.py`; the objective \
-                values agree to 12 digits). shade: the generic `Real` function at `f64` and \
-                its reverse-mode gradient on a warm `Tape` (one thread whatever `T`); JAX: \
-                jit of the vectorised objective and of its `grad`; PyTorch: the vectorised \
+        about: "GradBench's Gaussian mixture log posterior with a Wishart prior (the `gmm` \
+                eval's corrected form of ADBench's objective), f64, the same data and \
+                parameters on every side (`GmmProblem::random` from `Lcg::new(1)`, \
+                reproduced in `common.py`, whose self-test pins the objective's value on a \
+                small problem). `shade`: the generic `Real` function at `f64` and its \
+                reverse-mode gradient on a warm `Tape`; `shade-compiled`: the plain `f64` \
+                function and the derivative `#[autodiff_reverse]` generates from it (both \
+                in `benches/src/gradbench/gmm.rs`, one thread whatever `T`); JAX: jit of \
+                the vectorised objective and of its `grad`; PyTorch: the vectorised \
                 objective and `backward`.",
         bench: "gmm",
         variants: &["objective", "gradient"],
@@ -216,24 +236,25 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 bytes: 0.2 * M,
             },
         ],
+        shade: BOTH_ENGINES,
         shade_missing: &[],
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
-        profile: "objective: 85 % in the point × component loop (the triangular \
+        profile: "tape, objective: 85 % in the point × component loop (the triangular \
                   products have rows of 1 to 10 terms, too short for the 4-lane dot), 8 % \
                   `exp`; JAX batches all points of a component into one matrix product. \
-                  gradient: 42 % recording the fused triangular-form records, 42 % the \
-                  reverse sweep. What would close it: one triangular matrix product per \
-                  component over all points (a batched layout) for the objective; the \
-                  compile-time engine (no recording) or a sweep specialised to contiguous \
-                  operand ranges for the gradient.",
+                  Tape, gradient: 42 % recording the fused triangular-form records, 42 % \
+                  the reverse sweep. What would close it: one triangular matrix product \
+                  per component over all points (a batched layout) for the objective; for \
+                  the gradient, the compile-time engine (`shade-compiled`: no recording).",
     },
     Workload {
         id: "gmm_d64_k200_n10000",
         title: "GMM objective and gradient, d = 64, k = 200, n = 10⁴",
         about: "As above at ADBench's large size (the peers hold n × k × d intermediates of \
-                1 GB each).",
+                1 GB each). shade: the compile-time engine only; criterion's ten samples \
+                of one call each.",
         bench: "gmm",
         variants: &["objective", "gradient"],
         peers: &["jax", "torch"],
@@ -249,11 +270,20 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 bytes: 10.0 * M,
             },
         ],
-        shade_missing: &[(
-            "gradient",
-            "the run-time tape would need ~20 GB at this size; the compile-time engine's \
-             gradient is to be added at the hook in `benches/benches/gmm.rs`",
-        )],
+        shade: BOTH_ENGINES,
+        shade_missing: &[
+            (
+                "shade",
+                "gradient",
+                "the run-time tape would record every product of Q (x − μ): about 20 GB \
+                 at this size; see `shade-compiled`",
+            ),
+            (
+                "shade",
+                "objective",
+                "not run: its gradient is not measured (see `shade-compiled`)",
+            ),
+        ],
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,

@@ -105,7 +105,7 @@ pub(super) fn prepare(
 mod tests {
     use super::*;
     use crate::gradbench::ba::{BLOCK, reprojection_tape};
-    use crate::gradbench::testing::{assert_close, central_jacobian};
+    use crate::gradbench::support::{assert_close, central_jacobian};
 
     const CAMERA: [f64; CAM] = [
         0.1, 0.2, 0.3, 0.1, -0.2, -3.0, 400.0, 10.0, -5.0, 1e-3, -2e-4,

@@ -3,11 +3,10 @@
 //! and `jacobian` (the gradient as an object of parameter-shaped lists).
 
 use serde_json::{Value, json};
-use shade_autodiff::Const;
 
 use super::input::{field, index, int, matrix_with, number, numbers, to_list};
 use super::{Engine, GradientEval, Run, generated, on_tape, pick};
-use crate::gradbench::gmm::{GmmProblem, GmmTape, d_gmm_objective, gmm_objective_tape};
+use crate::gradbench::gmm::{GmmProblem, d_gmm_objective, gmm_gradient_tape, gmm_objective_tape};
 
 /// Reads the input into a problem.
 fn parse(input: &Value) -> Result<GmmProblem, String> {
@@ -94,7 +93,7 @@ pub(super) fn prepare(
             params,
             p,
             gmm_objective_tape,
-            on_tape(|tape, x, p, g| tape.gradient_into(&GmmTape, x, (Const(p),), g)),
+            on_tape(gmm_gradient_tape),
             show,
         ),
         // The problem holds the parameters in its own fields, which the generated
@@ -121,7 +120,7 @@ pub(super) fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gradbench::testing::{assert_close, central_gradient, uniform};
+    use crate::gradbench::support::{assert_close, central_gradient, uniform};
 
     fn input(d: usize, k: usize, n: usize) -> Value {
         let u = uniform(2, k * (1 + 2 * d + d * (d - 1) / 2));

@@ -1,7 +1,8 @@
 //! The tool's `ht`: input `theta` (26), `us` (one `[u, v]` per correspondence, empty in
 //! the simple variant) and `data` (the hand model, the correspondences, the observed
 //! points); functions `objective` (3 residuals per correspondence) and `jacobian` (one
-//! row of 26, or 28 with `∂/∂u, ∂/∂v` first, per residual).
+//! row of 26, or 28 with `∂/∂u, ∂/∂v` first, per residual). Both engines run it on
+//! the tape (see [`super::MODULES`]).
 
 use serde_json::Value;
 
@@ -174,11 +175,8 @@ impl Run for HtRun {
 pub(super) fn prepare(
     function: &str,
     input: &Value,
-    engine: Engine,
+    _engine: Engine,
 ) -> Result<Box<dyn Run>, String> {
-    if engine != Engine::Tape {
-        return Err("ht is implemented by the tape engine only".into());
-    }
     let jacobian = pick("ht", function, ["objective", "jacobian"])?;
     let (theta, us, data) = parse(input)?;
     let rows = 3 * data.correspondences.len();

@@ -1,15 +1,17 @@
 //! The tool's `kmeans`: input `points` (n × d), `centroids` (k × d); functions `cost`
-//! and `dir` (k × d). The tape engine only (see [`super::MODULES`]).
+//! and `dir` (k × d). `cost` is each engine's own primal; `dir` (second order) runs on
+//! the tape under both engines (see [`super::MODULES`]).
 
 use serde_json::Value;
 use shade_autodiff::scalar::{Dual, Tape, VarId};
 
 use super::input::{field, finite, matrix, to_rows};
 use super::{Engine, Run, pick};
-use crate::gradbench::kmeans::{kmeans_cost_tape, newton_direction};
+use crate::gradbench::kmeans::{kmeans_cost, kmeans_cost_tape, newton_direction};
 
 struct KmeansRun {
     dir: bool,
+    engine: Engine,
     centroids: Vec<f64>,
     points: Vec<f64>,
     d: usize,
@@ -31,7 +33,10 @@ impl Run for KmeansRun {
                 &mut self.out,
             )
         } else {
-            self.cost = kmeans_cost_tape(&self.centroids, &self.points, self.d);
+            self.cost = match self.engine {
+                Engine::Tape => kmeans_cost_tape(&self.centroids, &self.points, self.d),
+                Engine::Macro => kmeans_cost(&self.points, &self.centroids, self.d),
+            };
             Ok(())
         }
     }
@@ -50,9 +55,6 @@ pub(super) fn prepare(
     input: &Value,
     engine: Engine,
 ) -> Result<Box<dyn Run>, String> {
-    if engine != Engine::Tape {
-        return Err("kmeans is implemented by the tape engine only".into());
-    }
     let dir = pick("kmeans", function, ["cost", "dir"])?;
     let (_, d, points) = matrix(field(input, "points")?, "points")?;
     let (k, dc, centroids) = matrix(field(input, "centroids")?, "centroids")?;
@@ -63,6 +65,7 @@ pub(super) fn prepare(
     }
     Ok(Box::new(KmeansRun {
         dir,
+        engine,
         out: vec![0.0; centroids.len()],
         centroids,
         points,
@@ -76,20 +79,23 @@ pub(super) fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gradbench::testing::{assert_close, central_gradient, uniform};
+    use crate::gradbench::support::{assert_close, central_gradient, uniform};
     use serde_json::json;
 
     #[test]
-    fn direction_is_the_gradient_over_the_hessian_diagonal() {
+    fn direction_is_the_gradient_over_the_hessian_diagonal_and_both_costs_agree() {
         let (n, k, d) = (40, 4, 3);
         let points = uniform(21, n * d);
         let centroids = points[(n - k) * d..].to_vec();
         let rows = |v: &[f64]| -> Vec<Vec<f64>> { v.chunks(d).map(<[f64]>::to_vec).collect() };
         let input = json!({"points": rows(&points), "centroids": rows(&centroids)});
-        let mut r = prepare("dir", &input, Engine::Tape).unwrap();
-        r.run().unwrap();
-        r.run().unwrap();
-        let dir: Vec<Vec<f64>> = serde_json::from_value(r.output()).unwrap();
+        let run = |function: &str, engine| {
+            let mut r = prepare(function, &input, engine).unwrap();
+            r.run().unwrap();
+            r.run().unwrap();
+            r.output()
+        };
+        let dir: Vec<Vec<f64>> = serde_json::from_value(run("dir", Engine::Tape)).unwrap();
         // Away from ties the cost is a sum of quadratics: central differences are exact
         // up to rounding for the gradient and the (constant) second derivative.
         let cost = |c: &[f64]| kmeans_cost_tape(c, &points, d);
@@ -108,7 +114,9 @@ mod tests {
             })
             .collect();
         assert_close("kmeans dir", &dir.concat(), &want, 1e-5);
-        let e = prepare("dir", &input, Engine::Macro).err().unwrap();
-        assert!(e.contains("tape engine only"), "{e}");
+        assert_eq!(run("dir", Engine::Macro), run("dir", Engine::Tape));
+        let costs = [Engine::Tape, Engine::Macro].map(|e| run("cost", e).as_f64().unwrap());
+        assert_close("kmeans cost", &costs[..1], &[f0], 1e-14);
+        assert_close("kmeans cost", &costs[1..], &[f0], 1e-14);
     }
 }

@@ -42,7 +42,7 @@ pub(super) fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gradbench::testing::{assert_close, central_gradient, uniform};
+    use crate::gradbench::support::{assert_close, central_gradient, uniform};
     use serde_json::json;
 
     #[test]

@@ -72,7 +72,7 @@ pub(super) fn prepare(
 mod tests {
     use super::*;
     use crate::gradbench::ode::ode_last_tape;
-    use crate::gradbench::testing::{assert_close, central_gradient, uniform};
+    use crate::gradbench::support::{assert_close, central_gradient, uniform};
     use serde_json::json;
 
     #[test]

@@ -1,5 +1,6 @@
 //! The tool's `particle`: input `{"w": w0}`; functions `ff`, `fr`, `rf`, `rr` (the
-//! outer and inner modes), each returning the optimal control. The tape engine only.
+//! outer and inner modes), each returning the optimal control. Both engines run it on
+//! the tape (see [`super::MODULES`]).
 
 use serde_json::Value;
 
@@ -41,11 +42,8 @@ impl Run for ParticleRun {
 pub(super) fn prepare(
     function: &str,
     input: &Value,
-    engine: Engine,
+    _engine: Engine,
 ) -> Result<Box<dyn Run>, String> {
-    if engine != Engine::Tape {
-        return Err("particle is implemented by the tape engine only".into());
-    }
     Ok(Box::new(ParticleRun {
         modes: modes("particle", function)?,
         w0: number(field(input, "w")?, "w")?,

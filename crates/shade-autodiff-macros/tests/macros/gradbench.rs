@@ -2,7 +2,8 @@
 //! that the compile-time engine's own test run checks them: each module holds the
 //! compile-time form next to the tape's form of the same formula, and its tests assert
 //! that the generated gradients equal the tape's (to 1e-10 relative) and the values
-//! agree. The tests live in the modules, so `cargo test -p shade-benches` runs them too.
+//! agree. The tests live in the modules, so `cargo test -p shade-benches` runs them too;
+//! `support` is the helpers they share (a generator, GradBench's closeness measure).
 
 #[path = "../../../../benches/src/gradbench/gmm.rs"]
 #[allow(dead_code, unreachable_pub)]
@@ -16,3 +17,6 @@ mod lse;
 #[path = "../../../../benches/src/gradbench/lstm.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod lstm;
+#[path = "../../../../benches/src/gradbench/support.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod support;
