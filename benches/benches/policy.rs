@@ -15,7 +15,7 @@ use shade_benches::measure::threads_label;
 use shade_benches::peer_data::{bernoulli_edges, dense_f32};
 use shade_gnn::layers::{Activation, Chain, Dense, GCNConv};
 use shade_gnn::optim::Optimiser;
-use shade_gnn::train::{Data, TrainBackend, TrainState};
+use shade_gnn::train::{Data, TrainState, loss_and_gradient};
 use shade_gnn::{Features, GraphCtx, Inputs};
 use shade_graph::Graph;
 use shade_interface::AutoShade;
@@ -54,8 +54,7 @@ fn policy(c: &mut Criterion) {
         &(),
         |b, ()| {
             b.iter(|| {
-                let l = AutoShade::REVERSE
-                    .loss_and_gradient(&model, &loss, &data, &mut ts)
+                let l = loss_and_gradient(&AutoShade::REVERSE, &model, &loss, &data, &mut ts)
                     .expect("gradient");
                 black_box(l)
             })

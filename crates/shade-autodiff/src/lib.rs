@@ -30,3 +30,15 @@ pub use mode::{Forward, ForwardWithPrimal, Mode, ModeKind, Reverse, ReverseWithP
 pub use shade_autodiff_macros::autodiff_forward;
 /// Compile-time reverse mode with `std::autodiff`'s surface (see [`shade_autodiff_macros`]).
 pub use shade_autodiff_macros::autodiff_reverse;
+
+// Public dependencies whose types appear in this crate's API, re-exported so that one
+// dependency is enough (versions: README.md, "Re-exported dependencies").
+/// The array crate of the tensor layer (`ArrayD`, `ArrayBase`): the version this
+/// crate's API takes and returns.
+pub use ndarray;
+/// Number traits: [`scalar::Real`] builds on `num_traits::Float`.
+pub use num_traits;
+/// The RNG traits taken by `Tape::dropout`.
+pub use rand;
+/// The sparse-matrix crate: `tensor::SparseMatrix::new` takes an `sprs::CsMat`.
+pub use sprs;

@@ -57,3 +57,16 @@ pub use gradcheck::{
     gradcheck_tensor_forward, gradgradcheck,
 };
 pub use render::{Coded, Diagnose, Diagnostic, Severity, render_all};
+
+// Public dependencies whose types appear in this crate's API, re-exported so that one
+// dependency is enough (versions: README.md, "Re-exported dependencies").
+/// The array crate of the proactive checks ([`check_finite`], ...).
+pub use ndarray;
+/// The AD core: [`detect_anomaly`] runs its tensor programs.
+pub use shade_autodiff;
+/// The GNN crate: compatibility cells and checks name its layers and errors.
+pub use shade_gnn;
+/// The graph crate: [`check_graph_features`] takes a `shade_graph::Graph`.
+pub use shade_graph;
+/// The differentiation interface: [`backends`] compares its backends.
+pub use shade_interface;

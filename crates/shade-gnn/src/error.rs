@@ -78,7 +78,8 @@ pub enum GnnError {
         /// The operating system's message.
         message: String,
     },
-    /// A safetensors file is malformed or holds an unsupported data type.
+    /// A safetensors file is malformed (the reference implementation's rules) or holds
+    /// a tensor without a real-number reading (complex, sub-byte formats).
     #[error("malformed safetensors data: {what}")]
     Safetensors {
         /// What is wrong.
@@ -140,7 +141,7 @@ impl GnnError {
             }
             GnnError::Io { .. } => "check that the path exists and is readable/writable".into(),
             GnnError::Safetensors { .. } => {
-                "the file must be a safetensors file with F32 or F64 tensors".into()
+                "load a complete safetensors file of real-valued tensors (e.g. one written by `safetensors.torch.save_file`)".into()
             }
         }
     }

@@ -125,7 +125,11 @@ impl<'a, T: Float> Env<'a, '_, T> {
 /// layer's computation on a tape, reading its parameters as tape handles (they enter
 /// the AD core as `Duplicated` arguments) and its state by local name. See the crate
 /// documentation for a worked example of a new layer.
-pub trait Layer<T: Float> {
+///
+/// Layers are `Send + Sync` (a configuration holds no tape and no cell), so a model
+/// (a [`Chain`](crate::layers::Chain) of boxed layers too) can be shared by threads
+/// that serve predictions while another trains.
+pub trait Layer<T: Float>: Send + Sync {
     /// The layer's type name for messages, e.g. `"GCNConv"`.
     fn name(&self) -> &'static str;
 

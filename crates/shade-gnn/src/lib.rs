@@ -22,7 +22,8 @@
 //! - [`train`]: `TrainState` and `single_train_step` with a backend marker
 //!   (`AutoShade`, native; `AutoFiniteDiff`, for checking).
 //! - [`save_safetensors`] / [`load_safetensors`]: parameters in the safetensors format
-//!   (PyTorch, candle and burn read it).
+//!   (PyTorch, candle and burn read it); [`save_model_safetensors`] /
+//!   [`load_model_safetensors`]: parameters and state as one PyTorch `state_dict`.
 //! - [`models`]: the two-layer GCN / GAT / SAGE / GIN node classifiers and the
 //!   full-batch training protocol with validation-based model selection.
 //! - [`report`]: progress line and SVG training curve.
@@ -130,5 +131,22 @@ pub use error::{GnnError, GnnResult};
 pub use layer::{Arg, Env, Features, Input, Inputs, Layer, apply, forward_model, model_args};
 pub use params::{ParamVars, Params, State, StateScope, Store};
 pub use safetensors::{
-    from_safetensors_bytes, load_safetensors, save_safetensors, to_safetensors_bytes,
+    from_safetensors_bytes, load_model_safetensors, load_safetensors, model_from_safetensors_bytes,
+    model_to_safetensors_bytes, save_model_safetensors, save_safetensors, to_safetensors_bytes,
 };
+
+// Public dependencies whose types appear in this crate's API, re-exported so that one
+// dependency is enough (versions: README.md, "Re-exported dependencies").
+/// The array crate of parameters, features and outputs.
+pub use ndarray;
+/// The RNG crate: [`Layer::init`] takes a `rand::rngs::StdRng`.
+pub use rand;
+/// The AD core: the tensor layer's `Tape` and `Var` that layers and losses record on.
+pub use shade_autodiff;
+/// Graphs, generators, readers and splits ([`GraphCtx::new`] takes a `shade_graph::Graph`).
+pub use shade_graph;
+/// The differentiation interface: the backend markers that
+/// [`train::single_train_step`] takes (`AutoShade`, `AutoFiniteDiff`).
+pub use shade_interface;
+/// The sparse-matrix crate: [`Features::sparse_from_f32`] takes an `sprs::CsMat`.
+pub use sprs;

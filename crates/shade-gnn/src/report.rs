@@ -1,16 +1,37 @@
-//! Progress reporting and training curves: a terminal progress line per epoch and an
-//! SVG plot of the recorded metrics, written without any plotting dependency.
+//! Progress reporting and training curves: a terminal progress line per epoch, and the
+//! recorded metrics as an SVG plot a user can read (title, axis ticks and grid, a log
+//! scale for the loss, the best validation epoch marked) with a CSV of the same
+//! numbers beside it, written without any plotting dependency.
+//!
+//! ```
+//! use shade_gnn::report::TrainingCurve;
+//! let mut c = TrainingCurve::new(["loss", "val acc"]).with_title("GCN on cora.npz");
+//! c.push(&[1.9, 0.3]);
+//! c.push(&[0.8, 0.7]);
+//! c.mark_epoch(2, "best validation");
+//! assert_eq!(c.to_csv(), "epoch,loss,val acc\n1,1.9,0.3\n2,0.8,0.7\n");
+//! assert!(c.to_svg().contains("GCN on cora.npz"));
+//! ```
+
+mod svg;
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 /// Metrics recorded once per epoch, in the order they were logged.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TrainingCurve {
-    /// Series names, e.g. `["loss", "train acc", "val acc"]`.
+    /// Series names, e.g. `["loss", "train acc", "val acc"]`. Series whose name
+    /// contains "loss" share the left panel (log scale when positive), the others the
+    /// right one.
     pub names: Vec<String>,
-    /// One row per epoch; `rows[e][i]` is series `i` at epoch `e`.
+    /// One row per epoch; `rows[e][i]` is series `i` at epoch `e + 1`.
     pub rows: Vec<Vec<f64>>,
+    /// The plot's title (say the model and the dataset).
+    pub title: String,
+    /// An epoch to mark (1-based) with its label, e.g. the best validation epoch.
+    pub marker: Option<(usize, String)>,
 }
 
 impl TrainingCurve {
@@ -18,8 +39,19 @@ impl TrainingCurve {
     pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
         TrainingCurve {
             names: names.into_iter().map(Into::into).collect(),
-            rows: Vec::new(),
+            ..TrainingCurve::default()
         }
+    }
+
+    /// With a title (e.g. `"GCN on cora.npz, seed 0"`).
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    /// Marks `epoch` (1-based) with a vertical line and `label` in both panels.
+    pub fn mark_epoch(&mut self, epoch: usize, label: impl Into<String>) {
+        self.marker = Some((epoch, label.into()));
     }
 
     /// Records one epoch. Missing trailing values are stored as NaN (not plotted);
@@ -35,106 +67,66 @@ impl TrainingCurve {
         self.rows.iter().map(move |r| r[i])
     }
 
-    /// Renders the curve as a standalone SVG document: one panel for series whose
-    /// name contains "loss", one for the others (accuracies and the like), sharing the
-    /// epoch axis.
-    pub fn to_svg(&self) -> String {
-        let (w, h, pad) = (900.0, 360.0, 50.0);
-        let losses: Vec<usize> = (0..self.names.len())
-            .filter(|&i| self.names[i].contains("loss"))
-            .collect();
-        let others: Vec<usize> = (0..self.names.len())
-            .filter(|&i| !self.names[i].contains("loss"))
-            .collect();
-        let panels: Vec<(&str, Vec<usize>)> = [("loss", losses), ("metrics", others)]
-            .into_iter()
-            .filter(|(_, s)| !s.is_empty())
-            .collect();
-        let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(svg, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-        let colours = [
-            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-        ];
-        let panel_w = w / panels.len().max(1) as f64;
-        for (p, (title, series)) in panels.iter().enumerate() {
-            let x0 = p as f64 * panel_w + pad;
-            let (pw, ph) = (panel_w - 1.5 * pad, h - 2.0 * pad);
-            let values = series
-                .iter()
-                .flat_map(|&i| self.series(i))
-                .filter(|v| v.is_finite());
-            let (mut lo, mut hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, u), v| {
-                (l.min(v), u.max(v))
-            });
-            if !lo.is_finite() {
-                (lo, hi) = (0.0, 1.0);
+    /// The curve as CSV: a header `epoch,<names>`, then one line per epoch (1-based);
+    /// missing values are empty fields.
+    pub fn to_csv(&self) -> String {
+        let quote = |s: &str| {
+            if s.contains([',', '"', '\n']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.to_string()
             }
-            if hi - lo < 1e-12 {
-                hi = lo + 1.0;
-            }
-            let n = self.rows.len().max(2) - 1;
-            let px = |e: usize| x0 + pw * e as f64 / n as f64;
-            let py = |v: f64| pad + ph * (1.0 - (v - lo) / (hi - lo));
-            let _ = writeln!(
-                svg,
-                r#"<rect x="{x0}" y="{pad}" width="{pw}" height="{ph}" fill="none" stroke="gray"/>"#
-            );
-            let _ = writeln!(
-                svg,
-                r#"<text x="{}" y="{}" text-anchor="middle">{title}</text>"#,
-                x0 + pw / 2.0,
-                pad - 10.0
-            );
-            for (label, v) in [(format!("{hi:.3}"), hi), (format!("{lo:.3}"), lo)] {
-                let _ = writeln!(
-                    svg,
-                    r#"<text x="{}" y="{}" text-anchor="end">{label}</text>"#,
-                    x0 - 4.0,
-                    py(v) + 4.0
-                );
-            }
-            let _ = writeln!(
-                svg,
-                r#"<text x="{}" y="{}" text-anchor="middle">epoch (1..{})</text>"#,
-                x0 + pw / 2.0,
-                h - pad + 20.0,
-                self.rows.len()
-            );
-            for (k, &i) in series.iter().enumerate() {
-                let colour = colours[i % colours.len()];
-                let mut points = String::new();
-                for (e, v) in self.series(i).enumerate() {
-                    if v.is_finite() {
-                        let _ = write!(points, "{:.1},{:.1} ", px(e), py(v));
-                    }
-                }
-                let _ = writeln!(
-                    svg,
-                    r#"<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{}"/>"#,
-                    points.trim_end()
-                );
-                let _ = writeln!(
-                    svg,
-                    r#"<text x="{}" y="{}" fill="{colour}">{}</text>"#,
-                    x0 + 8.0,
-                    pad + 16.0 * (k as f64 + 1.0),
-                    escape(&self.names[i])
-                );
-            }
+        };
+        let mut out = String::from("epoch");
+        for n in &self.names {
+            out.push(',');
+            out.push_str(&quote(n));
         }
-        svg.push_str("</svg>\n");
-        svg
+        out.push('\n');
+        for (e, row) in self.rows.iter().enumerate() {
+            let _ = write!(out, "{}", e + 1);
+            for v in row {
+                out.push(',');
+                if v.is_finite() {
+                    let _ = write!(out, "{v}");
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Renders the curve as a standalone SVG document: one panel for series whose
+    /// name contains "loss" (log scale if every value is positive), one for the others,
+    /// sharing the epoch axis; ticks, grid, legend, title and the marked epoch.
+    pub fn to_svg(&self) -> String {
+        svg::render(self)
+    }
+
+    /// Writes the SVG to `svg_path` and the CSV beside it (same name, `.csv`),
+    /// creating the folder if needed; returns the CSV's path.
+    pub fn write(&self, svg_path: impl AsRef<Path>) -> std::io::Result<PathBuf> {
+        let svg_path = svg_path.as_ref();
+        if let Some(dir) = svg_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(svg_path, self.to_svg())?;
+        let csv = svg_path.with_extension("csv");
+        std::fs::write(&csv, self.to_csv())?;
+        Ok(csv)
     }
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// Where a program's output file goes by default: `$CARGO_TARGET_DIR/<file>` if that
+/// variable is set (as cargo uses it), else `target/<file>`.
+pub fn output_path(file: &str) -> PathBuf {
+    output_dir(std::env::var_os("CARGO_TARGET_DIR")).join(file)
+}
+
+fn output_dir(target_dir: Option<std::ffi::OsString>) -> PathBuf {
+    target_dir
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
 }
 
 /// A one-line progress bar for epochs, redrawn in place on a terminal and printed as
@@ -197,20 +189,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn svg_has_one_polyline_per_series_and_scales_to_the_panel() {
-        let mut c = TrainingCurve::new(["loss", "train acc", "val acc"]);
-        c.push(&[2.0, 0.1, 0.2]);
-        c.push(&[1.0, 0.5]);
-        c.push(&[0.5, 0.9, 0.8]);
-        assert!(c.rows[1][2].is_nan());
-        let svg = c.to_svg();
-        assert_eq!(svg.matches("<polyline").count(), 3);
-        // Loss panel: first point at the top-left corner (max value), last at the bottom right.
+    fn csv_has_a_header_and_one_line_per_epoch() {
+        let mut c = TrainingCurve::new(["loss", "val, acc"]);
+        c.push(&[2.0, 0.25]);
+        c.push(&[1.0]);
+        assert!(c.rows[1][1].is_nan());
+        assert_eq!(c.to_csv(), "epoch,loss,\"val, acc\"\n1,2,0.25\n2,1,\n");
+    }
+
+    #[test]
+    fn write_puts_the_csv_beside_the_svg() {
+        let dir = std::env::temp_dir().join(format!("shade-report-{}", std::process::id()));
+        let mut c = TrainingCurve::new(["loss"]).with_title("t");
+        c.push(&[1.0]);
+        let csv = c.write(dir.join("sub/curve.svg")).unwrap();
+        assert_eq!(csv, dir.join("sub/curve.csv"));
+        assert_eq!(std::fs::read_to_string(&csv).unwrap(), "epoch,loss\n1,1\n");
         assert!(
-            svg.contains(r#"points="50.0,50.0 237.5,223.3 425.0,310.0""#),
-            "{svg}"
+            std::fs::read_to_string(dir.join("sub/curve.svg"))
+                .unwrap()
+                .starts_with("<svg")
         );
-        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn output_paths_follow_cargo_target_dir() {
+        assert_eq!(output_dir(Some("/tmp/t".into())), PathBuf::from("/tmp/t"));
+        assert_eq!(output_dir(Some("".into())), PathBuf::from("target"));
+        assert_eq!(output_dir(None), PathBuf::from("target"));
     }
 
     #[test]

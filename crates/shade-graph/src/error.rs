@@ -159,6 +159,17 @@ pub enum GraphError {
         /// The missing array.
         name: String,
     },
+    /// An array read from a file holds another element type or rank than the one
+    /// asked for.
+    #[error("{what} is a {found}, but a {expected} was asked for")]
+    ArrayType {
+        /// The array (and the file it came from).
+        what: String,
+        /// What was asked for (`float32 array`, `rank-2 array`).
+        expected: String,
+        /// What it is (`uint8 array of shape [2, 3]`).
+        found: String,
+    },
     /// An edge-list line cannot be parsed.
     #[error("`{file}` line {line}: {what}")]
     Parse {
@@ -201,6 +212,7 @@ impl GraphError {
         "SHADE-E0332",
         "SHADE-E0333",
         "SHADE-E0334",
+        "SHADE-E0335",
     ];
 
     /// The stable code of this error, e.g. `"SHADE-E0301"`.
@@ -222,6 +234,7 @@ impl GraphError {
             GraphError::Unsupported { .. } => "SHADE-E0332",
             GraphError::MissingArray { .. } => "SHADE-E0333",
             GraphError::Parse { .. } => "SHADE-E0334",
+            GraphError::ArrayType { .. } => "SHADE-E0335",
         }
     }
 
@@ -261,13 +274,16 @@ impl GraphError {
                 "the file is truncated or corrupt; re-download or re-export it".into()
             }
             GraphError::Unsupported { .. } => {
-                "re-save the arrays with `np.savez` (uncompressed, little-endian, C order)".into()
+                "re-save with numeric dtypes (float32/64, int8..64, uint8..64, bool) and `np.savez` or `np.savez_compressed`".into()
             }
             GraphError::MissingArray { .. } => {
                 "save the archive with the CSR arrays described in shared/data/README.md".into()
             }
             GraphError::Parse { .. } => {
                 "write one edge per line as `src dst` or `src dst weight`; `#` starts a comment".into()
+            }
+            GraphError::ArrayType { .. } => {
+                "ask for the stored type (`NpyArray::dtype`), or convert on the numpy side (`a.astype(np.float32)`)".into()
             }
         }
     }
@@ -360,6 +376,11 @@ mod tests {
                 file: s(),
                 line: 1,
                 what: s(),
+            },
+            GraphError::ArrayType {
+                what: s(),
+                expected: s(),
+                found: s(),
             },
         ];
         let mut codes: Vec<_> = all.iter().map(GraphError::code).collect();

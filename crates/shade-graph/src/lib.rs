@@ -13,10 +13,12 @@
 //!   [`Graph::random_walk_adjacency`], [`Graph::scaled_laplacian`], [`Graph::lambda_max`].
 //!   Matrices are sprs CSR with rows = destination, in `f32` or `f64`.
 //! - Transforms on [`Graph`]: self-loops, edges, nodes, `coalesce`, `to_undirected`,
-//!   subgraphs; batching with [`Graph::batch`] / [`Graph::unbatch`].
+//!   subgraphs, [`NormalizeFeatures`] (PyG's row normalisation, sparse kept sparse);
+//!   batching with [`Graph::batch`] / [`Graph::unbatch`].
 //! - Generators ([`csbm`], [`erdos_renyi`], ...), sampling ([`NeighborSampler`],
-//!   [`random_edge_split`]), splits ([`split_per_class`]), readers ([`read_npz`],
-//!   [`read_edge_list`]).
+//!   [`random_edge_split`]), splits ([`split_per_class`]), readers and writers
+//!   ([`read_npz`] for citation graphs, [`read_npy`] / [`read_npz_arrays`] for arrays of
+//!   any numeric type, order and rank, [`read_edge_list`]).
 //!
 //! Errors are [`GraphError`]s with stable codes `SHADE-E03xx`.
 //!
@@ -52,13 +54,23 @@ pub use generate::{
 };
 pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
 pub use io::{
-    Dataset, NpzOptions, edge_list_string, npz_bytes, parse_edge_list, parse_npz, read_edge_list,
-    read_npz, write_edge_list, write_npz, write_npz_compressed,
+    Dataset, NpyArray, NpyElement, NpzArrays, NpzOptions, edge_list_string, npy_bytes,
+    npz_arrays_bytes, npz_bytes, parse_edge_list, parse_npy, parse_npz, parse_npz_arrays,
+    read_edge_list, read_npy, read_npz, read_npz_arrays, write_edge_list, write_npy, write_npz,
+    write_npz_arrays, write_npz_arrays_compressed, write_npz_compressed,
 };
 pub use norm::{GcnNorm, NormEdges};
 pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};
 pub use split::{NodeSplit, split_per_class};
-pub use transform::KHop;
+pub use transform::{KHop, NormalizeFeatures};
+
+// Public dependencies whose types appear in this crate's API, re-exported so that one
+// dependency is enough (versions: README.md, "Re-exported dependencies").
+/// The array crate of node, edge and graph data (`DataStore`, generated features).
+pub use ndarray;
+/// The sparse-matrix crate: sparse node features and normalised adjacencies are
+/// `sprs::CsMat`s.
+pub use sprs;
 
 /// How to merge values of edges that become one (coalesce, to_undirected).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

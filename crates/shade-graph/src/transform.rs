@@ -433,3 +433,229 @@ impl Graph {
         self.induced_subgraph(&keep)
     }
 }
+
+/// PyG's `T.NormalizeFeatures`: node features row-normalised to sum to one.
+///
+/// As PyG computes it, for each feature matrix: subtract the matrix's minimum (a no-op
+/// for the usual non-negative bag-of-words features, whose minimum is 0), then divide
+/// each row by its sum clamped below at 1 (`x / max(sum_j x_ij, 1)`): rows of
+/// non-negative counts sum to one, zero rows stay zero. Applied to the graph's sparse
+/// node features (which stay sparse, with the same pattern) and to each dense `f32` /
+/// `f64` node array named in `attrs` (default `["x"]`) that the graph holds.
+///
+/// ```
+/// use shade_graph::{Graph, NormalizeFeatures};
+/// use shade_graph::ndarray::array;
+/// let g = Graph::from_edges(3, &[(0, 1)])?
+///     .with_node_data("x", array![[1.0f32, 3.0], [0.0, 0.0], [2.0, 2.0]])?;
+/// let n = NormalizeFeatures::new().apply(&g)?;
+/// let x = n.node_data().get("x").unwrap().as_f32().unwrap();
+/// assert_eq!(x, &array![[0.25f32, 0.75], [0.0, 0.0], [0.5, 0.5]].into_dyn());
+/// # Ok::<(), shade_graph::GraphError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormalizeFeatures {
+    /// Dense node arrays to normalise (PyG's `attrs`); absent names are skipped.
+    pub attrs: Vec<String>,
+}
+
+impl Default for NormalizeFeatures {
+    fn default() -> Self {
+        NormalizeFeatures::new()
+    }
+}
+
+impl NormalizeFeatures {
+    /// PyG's default: the node array `x` (and the sparse node features).
+    pub fn new() -> Self {
+        NormalizeFeatures {
+            attrs: vec!["x".into()],
+        }
+    }
+
+    /// The graph with its sparse node features and the named node arrays normalised.
+    /// `SHADE-E0320` if a named array holds integers, or if sparse features hold
+    /// negative values (the shift by the minimum would make them dense:
+    /// [`NormalizeFeatures::dense`] on `to_dense()` does what PyG would).
+    pub fn apply(&self, g: &Graph) -> GraphResult<Graph> {
+        let mut out = g.clone();
+        if let Some(x) = g.sparse_node_features() {
+            out.sparse_features = Some(Self::sparse(x)?);
+        }
+        for name in &self.attrs {
+            let normalised: crate::data::Array = match g.node_data().get(name) {
+                None => continue,
+                Some(crate::data::Array::F32(a)) => Self::dense(a).into(),
+                Some(crate::data::Array::F64(a)) => Self::dense(a).into(),
+                Some(other) => {
+                    return Err(GraphError::param(
+                        "NormalizeFeatures attrs",
+                        format!("`{name}` ({} node data)", other.dtype()),
+                        "names of f32 or f64 node arrays",
+                    ));
+                }
+            };
+            out.node_data.insert_unchecked(name.clone(), normalised);
+        }
+        Ok(out)
+    }
+
+    /// A dense feature array normalised (rows along the last axis, as PyG's
+    /// `sum(dim=-1)`).
+    pub fn dense<A, S, D>(x: &ndarray::ArrayBase<S, D>) -> ndarray::Array<A, D>
+    where
+        A: num_traits::Float,
+        S: ndarray::Data<Elem = A>,
+        D: ndarray::Dimension,
+    {
+        let mut out = x.to_owned();
+        if out.is_empty() {
+            return out;
+        }
+        let min = out.iter().fold(A::infinity(), |m, &v| m.min(v));
+        out.mapv_inplace(|v| v - min);
+        let last = ndarray::Axis(out.ndim().saturating_sub(1));
+        if out.ndim() == 0 {
+            let v = out.first().copied().unwrap_or_else(A::zero);
+            return out.mapv(|_| v / v.max(A::one()));
+        }
+        for mut row in out.lanes_mut(last) {
+            let sum = row.iter().fold(A::zero(), |s, &v| s + v);
+            let d = sum.max(A::one());
+            row.mapv_inplace(|v| v / d);
+        }
+        out
+    }
+
+    /// Sparse features normalised, keeping their pattern (CSR out). `SHADE-E0320`
+    /// for negative stored values (see [`apply`](Self::apply)).
+    pub fn sparse(x: &CsMat<f32>) -> GraphResult<CsMat<f32>> {
+        let csr = if x.is_csr() { x.clone() } else { x.to_csr() };
+        let full = csr.nnz() == csr.rows() * csr.cols();
+        let stored_min = csr.data().iter().fold(f32::INFINITY, |m, &v| m.min(v));
+        // The minimum over all entries, implicit zeros included.
+        let min = if full {
+            stored_min
+        } else {
+            stored_min.min(0.0)
+        };
+        if min < 0.0 && !full {
+            return Err(GraphError::param(
+                "NormalizeFeatures",
+                format!("sparse features with minimum {min}"),
+                "non-negative sparse features (subtracting a negative minimum makes them dense: normalise `to_dense()` instead)",
+            ));
+        }
+        let shift = if csr.nnz() == 0 { 0.0 } else { min };
+        let (rows, cols) = csr.shape();
+        let (indptr, indices, mut data) = csr.into_raw_storage();
+        for r in 0..rows {
+            let row = &mut data[indptr[r]..indptr[r + 1]];
+            row.iter_mut().for_each(|v| *v -= shift);
+            let sum: f64 = row.iter().map(|&v| f64::from(v)).sum();
+            let d = sum.max(1.0);
+            row.iter_mut().for_each(|v| *v = (f64::from(*v) / d) as f32);
+        }
+        Ok(CsMat::new((rows, cols), indptr, indices, data))
+    }
+}
+
+impl Graph {
+    /// [`NormalizeFeatures::new`]`.apply(self)`: PyG's `T.NormalizeFeatures()`.
+    pub fn normalize_features(&self) -> GraphResult<Graph> {
+        NormalizeFeatures::new().apply(self)
+    }
+}
+
+#[cfg(test)]
+mod normalize_tests {
+    use super::*;
+    use ndarray::{Array2, array};
+    use proptest::prelude::*;
+
+    #[test]
+    fn rows_sum_to_one_zero_rows_stay_zero_sparse_stays_sparse() {
+        // Cora-like bag of words with an empty row, as CSR.
+        let dense = array![
+            [1.0f32, 0.0, 1.0, 1.0],
+            [0.0, 0.0, 0.0, 0.0],
+            [0.0, 2.0, 0.0, 0.0]
+        ];
+        let x = CsMat::csr_from_dense(dense.view(), 0.0);
+        let mut g = Graph::from_edges(3, &[(0, 1), (1, 2)]).unwrap();
+        g.set_sparse_node_features(x.clone()).unwrap();
+        let n = g.normalize_features().unwrap();
+        let s = n.sparse_node_features().unwrap();
+        assert_eq!(
+            (s.indptr().raw_storage(), s.indices()),
+            (x.indptr().raw_storage(), x.indices())
+        );
+        let third = 1.0f32 / 3.0;
+        assert_eq!(
+            s.to_dense(),
+            array![[third, 0.0, third, third], [0.0; 4], [0.0, 1.0, 0.0, 0.0]]
+        );
+        // The dense form agrees, and PyG's clamp leaves a row summing below 1 alone.
+        assert_eq!(NormalizeFeatures::dense(&dense), s.to_dense());
+        let small = array![[0.25f64, 0.25, 0.0], [3.0, 1.0, 0.0]];
+        assert_eq!(
+            NormalizeFeatures::dense(&small),
+            array![[0.25, 0.25, 0.0], [0.75, 0.25, 0.0]]
+        );
+        // A minimum above zero is subtracted first, as PyG does.
+        let shifted = array![[1.25f64, 1.25], [4.25, 2.25]];
+        assert_eq!(
+            NormalizeFeatures::dense(&shifted),
+            array![[0.0, 0.0], [0.75, 0.25]]
+        );
+        // Negative values: shifted by the minimum first (dense), refused when sparse.
+        let neg = array![[-1.0f32, 1.0], [0.0, 3.0]];
+        assert_eq!(
+            NormalizeFeatures::dense(&neg),
+            array![[0.0, 1.0], [0.2, 0.8]]
+        );
+        let e =
+            NormalizeFeatures::sparse(&CsMat::csr_from_dense(array![[-1.0f32, 0.0]].view(), 0.0))
+                .unwrap_err();
+        assert_eq!(e.code(), "SHADE-E0320");
+        assert!(e.to_string().contains("minimum -1"), "{e}");
+        // Integer node data named in attrs is refused; other arrays are untouched.
+        let g = Graph::from_edges(2, &[(0, 1)])
+            .unwrap()
+            .with_node_data("x", ndarray::ArrayD::<i64>::zeros(ndarray::IxDyn(&[2, 1])))
+            .unwrap();
+        assert_eq!(g.normalize_features().unwrap_err().code(), "SHADE-E0320");
+        let g = Graph::from_edges(2, &[(0, 1)])
+            .unwrap()
+            .with_node_data("pos", array![[2.0f32, 2.0], [1.0, 3.0]])
+            .unwrap();
+        assert_eq!(g.normalize_features().unwrap(), g);
+    }
+
+    proptest! {
+        /// Non-negative sparse features with some zero (minimum 0, as bag-of-words
+        /// features): same pattern, each row sums to 1 (or keeps a sum below 1, as
+        /// PyG's clamp does), and the dense path agrees.
+        #[test]
+        fn sparse_and_dense_agree(rows in 1usize..6, cols in 1usize..6, cells in prop::collection::vec((0usize..36, 0u8..5), 0..20)) {
+            // The last column stays zero.
+            let mut dense = Array2::<f32>::zeros((rows, cols + 1));
+            for (at, v) in cells {
+                dense[[(at / cols) % rows, at % cols]] = f32::from(v) * 0.5;
+            }
+            let x = CsMat::csr_from_dense(dense.view(), 0.0);
+            let s = NormalizeFeatures::sparse(&x).unwrap();
+            prop_assert_eq!(s.indices(), x.indices());
+            let d = NormalizeFeatures::dense(&dense);
+            for (r, row) in s.to_dense().outer_iter().enumerate() {
+                let before: f32 = dense.row(r).sum();
+                let after: f32 = row.sum();
+                let want = if before >= 1.0 { 1.0 } else { before };
+                prop_assert!((after - want).abs() < 1e-6, "row {r}: {before} -> {after}");
+                for (a, b) in row.iter().zip(d.row(r)) {
+                    prop_assert!((a - b).abs() < 1e-6);
+                }
+            }
+        }
+    }
+}

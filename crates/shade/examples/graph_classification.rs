@@ -4,11 +4,13 @@
 //! `Layer` trait), and a linear classifier; mini-batches of 32 graphs, Adam.
 //!
 //! ```text
-//! cargo run --release --example graph_classification
+//! cargo run --release --example graph_classification [-- --epochs 60 --seed 0 --plot PATH]
 //! ```
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{Args, Spec, coded};
 use shade::autodiff::AdResult;
 use shade::autodiff::tensor::{Tape, Var};
 use shade::gnn::layers::{Activation, Chain, Dense, GINConv};
@@ -21,6 +23,15 @@ use shade::gnn::{
 };
 use shade::graph::Graph;
 use shade::interface::AutoShade;
+use shade::rand::rngs::StdRng;
+use shade::rand::{RngExt, SeedableRng};
+use std::process::ExitCode;
+
+const SPEC: Spec = Spec {
+    program: "graph_classification",
+    about: "GIN graph classification on batched graphs: rings versus random graphs.",
+    opts: &[cli::EPOCHS, cli::SEED, cli::THREADS, cli::PLOT],
+};
 
 /// Mean of the node rows of every graph in the batch: `[num_graphs, F]`.
 struct GlobalMeanPool;
@@ -79,9 +90,9 @@ struct Batch {
     y: NodeTargets,
 }
 
-fn batch(graphs: &[(Graph, usize)]) -> Result<Batch, Box<dyn std::error::Error>> {
-    let g = Graph::batch(&graphs.iter().map(|p| p.0.clone()).collect::<Vec<_>>())?;
-    let x = Features::dense(ndarray::Array2::ones((g.num_nodes(), 1)));
+fn batch(graphs: &[(Graph, usize)]) -> Result<Batch, String> {
+    let g = Graph::batch(&graphs.iter().map(|p| p.0.clone()).collect::<Vec<_>>()).map_err(coded)?;
+    let x = Features::dense(shade::ndarray::Array2::ones((g.num_nodes(), 1)));
     let labels: Vec<usize> = graphs.iter().map(|p| p.1).collect();
     Ok(Batch {
         ctx: GraphCtx::new(&g),
@@ -93,8 +104,11 @@ fn batch(graphs: &[(Graph, usize)]) -> Result<Batch, Box<dyn std::error::Error>>
     })
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut rng = StdRng::seed_from_u64(0);
+fn run(args: &Args) -> Result<(), String> {
+    args.threads()?;
+    let seed: u64 = args.get("seed", 0)?;
+    let epochs = args.count("epochs", 60)?;
+    let mut rng = StdRng::seed_from_u64(seed);
     let mut graphs: Vec<(Graph, usize)> = (0..400)
         .map(|i| {
             let n = rng.random_range(10..30);
@@ -128,10 +142,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .add("act2", Activation::Relu)
         .add("pool", GlobalMeanPool)
         .add("head", Dense::new(h, 2));
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    let epochs = 60;
+    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), seed).map_err(coded)?;
     let progress = Progress::new(epochs);
-    let mut curve = TrainingCurve::new(["loss", "test acc"]);
+    let mut curve = TrainingCurve::new(["loss", "test acc"])
+        .with_title(format!("GIN, rings vs random graphs, seed {seed}"));
     for epoch in 1..=epochs {
         let mut loss = 0.0;
         for b in &train {
@@ -139,12 +153,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 inputs: Inputs::new(&b.ctx, &b.x),
                 target: &b.y,
             };
-            loss += single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?
-                as f64
-                / train.len() as f64;
+            let l = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)
+                .map_err(coded)?;
+            loss += f64::from(l) / train.len() as f64;
         }
-        let out = ts.predict(&model, &Inputs::new(&test.ctx, &test.x))?;
-        let acc = accuracy(&out, &test.y.labels, &test.y.nodes)?;
+        let out = ts
+            .predict(&model, &Inputs::new(&test.ctx, &test.x))
+            .map_err(coded)?;
+        let acc = accuracy(&out, &test.y.labels, &test.y.nodes).map_err(coded)?;
         curve.push(&[loss, acc]);
         progress.update(epoch, &[("loss", loss), ("test acc", acc)]);
     }
@@ -153,8 +169,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "final test accuracy (80 graphs, rings vs random): {:.1}%",
         100.0 * acc
     );
-    std::fs::create_dir_all("target")?;
-    std::fs::write("target/graph_classification.svg", curve.to_svg())?;
-    println!("training curve: target/graph_classification.svg");
-    Ok(())
+    cli::write_curve(&curve, &args.plot("graph_classification.svg"))
+}
+
+fn main() -> ExitCode {
+    SPEC.run(run)
 }

@@ -5,261 +5,150 @@
 //! cargo run --release --example train_gcn -- --data ../shared/data/cora.npz --model gat
 //! ```
 //!
-//! Default data: a built-in contextual stochastic block model graph (no files needed).
-//! With `--data PATH` it reads an npz citation graph (symmetrised, 20 training nodes
-//! per class, 500 validation, 1000 test). Prints a progress line per epoch (loss and
-//! accuracies), the final test accuracy and the test accuracy at the best validation
-//! epoch, and writes the training curve as SVG. Before training it runs shade's
-//! proactive checks (feature rows, labels, training mask, finite values) and stops with
-//! a coded message if one fails; any library error is rendered the same way.
+//! The body below is the API in order: data and a `GraphCtx` (the graph's constant
+//! structures, built once), a `Chain` of layers, a `TrainState` (parameters, optimiser
+//! state, RNG), then one `single_train_step` per epoch and `TrainState::predict` to
+//! evaluate. Default data: a built-in contextual stochastic block model graph; with
+//! `--data PATH` an npz citation graph (symmetrised, 20 training nodes per class, 500
+//! validation, 1000 test). Option parsing, data loading, shade's proactive checks and
+//! the plot writing live in `examples/support/`, shared by every example.
 
-use shade::diagnostics::{Diagnostic, check_graph_features};
-use shade::gnn::models::{Model, NodeConfig, train_node_classifier};
-use shade::gnn::report::Progress;
-use shade::gnn::{Features, GraphCtx};
-use shade::graph::{Csbm, Graph, NodeSplit, NpzOptions, read_npz, split_per_class};
+#[path = "support/cli.rs"]
+mod cli;
+#[path = "support/data.rs"]
+mod data;
+
+use cli::{Args, Spec, coded};
+use data::NodeData;
+use shade::gnn::layers::{Activation, Chain, Dropout, GCNConv};
+use shade::gnn::loss::{NodeTargets, accuracy, cross_entropy};
+use shade::gnn::models::{Model, NodeConfig};
+use shade::gnn::report::{Progress, TrainingCurve};
+use shade::gnn::train::{Data, TrainState, single_train_step};
+use shade::gnn::{GraphCtx, Inputs};
+use shade::interface::AutoShade;
+use shade::rand::SeedableRng;
+use shade::rand::rngs::StdRng;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "\
-usage: train_gcn [options]
-  --data PATH      npz graph (e.g. ../shared/data/cora.npz); default: built-in CSBM graph
-  --model NAME     gcn | gat | sage | gin                      (default gcn)
-  --hidden N       hidden width (per head for gat)             (default: 16, gat 8, sage/gin 64)
-  --epochs N       training epochs                             (default 200)
-  --lr X           Adam learning rate                          (default: 0.01, gat 0.005)
-  --seed N         seed of the split, parameters and dropout   (default 0)
-  --threads N      worker threads of the sparse kernels        (default: all cores)
-  --plot PATH      SVG training curve                          (default target/train_gcn.svg)
-  --help           this message";
+const SPEC: Spec = Spec {
+    program: "train_gcn",
+    about: "Trains a two-layer GNN for node classification and plots its training curve.",
+    opts: &[
+        cli::DATA,
+        cli::NORMALIZE,
+        cli::MODEL,
+        cli::HIDDEN,
+        cli::EPOCHS,
+        cli::LR,
+        cli::SEED,
+        cli::THREADS,
+        cli::PLOT,
+    ],
+};
 
-#[derive(Debug)]
-struct Opts {
-    data: Option<String>,
-    model: Model,
-    hidden: Option<usize>,
-    epochs: usize,
-    lr: Option<f64>,
-    seed: u64,
-    threads: Option<usize>,
-    plot: String,
-}
+fn train(args: &Args) -> Result<(), String> {
+    args.threads()?;
+    let seed: u64 = args.get("seed", 0)?;
+    let data = NodeData::from_args(args)?;
+    let split = data.split(seed)?;
+    data.check(&split)?;
+    println!("data: {}", data.describe(&split));
 
-fn parse(args: &[String]) -> Result<Option<Opts>, String> {
-    let mut o = Opts {
-        data: None,
-        model: Model::Gcn,
-        hidden: None,
-        epochs: 200,
-        lr: None,
-        seed: 0,
-        threads: None,
-        plot: "target/train_gcn.svg".into(),
+    // The papers' hyperparameters for the chosen model, adjusted by the options.
+    let kind: Model = args.get("model", Model::Gcn)?;
+    let mut cfg = NodeConfig::standard(kind);
+    cfg.hidden = args.count("hidden", cfg.hidden)?;
+    cfg.epochs = args.count("epochs", cfg.epochs)?;
+    cfg.lr = args.get("lr", cfg.lr)?;
+
+    // The model: a Chain of layers, each under a PyTorch-style name (`conv1.lin.weight`).
+    let (f, c, h) = (data.x.cols(), data.num_classes, cfg.hidden);
+    let model: Chain<f32> = match kind {
+        Model::Gcn => Chain::new()
+            .add("conv1", GCNConv::new(f, h))
+            .add("act", Activation::Relu)
+            .add("drop", Dropout::new(cfg.dropout))
+            .add("conv2", GCNConv::new(h, c)),
+        // GAT, GraphSAGE and GIN as their papers (and PyG's examples) build them.
+        _ => cfg.build(f, c),
     };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let (key, inline) = match a.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_string())),
-            None => (a.as_str(), None),
-        };
-        if key == "--help" || key == "-h" {
-            return Ok(None);
-        }
-        let mut value = || -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("option `{key}` needs a value"))
-        };
-        fn num<V: std::str::FromStr>(key: &str, v: String, what: &str) -> Result<V, String> {
-            v.parse()
-                .map_err(|_| format!("option `{key}` expects {what}, got `{v}`"))
-        }
-        match key {
-            "--data" => o.data = Some(value()?),
-            "--model" => {
-                o.model = value()?
-                    .parse()
-                    .map_err(|e| format!("option `--model`: {e}"))?
-            }
-            "--hidden" => o.hidden = Some(num(key, value()?, "a positive integer")?),
-            "--epochs" => o.epochs = num(key, value()?, "a positive integer")?,
-            "--lr" => o.lr = Some(num(key, value()?, "a positive number")?),
-            "--seed" => o.seed = num(key, value()?, "a non-negative integer")?,
-            "--threads" => o.threads = Some(num(key, value()?, "a positive integer")?),
-            "--plot" => o.plot = value()?,
-            _ => return Err(format!("unknown option `{a}`")),
-        }
-    }
-    if o.hidden == Some(0) || o.epochs == 0 || o.threads == Some(0) {
-        return Err("`--hidden`, `--epochs` and `--threads` must be at least 1".into());
-    }
-    if let Some(lr) = o.lr
-        && !(lr.is_finite() && lr > 0.0)
-    {
-        return Err(format!(
-            "option `--lr` expects a positive number, got `{lr}`"
-        ));
-    }
-    Ok(Some(o))
-}
-
-/// Renders a library error the way shade reports every failure: code, message,
-/// notes and help.
-fn coded(e: impl Into<Diagnostic>) -> String {
-    e.into().render()
-}
-
-/// shade's proactive checks on the data before any training: warnings are printed,
-/// errors stop the run.
-fn check_data<S, A>(
-    graph: &Graph,
-    features: &ndarray::ArrayBase<S, ndarray::Ix2>,
-    labels: &[usize],
-    num_classes: usize,
-    split: &NodeSplit,
-) -> Result<(), String>
-where
-    S: ndarray::Data<Elem = A>,
-    A: num_traits::Float + std::fmt::Debug,
-{
-    let mut train_mask = vec![false; graph.num_nodes()];
-    for &i in &split.train {
-        if let Some(m) = train_mask.get_mut(i as usize) {
-            *m = true;
-        }
-    }
-    let findings = check_graph_features(graph, features, labels, num_classes, &train_mask);
-    if findings.is_clean() {
-        return Ok(());
-    }
-    let text = findings.render();
-    if findings.is_ok() {
-        eprintln!("{text}");
-        Ok(())
-    } else {
-        Err(text)
-    }
-}
-
-fn run(o: &Opts) -> Result<(), String> {
-    if let Some(t) = o.threads {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(t)
-            .build_global()
-            .map_err(|e| format!("cannot start {t} threads: {e}"))?;
-    }
-    let t0 = Instant::now();
-    let (name, ctx, x, labels, split) = match &o.data {
-        Some(path) => {
-            let ds = read_npz(path, NpzOptions::undirected()).map_err(coded)?;
-            let split = ds.split(20, 500, 1000, o.seed).map_err(coded)?;
-            let dense = ds.features().to_dense();
-            check_data(&ds.graph, &dense, &ds.labels, ds.num_classes, &split)?;
-            let x = Features::<f32>::sparse_from_f32(ds.features());
-            (path.clone(), GraphCtx::new(&ds.graph), x, ds.labels, split)
-        }
-        None => {
-            let ds = Csbm {
-                avg_degree: 8.0,
-                homophily: 0.85,
-                feature_signal: 1.5,
-                seed: 7,
-                ..Csbm::new(3000, 5, 64)
-            }
-            .generate()
-            .map_err(coded)?;
-            let split = split_per_class(&ds.labels, ds.num_classes, 20, 500, 1000, o.seed)
-                .map_err(coded)?;
-            check_data(&ds.graph, &ds.features, &ds.labels, ds.num_classes, &split)?;
-            let x = Features::dense(ds.features.clone());
-            (
-                "built-in CSBM graph".to_string(),
-                GraphCtx::new(&ds.graph),
-                x,
-                ds.labels,
-                split,
-            )
-        }
-    };
-    let mut cfg = NodeConfig::standard(o.model);
-    cfg.epochs = o.epochs;
-    cfg.seed = o.seed;
-    if let Some(h) = o.hidden {
-        cfg.hidden = h;
-    }
-    if let Some(lr) = o.lr {
-        cfg.lr = lr;
-    }
+    // The graph's constant structures (normalised adjacency, edge lists), built once.
+    let ctx = GraphCtx::new(&data.graph);
+    let inputs = Inputs::new(&ctx, &data.x);
+    // Parameters, model state, Adam's buffers and dropout's RNG, all in one value.
+    let mut ts = TrainState::new(&model, cfg.optimiser(), seed).map_err(coded)?;
+    let target = NodeTargets::new(&data.labels, &split.train);
+    let nodes = |v: &[u32]| v.iter().map(|&i| i as usize).collect::<Vec<_>>();
+    let (train_nodes, val, test) = (nodes(&split.train), nodes(&split.val), nodes(&split.test));
     println!(
-        "data: {name}: {} nodes, {} edges, {} features, {} classes; split {}/{}/{}",
-        ctx.num_nodes(),
-        ctx.edges().num_edges(),
-        x.cols(),
-        labels.iter().max().map_or(0, |m| m + 1),
-        split.train.len(),
-        split.val.len(),
-        split.test.len()
-    );
-    println!(
-        "model: {:?}, hidden {}, dropout {}, Adam lr {}, weight decay {}, {} epochs, {} threads",
-        cfg.model,
-        cfg.hidden,
+        "model: {kind:?}, hidden {h}, dropout {}, Adam lr {}, weight decay {}, {} epochs, {} threads",
         cfg.dropout,
         cfg.lr,
         cfg.weight_decay,
         cfg.epochs,
         rayon::current_num_threads()
     );
+
+    let title = format!(
+        "{} on {}, seed {seed}",
+        format!("{kind:?}").to_uppercase(),
+        data.name
+    );
+    let mut curve =
+        TrainingCurve::new(["loss", "train acc", "val acc", "test acc"]).with_title(title);
+    let (mut best_val, mut best_epoch, mut best_test) = (f64::NEG_INFINITY, 0, 0.0);
+    let mut input_dropout = StdRng::seed_from_u64(seed ^ 0x5eed);
     let progress = Progress::new(cfg.epochs);
-    let t1 = Instant::now();
-    let r = train_node_classifier(&cfg, &ctx, &x, &labels, &split, |e, m| {
-        progress.update(e, m)
-    })
-    .map_err(coded)?;
-    let train_time = t1.elapsed();
-    println!(
-        "final test accuracy: {:.2}%  (at the best validation epoch {}: test {:.2}%, val {:.2}%)",
-        100.0 * r.final_test_acc,
-        r.best_epoch,
-        100.0 * r.test_acc,
-        100.0 * r.best_val_acc
-    );
-    if let Some(dir) = std::path::Path::new(&o.plot).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create the folder {}: {e}", dir.display()))?;
+    let t0 = Instant::now();
+    for epoch in 1..=cfg.epochs {
+        // One step in training mode: dropout on the input features, the loss and its
+        // gradient with the native reverse mode, one Adam update.
+        let x = data
+            .x
+            .dropout(cfg.input_dropout, &mut input_dropout)
+            .map_err(coded)?;
+        let step = Data {
+            inputs: Inputs::new(&ctx, &x),
+            target: &target,
+        };
+        let loss = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &step, &mut ts)
+            .map_err(coded)?;
+        // Evaluation mode (no dropout, running statistics): accuracies of the node sets.
+        let out = ts.predict(&model, &inputs).map_err(coded)?;
+        let acc = |n: &[usize]| accuracy(&out, &data.labels, n).map_err(coded);
+        let (tr, va, te) = (acc(&train_nodes)?, acc(&val)?, acc(&test)?);
+        if va > best_val {
+            (best_val, best_epoch, best_test) = (va, epoch, te);
+        }
+        curve.push(&[f64::from(loss), tr, va, te]);
+        progress.update(
+            epoch,
+            &[
+                ("loss", f64::from(loss)),
+                ("train", tr),
+                ("val", va),
+                ("test", te),
+            ],
+        );
     }
-    std::fs::write(&o.plot, r.curve.to_svg())
-        .map_err(|e| format!("cannot write the training curve to {}: {e}", o.plot))?;
+    let secs = t0.elapsed().as_secs_f64();
+    curve.mark_epoch(best_epoch, "best validation");
+    let last_test = curve.rows.last().map_or(0.0, |r| r[3]);
     println!(
-        "training curve: {}; training {:.2} s ({:.2} ms per epoch incl. evaluation), total {:.2} s",
-        o.plot,
-        train_time.as_secs_f64(),
-        1e3 * train_time.as_secs_f64() / cfg.epochs as f64,
-        t0.elapsed().as_secs_f64()
+        "final test accuracy: {:.2}%  (at the best validation epoch {best_epoch}: test {:.2}%, val {:.2}%)",
+        100.0 * last_test,
+        100.0 * best_test,
+        100.0 * best_val
     );
-    Ok(())
+    println!(
+        "training {secs:.2} s ({:.2} ms per epoch incl. evaluation)",
+        1e3 * secs / cfg.epochs as f64
+    );
+    cli::write_curve(&curve, &args.plot("train_gcn.svg"))
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match parse(&args) {
-        Ok(None) => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        Err(msg) => {
-            eprintln!("error: {msg}\n\n{USAGE}");
-            ExitCode::from(2)
-        }
-        Ok(Some(o)) => match run(&o) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(message) => {
-                eprintln!("{message}");
-                ExitCode::FAILURE
-            }
-        },
-    }
+    SPEC.run(train)
 }

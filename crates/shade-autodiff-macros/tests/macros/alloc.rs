@@ -1,46 +1,10 @@
-//! A warm compiled derivative allocates nothing: a counting allocator (per thread, so
-//! the other tests of this binary do not disturb it) sees no allocation during warm
-//! calls of a reverse derivative whose forward sweep saves values, records branches
-//! and trip counts, and uses local `Vec`s.
+//! A warm compiled derivative allocates nothing: the binary's counting allocator
+//! (`shade_test_support::alloc`, per thread, so the other tests do not disturb it)
+//! sees no allocation during warm calls of a reverse derivative whose forward sweep
+//! saves values, records branches and trip counts, and uses local `Vec`s.
 
 use shade_autodiff::autodiff_reverse;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts, in a
-// `const`-initialised thread-local that itself never allocates.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn count(f: impl FnOnce()) -> usize {
-    let before = ALLOCS.with(Cell::get);
-    f();
-    ALLOCS.with(Cell::get) - before
-}
+use shade_test_support::alloc::allocations as count;
 
 /// Saves (`s` in the loop), branches, a `while` trip count and a local `Vec`.
 #[autodiff_reverse(d_busy, Duplicated, Active)]

@@ -6,6 +6,9 @@
 // The rows exercise the subset's forms on purpose: index loops and `x = x * y`.
 #![allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
 
+#[global_allocator]
+static ALLOC: shade_test_support::alloc::CountingAlloc = shade_test_support::alloc::CountingAlloc;
+
 mod alloc;
 mod api;
 mod check;

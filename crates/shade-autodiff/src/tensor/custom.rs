@@ -44,7 +44,10 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 use smallvec::SmallVec;
 
 /// An operation with hand-written rules (like EnzymeRules / ChainRules).
-pub trait TensorRule<T: Element> {
+///
+/// Rules are `Send + Sync` (they are recorded on the tape, and reusable tape storage,
+/// `TapeBuffers`, moves between threads with whatever owns it, e.g. a GNN train state).
+pub trait TensorRule<T: Element>: Send + Sync {
     /// The operation's name, used in messages.
     fn name(&self) -> &'static str;
 

@@ -18,6 +18,8 @@ mod graph;
 mod harness;
 #[path = "corpus/interface.rs"]
 mod interface;
+#[path = "corpus/io.rs"]
+mod io;
 
 use std::collections::BTreeSet;
 
@@ -45,6 +47,7 @@ fn corpus() {
         graph::PROGRAMS,
         gnn::PROGRAMS,
         checks::PROGRAMS,
+        io::PROGRAMS,
     ]
     .concat();
     assert!(

@@ -10,7 +10,7 @@ use rand::{RngExt, SeedableRng};
 use shade_gnn::layers::{Activation, Chain, Dense, GCNConv};
 use shade_gnn::loss::{DenseTargets, mse};
 use shade_gnn::optim::Optimiser;
-use shade_gnn::train::{Data, TrainBackend, TrainState, single_train_step};
+use shade_gnn::train::{Data, TrainState, loss_and_gradient, single_train_step};
 use shade_gnn::{Features, GraphCtx, Inputs};
 use shade_interface::AutoShade;
 
@@ -97,9 +97,7 @@ fn gradient_passes_a_finite_difference_check() {
     for _ in 0..3 {
         single_train_step(&AutoShade::REVERSE, &model, mse, &data, &mut ts).unwrap();
     }
-    let l = AutoShade::REVERSE
-        .loss_and_gradient(&model, &mse, &data, &mut ts)
-        .unwrap();
+    let l = loss_and_gradient(&AutoShade::REVERSE, &model, &mse, &data, &mut ts).unwrap();
     let params = ts.params.clone();
     assert!((l - loss_at(&model, &p, &params)).abs() < 1e-15);
     let h = 1e-6;
@@ -152,4 +150,68 @@ fn gradient_passes_a_finite_difference_check() {
             "directional: native {g:e}, fd {fd:e}"
         );
     }
+}
+
+/// The model, its parameters and its train state cross threads: static assertions, then
+/// one thread trains while three serve predictions from a snapshot of the parameters
+/// (`std::thread::scope`); every served output equals the single-threaded one.
+#[test]
+fn the_model_is_served_from_threads_while_one_trains() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Chain<f32>>();
+    send_sync::<Chain<f64>>();
+    send_sync::<GCNConv>();
+    send_sync::<Dense>();
+    send_sync::<shade_gnn::layers::GATConv>();
+    send_sync::<shade_gnn::layers::BatchNorm>();
+    send_sync::<TrainState<f32>>();
+    send_sync::<TrainState<f64>>();
+    send_sync::<shade_gnn::Params<f64>>();
+    send_sync::<GraphCtx<f64>>();
+    send_sync::<Features<f64>>();
+    send_sync::<Optimiser>();
+
+    let p = problem();
+    let model = users_model();
+    let inputs = Inputs::new(&p.ctx, &p.x);
+    let predict = |params: &shade_gnn::Params<f64>| {
+        let mut rng = StdRng::seed_from_u64(0);
+        shade_gnn::apply(
+            &model,
+            &inputs,
+            params,
+            &shade_gnn::State::new(),
+            false,
+            &mut rng,
+        )
+        .unwrap()
+        .0
+    };
+    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 1).unwrap();
+    let snapshot = ts.params.clone();
+    let want = predict(&snapshot);
+    let data = Data {
+        inputs: Inputs::new(&p.ctx, &p.x),
+        target: &p.y,
+    };
+    let served = std::thread::scope(|s| {
+        let trainer = s.spawn(|| {
+            for _ in 0..5 {
+                single_train_step(&AutoShade::REVERSE, &model, mse, &data, &mut ts).unwrap();
+            }
+        });
+        let servers: Vec<_> = (0..3).map(|_| s.spawn(|| predict(&snapshot))).collect();
+        trainer.join().unwrap();
+        servers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(served.iter().all(|y| *y == want));
+    // The trained parameters moved, and serving them from threads agrees too.
+    assert_ne!(ts.params, snapshot);
+    let after = predict(&ts.params);
+    let again = std::thread::scope(|s| s.spawn(|| predict(&ts.params)).join().unwrap());
+    assert_eq!(again, after);
+    assert_ne!(after, want);
 }

@@ -1,12 +1,12 @@
 //! The citation-graph `.npz` format of `shared/data` (adjacency and features in CSR
 //! form, integer labels), read into a [`Dataset`] and written back.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use sprs::CsMat;
 
-use super::npy::{self, Npy, NpyData};
+use super::npy::{self, NpyArray};
+use super::npz_arrays::{NpzArrays, parse_npz_arrays};
 use super::zip;
 use crate::error::{GraphError, GraphResult};
 use crate::graph::{Graph, check_num_nodes};
@@ -84,15 +84,12 @@ impl Dataset {
 
 struct Arrays<'a> {
     file: &'a str,
-    map: BTreeMap<String, Npy>,
+    arrays: NpzArrays,
 }
 
 impl Arrays<'_> {
-    fn get(&self, name: &str) -> GraphResult<&Npy> {
-        self.map.get(name).ok_or_else(|| GraphError::MissingArray {
-            file: self.file.into(),
-            name: name.into(),
-        })
+    fn get(&self, name: &str) -> GraphResult<&NpyArray> {
+        self.arrays.get(name)
     }
     fn bad(&self, name: &str, what: String) -> GraphError {
         GraphError::Malformed {
@@ -101,26 +98,44 @@ impl Arrays<'_> {
             what,
         }
     }
-    fn ints(&self, name: &str) -> GraphResult<&[i64]> {
-        match &self.get(name)?.data {
-            NpyData::Int(v) => Ok(v),
-            other => Err(self.bad(name, format!("expected integers, found {}", dtype(other)))),
+    /// Any integer or boolean array, widened to `i64`.
+    fn ints(&self, name: &str) -> GraphResult<Vec<i64>> {
+        fn wide<T: Copy + Into<i64>>(a: &ndarray::ArrayD<T>) -> Vec<i64> {
+            a.iter().map(|&v| v.into()).collect()
         }
+        Ok(match self.get(name)? {
+            NpyArray::I8(a) => wide(a),
+            NpyArray::I16(a) => wide(a),
+            NpyArray::I32(a) => wide(a),
+            NpyArray::I64(a) => a.iter().copied().collect(),
+            NpyArray::U8(a) => wide(a),
+            NpyArray::U16(a) => wide(a),
+            NpyArray::U32(a) => wide(a),
+            NpyArray::Bool(a) => a.iter().map(|&b| i64::from(b)).collect(),
+            NpyArray::U64(a) => {
+                if let Some((p, v)) = a.iter().enumerate().find(|(_, v)| **v > i64::MAX as u64) {
+                    return Err(self.bad(name, format!("value {v} at position {p} exceeds i64")));
+                }
+                a.iter().map(|&v| v as i64).collect()
+            }
+            other => {
+                return Err(self.bad(name, format!("expected integers, found {}", other.dtype())));
+            }
+        })
     }
     fn floats(&self, name: &str) -> GraphResult<Vec<f32>> {
-        match &self.get(name)?.data {
-            NpyData::F32(v) => Ok(v.clone()),
-            NpyData::F64(v) => Ok(v.iter().map(|&x| x as f32).collect()),
-            NpyData::Int(v) => Ok(v.iter().map(|&x| x as f32).collect()),
-            other => Err(self.bad(name, format!("expected numbers, found {}", dtype(other)))),
+        match self.get(name)? {
+            NpyArray::F32(a) => Ok(a.iter().copied().collect()),
+            NpyArray::F64(a) => Ok(a.iter().map(|&x| x as f32).collect()),
+            _ => Ok(self.ints(name)?.into_iter().map(|x| x as f32).collect()),
         }
     }
     /// `[rows, cols]` of `{prefix}_shape`.
     fn shape(&self, prefix: &str) -> GraphResult<(usize, usize)> {
         let name = format!("{prefix}_shape");
         let s = self.ints(&name)?;
-        match s {
-            &[r, c] if r >= 0 && c >= 0 => {
+        match s[..] {
+            [r, c] if r >= 0 && c >= 0 => {
                 check_num_nodes(r as usize).map_err(|_| {
                     self.bad(&name, format!("{r} rows exceed the supported {MAX_NODES}"))
                 })?;
@@ -210,33 +225,12 @@ impl Arrays<'_> {
     }
 }
 
-fn dtype(d: &NpyData) -> String {
-    match d {
-        NpyData::F32(_) => "float32".into(),
-        NpyData::F64(_) => "float64".into(),
-        NpyData::Int(_) => "integers".into(),
-        NpyData::Skipped(s) => format!("dtype {s}"),
-    }
-}
-
 /// Reads a dataset from `.npz` bytes; `file` names it in errors.
 pub fn parse_npz(bytes: &[u8], file: &str, opts: NpzOptions) -> GraphResult<Dataset> {
-    let mut map = BTreeMap::new();
-    for m in zip::read_members(bytes, file)? {
-        let name = m.name.strip_suffix(".npy").unwrap_or(&m.name).to_string();
-        let a = npy::parse(&m.data, file, &name)?;
-        // 1-d arrays everywhere in this format; a mismatch is a corrupt header.
-        let count: usize = a.shape.iter().product();
-        let len = match &a.data {
-            NpyData::F32(v) => v.len(),
-            NpyData::F64(v) => v.len(),
-            NpyData::Int(v) => v.len(),
-            NpyData::Skipped(_) => count,
-        };
-        debug_assert_eq!(len, count);
-        map.insert(name, a);
-    }
-    let a = Arrays { file, map };
+    let a = Arrays {
+        file,
+        arrays: parse_npz_arrays(bytes, file)?,
+    };
     let (n, n2) = a.shape("adj")?;
     if n != n2 {
         return Err(a.bad(
@@ -318,13 +312,7 @@ pub fn parse_npz(bytes: &[u8], file: &str, opts: NpzOptions) -> GraphResult<Data
 /// ```
 pub fn read_npz(path: impl AsRef<Path>, opts: NpzOptions) -> GraphResult<Dataset> {
     let path = path.as_ref();
-    let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| GraphError::Io {
-        op: "read",
-        path: name.clone(),
-        message: e.to_string(),
-    })?;
-    parse_npz(&bytes, &name, opts)
+    parse_npz(&super::read_file(path)?, &path.display().to_string(), opts)
 }
 
 fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
@@ -374,11 +362,11 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
     let mut members = vec![
         (
             "adj_data",
-            npy::write("<f4", &[adj_data.len()], &le(&adj_data, f32::to_le_bytes)),
+            npy::write_raw("<f4", &[adj_data.len()], &le(&adj_data, f32::to_le_bytes)),
         ),
         (
             "adj_indices",
-            npy::write(
+            npy::write_raw(
                 "<i4",
                 &[csr.indices.len()],
                 &le(
@@ -389,27 +377,27 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
         ),
         (
             "adj_indptr",
-            npy::write("<i4", &[n + 1], &i32s(&csr.indptr)),
+            npy::write_raw("<i4", &[n + 1], &i32s(&csr.indptr)),
         ),
         (
             "adj_shape",
-            npy::write("<i8", &[2], &le(&[n as i64, n as i64], i64::to_le_bytes)),
+            npy::write_raw("<i8", &[2], &le(&[n as i64, n as i64], i64::to_le_bytes)),
         ),
         (
             "attr_data",
-            npy::write("<f4", &[x.nnz()], &le(x.data(), f32::to_le_bytes)),
+            npy::write_raw("<f4", &[x.nnz()], &le(x.data(), f32::to_le_bytes)),
         ),
         (
             "attr_indices",
-            npy::write("<i4", &[x.nnz()], &i32s(x.indices())),
+            npy::write_raw("<i4", &[x.nnz()], &i32s(x.indices())),
         ),
         (
             "attr_indptr",
-            npy::write("<i4", &[n + 1], &i32s(&x.indptr().to_proper())),
+            npy::write_raw("<i4", &[n + 1], &i32s(&x.indptr().to_proper())),
         ),
         (
             "attr_shape",
-            npy::write(
+            npy::write_raw(
                 "<i8",
                 &[2],
                 &le(&[n as i64, x.cols() as i64], i64::to_le_bytes),
@@ -419,7 +407,7 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
     if ds.num_classes <= 128 {
         members.push((
             "labels",
-            npy::write(
+            npy::write_raw(
                 "|i1",
                 &[n],
                 &ds.labels.iter().map(|&l| l as u8).collect::<Vec<_>>(),
@@ -428,7 +416,7 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
     } else {
         members.push((
             "labels",
-            npy::write(
+            npy::write_raw(
                 "<i8",
                 &[n],
                 &le(
@@ -449,20 +437,12 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
 
 /// Writes a dataset as an uncompressed `.npz` that [`read_npz`] (and NumPy) can read.
 pub fn write_npz(path: impl AsRef<Path>, ds: &Dataset) -> GraphResult<()> {
-    write_file(path.as_ref(), npz_bytes(ds, false)?)
+    super::write_file(path.as_ref(), npz_bytes(ds, false)?)
 }
 
 /// Writes a dataset as a deflated `.npz` (as `np.savez_compressed`).
 pub fn write_npz_compressed(path: impl AsRef<Path>, ds: &Dataset) -> GraphResult<()> {
-    write_file(path.as_ref(), npz_bytes(ds, true)?)
-}
-
-fn write_file(path: &Path, bytes: Vec<u8>) -> GraphResult<()> {
-    std::fs::write(path, bytes).map_err(|e| GraphError::Io {
-        op: "write",
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })
+    super::write_file(path.as_ref(), npz_bytes(ds, true)?)
 }
 
 #[cfg(test)]
@@ -476,31 +456,40 @@ mod tests {
         let i = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>();
         let l = |v: &[i64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>();
         vec![
-            ("adj_data.npy".into(), npy::write("<f4", &[2], &f(&w))),
-            ("adj_indices.npy".into(), npy::write("<i4", &[2], &i(&idx))),
+            ("adj_data.npy".into(), npy::write_raw("<f4", &[2], &f(&w))),
+            (
+                "adj_indices.npy".into(),
+                npy::write_raw("<i4", &[2], &i(&idx)),
+            ),
             (
                 "adj_indptr.npy".into(),
-                npy::write("<i4", &[4], &i(&[0, 1, 2, 2])),
+                npy::write_raw("<i4", &[4], &i(&[0, 1, 2, 2])),
             ),
-            ("adj_shape.npy".into(), npy::write("<i8", &[2], &l(&[3, 3]))),
+            (
+                "adj_shape.npy".into(),
+                npy::write_raw("<i8", &[2], &l(&[3, 3])),
+            ),
             (
                 "attr_data.npy".into(),
-                npy::write("<f4", &[2], &f(&[1.0, 1.0])),
+                npy::write_raw("<f4", &[2], &f(&[1.0, 1.0])),
             ),
             (
                 "attr_indices.npy".into(),
-                npy::write("<i4", &[2], &i(&[1, 0])),
+                npy::write_raw("<i4", &[2], &i(&[1, 0])),
             ),
             (
                 "attr_indptr.npy".into(),
-                npy::write("<i4", &[4], &i(&[0, 1, 1, 2])),
+                npy::write_raw("<i4", &[4], &i(&[0, 1, 1, 2])),
             ),
             (
                 "attr_shape.npy".into(),
-                npy::write("<i8", &[2], &l(&[attr_rows, 2])),
+                npy::write_raw("<i8", &[2], &l(&[attr_rows, 2])),
             ),
-            ("labels.npy".into(), npy::write("|i1", &[3], &[0, 1, 1])),
-            ("node_names.npy".into(), npy::write("<U2", &[3], &[0; 24])),
+            ("labels.npy".into(), npy::write_raw("|i1", &[3], &[0, 1, 1])),
+            (
+                "node_names.npy".into(),
+                npy::write_raw("<U2", &[3], &[0; 24]),
+            ),
         ]
     }
 
@@ -605,8 +594,8 @@ mod tests {
         fn npy_parse_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
             let mut b = b"\x93NUMPY\x01\x00".to_vec();
             b.extend_from_slice(&bytes);
-            let _ = npy::parse(&b, "f", "m");
-            let _ = npy::parse(&bytes, "f", "m");
+            let _ = npy::parse_npy(&b, "f");
+            let _ = npy::parse_npy(&bytes, "f");
         }
     }
 }
