@@ -10,12 +10,13 @@
 //!
 //! `cargo xtask bench --peers` compares them with JAX and PyTorch on the same data
 //! (`GmmProblem::random` from `Lcg::new(1)`, whose order the peer scripts reproduce).
+//! The large size (d=64, k=200, n=10⁴, compile-time engine only) is `gmm_large.rs`.
 //!
 //! Work: per data point and component, `d(d+1)/2` multiply-adds for `Q (x - μ)`, `d`
 //! for its squared norm, one `exp` in the log-sum-exp: for d=10, k=25, n=1000 about
 //! 2.1 M flops and 25 k `exp`; for d=64, k=200, n=10⁴ about 8.6 G flops and 2 M `exp`.
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use shade_autodiff::scalar::Tape;
 use shade_benches::gradbench::Lcg;
 use shade_benches::gradbench::gmm::{
@@ -26,11 +27,6 @@ use std::hint::black_box;
 
 /// ADBench's and GradBench's small size, measured with both engines.
 const SMALL: (usize, usize, usize) = (10, 25, 1000);
-
-/// ADBench's large size: the compile-time engine only. The run-time tape records every
-/// product of `Q (x - μ)` and would need about 20 GB here; the generated derivative
-/// keeps one point's intermediates at a time (a workspace of ~15 MB).
-const LARGE: (usize, usize, usize) = (64, 200, 10_000);
 
 fn problem((d, k, n): (usize, usize, usize)) -> GmmProblem {
     let mut r = Lcg::new(1);
@@ -75,14 +71,6 @@ fn gmm(c: &mut Criterion) {
         })
     });
     compiled(&mut group, &p);
-    group.finish();
-
-    // Seconds per call: criterion's minimum of ten samples of one call each.
-    let (d, k, n) = LARGE;
-    let mut group = c.benchmark_group(format!("peers/gmm_d{d}_k{k}_n{n}"));
-    group.sample_size(10);
-    group.sampling_mode(SamplingMode::Flat);
-    compiled(&mut group, &problem(LARGE));
     group.finish();
 }
 

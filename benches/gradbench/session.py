@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""shade on GradBench without Docker: set up, run a session, write the table.
+"""shade on GradBench without Docker: run a session, write the table.
 
-    python3 benches/gradbench/session.py setup            # GradBench's CLI, tools, deps
     python3 benches/gradbench/session.py run [--quick] [--evals E ...] [--tools T ...]
     python3 benches/gradbench/session.py table            # README table from the logs
+
+The GradBench checkout is prepared by the commands of benches/gradbench/README.md
+(its CLI, the `manual` and `finite` tools, the evals' Python dependencies); nothing
+here builds or changes it.
 
 Environment: GRADBENCH_DIR (a GradBench checkout; default ../gradbench next to the
 repository), PEERS_VENV (the Python environment of `cargo xtask bench --peers`;
@@ -104,58 +107,6 @@ def output(cmd, cwd=None):
         return ""
 
 
-# ---------------------------------------------------------------------------- setup
-
-def lstm_text(gb, py):
-    """evals/lstm/data/lstm_full.txt may be missing from a mirror (stored out of band
-    upstream). Older commits hold lstm_l2_c4096.txt, whose `sequence` block is the
-    first 4096 characters of that text, 14 bits per character: decode it and repeat
-    it to the 8192 characters the eval reads (only the length and width matter)."""
-    f = gb / "evals" / "lstm" / "data" / "lstm_full.txt"
-    if f.exists() and f.stat().st_size > 0:
-        return
-    subprocess.run(["git", "checkout", "HEAD", "--", str(f.relative_to(gb))], cwd=gb)
-    if f.exists() and f.stat().st_size > 0:
-        return
-    commits = output(["git", "log", "--all", "--format=%h", "--",
-                      "evals/lstm/data/lstm_l2_c4096.txt"], cwd=gb).split()
-    if not commits:
-        sys.exit(f"error: {f} is missing and no older LSTM data file is in the history")
-    old = output(["git", "show", f"{commits[-1]}:evals/lstm/data/lstm_l2_c4096.txt"], cwd=gb)
-    rows = [r for r in old.split("\n") if r.strip()]
-    l, c, b = map(int, rows[0].split())
-    text = "".join(chr(int("".join(r.split()), 2)) for r in rows[-c:])
-    f.write_text(text + text, encoding="utf8")
-    print(f"reconstructed {f} ({2 * len(text)} characters)")
-
-
-def setup(_args):
-    gb, venv, _ = paths()
-    if not (gb / "crates").is_dir():
-        sys.exit(f"error: no GradBench checkout at {gb}: clone "
-                 "https://github.com/gradbench/gradbench there or set GRADBENCH_DIR")
-    py = venv / "bin" / "python"
-    if not py.exists():
-        sh([sys.executable, ROOT / "benches" / "peers" / "setup.py", venv])
-    # GradBench's CLI (Rust) and shade's tool.
-    sh(["cargo", "build", "--release", "-p", "gradbench"], cwd=gb)
-    sh(["cargo", "build", "--release", "-p", "shade-benches", "--bin", "shade-gradbench"],
-       cwd=ROOT)
-    # cpp/Makefile downloads nlohmann's json.hpp with wget; Debian ships the library
-    # (nlohmann-json3-dev), which a one-line header makes `#include "json.hpp"` find.
-    if not Path("/usr/include/nlohmann/json.hpp").exists():
-        sh(["apt-get", "install", "-y", "nlohmann-json3-dev"])
-    shim = gb / "cpp" / "json.hpp"
-    if not shim.exists():
-        shim.write_text("#include <nlohmann/json.hpp>\n")
-    sh(["make", "-C", gb / "cpp"])
-    for tool in ["manual", "finite"]:
-        sh(["make", "-j2", "-C", gb / "tools" / tool])
-    # The evals' pure-Python dependencies.
-    sh([py, "-m", "pip", "install", "-q", "pydantic~=2.0", "dataclasses-json~=0.6"])
-    lstm_text(gb, py)
-
-
 # ------------------------------------------------------------------------------ run
 
 def implements(gb, tool, ev):
@@ -226,7 +177,7 @@ def run(args):
     for need, what in [(py, "the Python environment"), (cli, "GradBench's CLI"),
                        (shade_bin, "shade-gradbench")]:
         if not need.exists():
-            sys.exit(f"error: {what} is missing ({need}): run `session.py setup` first")
+            sys.exit(f"error: {what} is missing ({need}): see the setup commands in {README}")
     out.mkdir(parents=True, exist_ok=True)
     session_path = out / "session.json"
     session = json.loads(session_path.read_text()) if session_path.exists() else {"runs": {}}
@@ -444,14 +395,13 @@ def table(_args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("setup", help="build GradBench's CLI and tools, install the evals' deps")
     r = sub.add_parser("run", help="run a session")
     r.add_argument("--quick", action="store_true", help="smallest workloads, one run each")
     r.add_argument("--evals", nargs="+", default=EVALS, choices=EVALS)
     r.add_argument("--tools", nargs="+", default=TOOLS, choices=TOOLS)
     sub.add_parser("table", help="write the README table from the session's logs")
     args = ap.parse_args()
-    {"setup": setup, "run": run, "table": table}[args.command](args)
+    {"run": run, "table": table}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 //! What the peer-comparison benches share: the thread count they run with (so that a
-//! bench id names it) and the peak memory of the process, written where
-//! `cargo xtask bench --peers` reads it.
+//! bench id names it), the peak memory of the process, and the JSON lines written where
+//! `cargo xtask bench --peers` reads them.
 
 use std::io::Write as _;
 
@@ -29,13 +29,19 @@ pub fn status_kib(field: &str) -> Option<u64> {
 /// resident size before the workload's data were built.
 pub fn report_memory(workload: &str, variant: &str, base_kib: u64) {
     let peak = status_kib("VmHWM:").unwrap_or(0);
-    let line = format!(
+    append_line(&format!(
         "{{\"kind\":\"memory\",\"workload\":\"{workload}\",\"variant\":\"{variant}\",\
          \"peer\":\"shade\",\"threads\":{},\"peak_rss_mib\":{:.1},\"base_rss_mib\":{:.1}}}",
         threads(),
         peak as f64 / 1024.0,
         base_kib as f64 / 1024.0
-    );
+    ));
+}
+
+/// Prints one JSON line (the schema of `benches/peers/README.md`) on stderr and appends
+/// it to the file named by `SHADE_PEERS_OUT`, where `cargo xtask bench --peers` reads
+/// shade's lines.
+pub fn append_line(line: &str) {
     eprintln!("{line}");
     if let Some(path) = std::env::var_os("SHADE_PEERS_OUT") {
         let file = std::fs::OpenOptions::new()

@@ -11,7 +11,8 @@ const USAGE: &str = "usage: shade-gradbench [--engine tape|macro]\n\n\
     Reads GradBench messages on stdin, one JSON object per line, and answers each on stdout.\n\
     --engine tape    shade's run-time scalar layer (the default; all twelve evals)\n\
     --engine macro   the compile-time engine (#[autodiff_reverse] / #[autodiff_forward]);\n\
-    \x20                declines the evals it cannot compute at `define`, with the reason\n";
+    \x20                what it cannot compute (kmeans `dir`, ht, particle, saddle) runs on\n\
+    \x20                the tape, as the `start` response's config says\n";
 
 fn main() -> ExitCode {
     let mut engine = Engine::Tape;

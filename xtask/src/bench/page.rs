@@ -149,8 +149,8 @@ pub(super) fn render(p: &Page<'_>) -> String {
         "- Statistics: median (min–max). shade: criterion's samples (each the mean of its \
          iterations; 1 s warm-up, 2 s measurement, at least 10 samples); peers: single timed \
          runs after warm-up runs (at least 10 runs and 2 s; the synthetic GCNs 3 runs at 100k \
-         nodes and 2 at 1M, the large GMM 2). `shade ÷ best \
-         peer` divides medians: below 1, shade is faster.\n\
+         nodes and 2 at 1M, the large GMM 2, shade's too). `shade ÷ best peer` divides \
+         medians: below 1, shade is faster.\n\
          - Floors: multiply-adds and the bytes that must move, counted from the workload; the \
          memory floor is those bytes at this machine's copy bandwidth{}.\n",
         copy_bandwidth(p.estimates).map_or(String::new(), |b| format!(

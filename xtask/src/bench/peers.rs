@@ -8,7 +8,8 @@
 //!    and right after it each peer script (`peer_<name>.py --workload W --threads T`),
 //!    every process pinned with `taskset -c 0..T-1`. Criterion's results go to
 //!    `target/peers/criterion` (cleared first, so nothing stale is read); the peers'
-//!    JSON lines and shade's peak-memory lines to `target/peers/results.jsonl`; logs to
+//!    JSON lines and shade's own lines (peak memory; the large GMM's timings, which a
+//!    bench outside criterion writes) to `target/peers/results.jsonl`; logs to
 //!    `target/peers/logs/`.
 //! 3. The page: machine facts, method, a summary, one section per workload (its floor,
 //!    medians with min–max, the ratio to the best peer, memory, bandwidth), the
@@ -301,6 +302,9 @@ impl Run {
             .env("RAYON_NUM_THREADS", threads.to_string())
             .env("CRITERION_HOME", self.out.join("criterion"))
             .env("SHADE_PEERS_OUT", &self.results);
+        if self.quick {
+            cmd.env("SHADE_PEERS_QUICK", "1");
+        }
         let log = self.logs.join(format!("shade-{label}-t{threads}"));
         run_logged(
             cmd,
@@ -522,8 +526,10 @@ pub(crate) fn run(quick: bool) -> Result<(), String> {
         (&a.group, &a.parameter, &a.function).cmp(&(&b.group, &b.parameter, &b.function))
     });
     res.add_estimates(&estimates);
+    // shade's own lines: peak memory (synth_gcn) and the timings of the benches that do
+    // not go through criterion (gmm_large).
     for line in fs::read_to_string(&run.results).unwrap_or_default().lines() {
-        if line.contains("\"kind\":\"memory\"") {
+        if line.contains("\"kind\":\"memory\"") || line.contains("\"peer\":\"shade") {
             res.add_line(line);
         }
     }
@@ -573,6 +579,7 @@ mod tests {
             r#"{"kind": "result", "workload": "spmm", "peer": "scipy", "threads": 1, "variant": "forward", "status": "not measured", "reason": "ModuleNotFoundError: scipy"}"#,
         );
         r.add_line(r#"{"kind":"memory","workload":"synth_gcn_1m","variant":"step","peer":"shade","threads":2,"peak_rss_mib":900.5,"base_rss_mib":4.0}"#);
+        r.add_line(r#"{"kind":"result","workload":"gmm_d64_k200_n10000","peer":"shade-compiled","threads":1,"variant":"gradient","status":"ok","runs":2,"min_s":9.5,"median_s":10.0,"max_s":10.0}"#);
         r.add_line("not json");
         assert_eq!(
             r.cell("spmm", "forward", "torch", 1),
@@ -591,6 +598,10 @@ mod tests {
             900.5
         );
         assert_eq!(r.versions["torch"], "torch 2");
+        assert_eq!(
+            cell_text(r.cell("gmm_d64_k200_n10000", "gradient", "shade-compiled", 1)),
+            "10.000 s (9.500 s–10.000 s)"
+        );
     }
 
     #[test]

@@ -253,9 +253,9 @@ pub(super) const WORKLOADS: &[Workload] = &[
         id: "gmm_d64_k200_n10000",
         title: "GMM objective and gradient, d = 64, k = 200, n = 10⁴",
         about: "As above at ADBench's large size (the peers hold n × k × d intermediates of \
-                1 GB each). shade: the compile-time engine only; criterion's ten samples \
-                of one call each.",
-        bench: "gmm",
+                1 GB each). shade: the compile-time engine only (bench `gmm_large`), timed \
+                as the peers time this workload: one warm-up call, then two timed calls.",
+        bench: "gmm_large",
         variants: &["objective", "gradient"],
         peers: &["jax", "torch"],
         floors: &[
