@@ -337,6 +337,47 @@ def table(_args):
         facts = logs.get((ev, "shade-macro"), ({}, {}))[1]
         if facts.get("on_tape", {}).get(ev):
             macro_tape[ev] = facts["on_tape"][ev]
+    # The session's noise: functions that run the same code under both engines.
+    spread = []
+    for ev in EVALS:
+        a, b = logs.get((ev, "shade-tape")), logs.get((ev, "shade-macro"))
+        if not a or not b:
+            continue
+        on_tape = b[1].get("on_tape", {}).get(ev, "")
+        same = (NESTED if ev not in PAIRS else list(PAIRS[ev])) if ev in ("ht", "particle", "saddle") \
+            else ([PAIRS[ev][1]] if on_tape and ev in PAIRS else [])
+        for key, row in a[0].items():
+            for f in same:
+                x, y = row.get(f, {}).get("min"), b[0].get(key, {}).get(f, {}).get("min")
+                if x and y:
+                    spread.append((max(x, y) / min(x, y), f"{ev} {key} {f}"))
+    if spread:
+        worst = max(spread)
+        spread.sort()
+        lines += [f"The same code measured twice (the functions that run on the tape under both "
+                  f"engines: {len(spread)} evaluations) differs by a factor of "
+                  f"{spread[len(spread) // 2][0]:.2f} at the median and {worst[0]:.2f} at worst "
+                  f"({worst[1]}): differences of that size between tools can be noise.", ""]
+    # Summary: the median ratio over the workloads each tool ran.
+    lines += ["### Summary: derivative ÷ primal, median over the workloads each tool ran", "",
+              "Ratio of the minimum run times per workload (the derivative's minimum over "
+              "the primal's), then the median over the workloads; in brackets how many. "
+              "The tables after this one have every workload.", "",
+              "| eval | " + " | ".join(TOOLS) + " |", "|---|" + "---|" * len(TOOLS)]
+    for ev, (prim, der) in PAIRS.items():
+        cells = []
+        for tool in TOOLS:
+            rows = logs.get((ev, tool), ({}, {}))[0]
+            ratios = sorted(r[der]["min"] / r[prim]["min"] for r in rows.values()
+                            if "min" in r.get(prim, {}) and "min" in r.get(der, {}))
+            if not ratios:
+                cells.append("–" if (ev, tool) not in logs else "no timing")
+                continue
+            mid = len(ratios) // 2
+            median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+            cells.append(f"{median:.2f} ({len(ratios)})")
+        lines.append(f"| {ev} | " + " | ".join(cells) + " |")
+    lines.append("")
     # Ratios.
     lines += ["### Derivative ÷ primal (ratio of the minimum run times; in brackets the derivative's minimum)", ""]
     for ev in EVALS:
