@@ -257,9 +257,9 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
             f.bytes / 1e6
         );
     }
-    for pe in w.peers {
-        if let Some(note) = p.res.notes.get(&(w.id.to_string(), pe.to_string())) {
-            let _ = writeln!(s, "- {pe}: {note}.");
+    for who in w.shade.iter().chain(w.peers) {
+        if let Some(note) = p.res.notes.get(&(w.id.to_string(), who.to_string())) {
+            let _ = writeln!(s, "- {who}: {note}.");
         }
     }
     s.push('\n');

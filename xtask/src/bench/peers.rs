@@ -102,7 +102,7 @@ impl Results {
         if let Some(v) = text("version").filter(|v| !v.is_empty()) {
             self.versions.insert(who.clone(), v);
         }
-        if let Some(n) = text("note") {
+        if let Some(n) = text("note").filter(|n| !n.is_empty()) {
             self.notes.insert((w.clone(), who.clone()), n);
         }
         let cell = match (

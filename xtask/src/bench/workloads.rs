@@ -241,13 +241,20 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
-        profile: "tape, objective: 85 % in the point × component loop (the triangular \
-                  products have rows of 1 to 10 terms, too short for the 4-lane dot), 8 % \
-                  `exp`; JAX batches all points of a component into one matrix product. \
-                  Tape, gradient: 42 % recording the fused triangular-form records, 42 % \
-                  the reverse sweep. What would close it: one triangular matrix product \
-                  per component over all points (a batched layout) for the objective; for \
-                  the gradient, the compile-time engine (`shade-compiled`: no recording).",
+        profile: "`shade` (tape), gradient: 780 k records per call (66 MB of tape); \
+                  recording the `Real::dot` of each row of `Q (x − μ)` 45 %, the reverse \
+                  sweep 30 %, the objective's own records (the centred points) 15 % \
+                  (`perf record` of `examples/gmm_ratio`, which also times recording and \
+                  sweep apart: 29 ms and 10 ms). `shade-compiled`: gradient ÷ objective \
+                  3.4 by CPU time (`perf stat -e task-clock` of `examples/gmm_profile`: \
+                  1.0 ms and 3.4 ms per call), 92 % of it in the generated derivative (the \
+                  per-point forward and reverse sweeps, inlined into one function) and 4 % \
+                  in `exp`. The objective itself is where JAX leads (2×): it batches the \
+                  points of a component into one matrix product, where shade runs the \
+                  triangular rows of 1 to 10 terms point by point. What would close it: \
+                  the compile-time form with the points of a component batched (SIMD \
+                  across points) for objective and gradient; for the tape, one fused \
+                  record per triangular quadratic form instead of a `dot` per row.",
     },
     Workload {
         id: "gmm_d64_k200_n10000",
@@ -287,8 +294,11 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
-        profile: "as for the small size (the objective's time is the point × \
-                  component loop).",
+        profile: "`shade-compiled`: 2.6 s for the objective and 8.5 s for the gradient \
+                  of CPU time (`perf stat -e task-clock` of `examples/gmm_profile \
+                  gmm-large`, ratio 3.3), spent as at the small size; the derivative's \
+                  workspace is about 20 MB (one point's intermediates at a time). Where the page's \
+                  wall times are above those, the process waited for a shared CPU.",
     },
 ];
 
