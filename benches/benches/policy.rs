@@ -30,7 +30,7 @@ fn policy(c: &mut Criterion) {
     let (src, dst) = bernoulli_edges(N, P, 1);
     let graph = Graph::try_new(N, src, dst).expect("valid edges");
     let ctx = GraphCtx::<f32>::new(&graph);
-    ctx.gcn_adjacency(false, true);
+    ctx.normalized_adjacency(shade_graph::GcnNorm::default());
     let x = Array2::from_shape_vec((N, FEATURES), dense_f32(N, FEATURES, 2)).expect("shape");
     let x = Features::dense(x);
     let model = Chain::<f32>::new()

@@ -65,7 +65,7 @@ fn step(c: &mut Criterion, workload: &str, nodes: usize, edges: usize) {
             base = Some(status_kib("VmRSS:").unwrap_or(0));
             let p: &'static Problem = Box::leak(Box::new(problem(nodes, edges)));
             let ctx: &'static GraphCtx<f32> = Box::leak(Box::new(GraphCtx::new(&p.graph)));
-            ctx.gcn_adjacency(false, true);
+            ctx.normalized_adjacency(shade_graph::GcnNorm::default());
             let target: &'static NodeTargets =
                 Box::leak(Box::new(NodeTargets::new(&p.labels, &p.nodes)));
             let model = Chain::<f32>::new()
