@@ -2,7 +2,7 @@
 //! the same run (`baseline`): Rosenbrock at n = 10 … 10⁶, a 10-element function
 //! (the prepared-gradient overhead), GradBench's GMM (d=10, k=25, n=1000) and LSTM
 //! (l=4, c=4096). The large GMM (d=64, k=200, n=10⁴) takes seconds per call: its ratio
-//! and memory come from `cargo run --release -p shade-benches --example gmm_large`.
+//! and memory come from `cargo bench -p shade-benches --bench gmm_large`.
 //! On a busy machine, `examples/gmm_profile.rs` under `perf stat -e task-clock` gives
 //! the same ratios from the process's own CPU time.
 

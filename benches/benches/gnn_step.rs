@@ -1,18 +1,17 @@
 //! One GCN training step on real Cora through shade-gnn's public API (forward +
-//! backward + Adam), 2 threads, f32: the two-layer GCN of Kipf & Welling (1433 → 16 →
+//! backward + Adam), f32, on rayon's global pool (`RAYON_NUM_THREADS`, else one thread
+//! per CPU; the bench parameter `t<n>` says how many): the two-layer GCN of Kipf & Welling (1433 → 16 →
 //! 7, dropout 0.5, weight decay 5e-4 on the first layer), cross-entropy over the 140
 //! training nodes, sparse input features (98.7% zeros) through the sparse × dense
-//! kernel, cached normalised adjacency. `baseline` is the forward pass alone
-//! (evaluation mode), so the ratio says what backward + Adam cost on top.
+//! kernel, cached normalised adjacency. Bench ids `peers/cora_gcn/step/t<n>` and
+//! `peers/cora_gcn/infer/t<n>` (the forward pass alone, evaluation mode): the
+//! workloads that `cargo xtask bench --peers` compares with PyTorch Geometric and JAX.
 //!
 //! Work per step: `X·W₁` 49 216 nonzeros × 16 = 0.79 M multiply-adds forward and the
 //! same for `Xᵀ·G` backward; `Â·H` 13 264 nonzeros × (16 + 7) forward and backward;
 //! about 2 M multiply-adds in all, a few hundred microseconds of memory traffic.
 //!
-//! Peers measured on this machine (2 threads): PyTorch Geometric 5.3 ms (cached
-//! normalisation), JAX (jit) 2.8 ms.
-//!
-//! Group `gat_step`: the same step for the two-layer GAT of Veličković et al. (8 heads
+//! Group `peers/cora_gat`: the same step for the two-layer GAT of Veličković et al. (8 heads
 //! × 8 hidden → 7 classes, one averaged head; dropout 0.6 on the hidden units and the
 //! attention coefficients; input dropout, which the training loop applies, is left
 //! out as in the GCN step), against its forward pass. Per step: `X·W₁` 49 216 nonzeros
@@ -20,7 +19,7 @@
 //! (10 556 plus one self-loop per node) × 8 heads × 8 channels ≈ 0.85 M multiply-adds
 //! per pass.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use shade_gnn::loss::{NodeTargets, cross_entropy};
 use shade_gnn::models::{Model, NodeConfig};
 use shade_gnn::train::{Data, TrainState, single_train_step};
@@ -29,12 +28,9 @@ use shade_graph::{NpzOptions, read_npz};
 use shade_interface::AutoShade;
 use std::hint::black_box;
 
-/// The training step of `model` (standard hyperparameters) on Cora as bench `name` in
-/// `group`, next to its forward pass as `baseline`.
-fn cora_step(c: &mut Criterion, group: &str, model: Model, name: &str) {
-    let _ = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build_global();
+/// The training step of `model` (standard hyperparameters) on Cora as variant `step`
+/// of workload `workload`, next to its forward pass as variant `infer`.
+fn cora_step(c: &mut Criterion, workload: &str, model: Model) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/cora.npz");
     let ds = read_npz(path, NpzOptions::undirected()).expect("../shared/data/cora.npz");
     let split = ds.split(20, 500, 1000, 0).expect("split");
@@ -52,26 +48,27 @@ fn cora_step(c: &mut Criterion, group: &str, model: Model, name: &str) {
         inputs: Inputs::new(&ctx, &x),
         target: &target,
     };
-    let mut group = c.benchmark_group(group);
-    group.bench_function(name, |b| {
+    let threads = shade_benches::measure::threads_label();
+    let mut group = c.benchmark_group(format!("peers/{workload}"));
+    group.bench_with_input(BenchmarkId::new("step", &threads), &(), |b, ()| {
         b.iter(|| {
             let l = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)
                 .expect("step");
             black_box(l);
         })
     });
-    group.bench_function("baseline", |b| {
+    group.bench_with_input(BenchmarkId::new("infer", &threads), &(), |b, ()| {
         b.iter(|| black_box(ts.predict(&model, &data.inputs).expect("forward")))
     });
     group.finish();
 }
 
 fn gnn_step(c: &mut Criterion) {
-    cora_step(c, "gnn_step", Model::Gcn, "gcn");
+    cora_step(c, "cora_gcn", Model::Gcn);
 }
 
 fn gat_step(c: &mut Criterion) {
-    cora_step(c, "gat_step", Model::Gat, "gat");
+    cora_step(c, "cora_gat", Model::Gat);
 }
 
 criterion_group!(benches, gnn_step, gat_step);

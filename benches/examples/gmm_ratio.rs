@@ -1,26 +1,23 @@
-//! Same-run GMM ratio: alternate objective and gradient calls, take minima.
-use shade_autodiff::Const;
-use shade_autodiff::scalar::{Tape, shade_fn};
+//! Same-run GMM ratio of the tape (GradBench's GMM, d=10, k=25, n=1000): alternate
+//! objective and gradient calls, take minima; then recording and sweep apart.
+//! `cargo run --release -p shade-benches --example gmm_ratio [reps]`
+use shade_autodiff::scalar::Tape;
+use shade_benches::gradbench::Lcg;
+use shade_benches::gradbench::gmm::{GmmProblem, gmm_gradient_tape, gmm_objective_tape};
 use std::hint::black_box;
 use std::time::Instant;
-
-#[path = "../benches/gmm/objective.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod objective;
-use objective::{GmmData, gmm_objective, gmm_problem};
-
-shade_fn!(Gmm = gmm_objective(&[S], &GmmData));
 
 fn main() {
     let reps: usize = std::env::args()
         .nth(1)
         .map(|s| s.parse().unwrap())
         .unwrap_or(200);
-    let (params, data) = gmm_problem(10, 25, 1000, 1);
+    let mut r = Lcg::new(1);
+    let data = GmmProblem::random(10, 25, 1000, &mut || r.next_f64());
+    let params = data.params();
     let mut tape = Tape::new();
     let mut g = vec![0.0; params.len()];
-    tape.gradient_into(&Gmm, &params, (Const(&data),), &mut g)
-        .unwrap();
+    gmm_gradient_tape(&mut tape, &params, &data, &mut g).unwrap();
     println!(
         "records {} footprint {} MB",
         tape.len(),
@@ -29,10 +26,9 @@ fn main() {
     let (mut to, mut tg) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..reps {
         let t0 = Instant::now();
-        black_box(gmm_objective(black_box(&params[..]), black_box(&data)));
+        black_box(gmm_objective_tape(black_box(&params[..]), black_box(&data)));
         let t1 = Instant::now();
-        tape.gradient_into(&Gmm, black_box(&params), (Const(&data),), &mut g)
-            .unwrap();
+        gmm_gradient_tape(&mut tape, black_box(&params), &data, &mut g).unwrap();
         black_box(&g);
         let t2 = Instant::now();
         to = to.min((t1 - t0).as_secs_f64());
@@ -51,7 +47,7 @@ fn main() {
         let y = {
             let t = tape.trace();
             let xs: Vec<_> = params.iter().map(|&v| t.var(v)).collect();
-            gmm_objective(black_box(&xs[..]), black_box(&data))
+            gmm_objective_tape(black_box(&xs[..]), black_box(&data))
                 .id()
                 .unwrap()
         };

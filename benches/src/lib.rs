@@ -1,9 +1,13 @@
 //! Shared helpers for shade's criterion benches: problem generators and work counts.
 //!
 //! The benches themselves live in `benches/benches/`; `cargo xtask bench` runs them
-//! and writes `docs/benchmarks.md` from criterion's estimates.
+//! and writes `docs/benchmarks.md` from criterion's estimates. [`peer_data`] generates
+//! the data that the peer scripts in `benches/peers/` generate identically, and
+//! [`gradbench`] is the GradBench tool behind the `shade-gradbench` binary.
 
 pub mod gradbench;
+pub mod measure;
+pub mod peer_data;
 pub mod rosenbrock;
 
 use ndarray::Array2;
@@ -17,29 +21,6 @@ fn below(rng: &mut StdRng, n: usize) -> usize {
 
 fn unit(rng: &mut StdRng) -> f32 {
     ((rng.next_u64() >> 40) as f32 / (1u32 << 24) as f32) * 2.0 - 1.0
-}
-
-/// A `rows × cols` CSR matrix with about `nnz` nonzeros at uniformly random columns
-/// (sorted, distinct within a row) and values in `[-1, 1)`, from a fixed seed.
-pub fn random_csr(rows: usize, cols: usize, nnz: usize, seed: u64) -> SparseMatrix<f32> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut indptr = Vec::with_capacity(rows + 1);
-    let mut indices = Vec::with_capacity(nnz);
-    let mut data = Vec::with_capacity(nnz);
-    indptr.push(0);
-    let mut row = Vec::new();
-    for r in 0..rows {
-        let want = nnz * (r + 1) / rows - nnz * r / rows;
-        row.clear();
-        row.extend((0..want).map(|_| below(&mut rng, cols)));
-        row.sort_unstable();
-        row.dedup();
-        indices.extend_from_slice(&row);
-        data.extend(row.iter().map(|_| unit(&mut rng)));
-        indptr.push(indices.len());
-    }
-    SparseMatrix::try_from_csr((rows, cols), indptr, indices, data)
-        .expect("valid CSR by construction")
 }
 
 /// A dense `rows × cols` matrix with entries in `[-1, 1)`, from a fixed seed.

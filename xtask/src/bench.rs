@@ -1,5 +1,6 @@
 //! `cargo xtask bench`: run the criterion benches, then turn criterion's estimates into
-//! the table in `docs/benchmarks.md`.
+//! the table in `docs/benchmarks.md`; with `--peers`, also run the peer scripts and
+//! write the comparison page instead ([`peers`]).
 //!
 //! Bench ids follow `group/function/parameter`. Within a group, a function named
 //! `baseline` (or whose name starts with `peer-` or `floor-`) is the reference that
@@ -11,16 +12,45 @@ use std::path::Path;
 
 use crate::{cargo, root};
 
-/// One measured bench: its id and criterion's mean estimate in nanoseconds.
-struct Estimate {
-    group: String,
-    function: String,
-    parameter: String,
-    mean_ns: f64,
-    throughput: Option<String>,
+mod json;
+mod page;
+mod peers;
+mod workloads;
+
+/// One measured bench: its id, criterion's mean estimate and the spread of its samples
+/// (per-iteration times of each sample), in nanoseconds.
+pub(crate) struct Estimate {
+    pub(crate) group: String,
+    pub(crate) function: String,
+    pub(crate) parameter: String,
+    pub(crate) mean_ns: f64,
+    pub(crate) throughput: Option<String>,
+    /// Bytes per iteration, when the bench declares a byte throughput.
+    pub(crate) bytes: Option<f64>,
+    /// Minimum, median and maximum of the samples' per-iteration times.
+    pub(crate) spread: Option<[f64; 3]>,
 }
 
-pub(crate) fn run(filter: Option<&str>) -> Result<(), String> {
+/// `cargo xtask bench [--peers [--quick]] [FILTER]`.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let (mut peers, mut quick, mut filter) = (false, false, None);
+    for a in args {
+        match a.as_str() {
+            "--peers" => peers = true,
+            "--quick" => quick = true,
+            f if !f.starts_with('-') && filter.is_none() => filter = Some(f),
+            other => return Err(format!("unknown option `{other}` for `bench`")),
+        }
+    }
+    if peers {
+        if filter.is_some() {
+            return Err("`bench --peers` runs every workload; it takes no filter".into());
+        }
+        return peers::run(quick);
+    }
+    if quick {
+        return Err("`--quick` goes with `--peers`".into());
+    }
     let mut args = vec!["bench", "-p", "shade-benches"];
     if let Some(f) = filter {
         args.extend(["--", f]);
@@ -45,7 +75,7 @@ pub(crate) fn run(filter: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-fn collect(base: &Path, dir: &Path, out: &mut Vec<Estimate>) -> Result<(), String> {
+pub(crate) fn collect(base: &Path, dir: &Path, out: &mut Vec<Estimate>) -> Result<(), String> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(());
     };
@@ -64,12 +94,17 @@ fn collect(base: &Path, dir: &Path, out: &mut Vec<Estimate>) -> Result<(), Strin
                 continue;
             };
             let field = |key: &str| string_field(&meta, key).unwrap_or_default();
+            let spread = fs::read_to_string(new.join("sample.json"))
+                .ok()
+                .and_then(|s| spread(&s));
             out.push(Estimate {
                 group: field("group_id"),
                 function: field("function_id"),
                 parameter: field("value_str"),
                 mean_ns,
                 throughput: throughput(&meta, mean_ns),
+                bytes: throughput_bytes(&meta),
+                spread,
             });
         } else if path != base.join("report") {
             collect(base, &path, out)?;
@@ -94,10 +129,30 @@ fn string_field(json: &str, key: &str) -> Option<String> {
     Some(rest[..rest.find('"')?].to_string())
 }
 
+/// Min, median and max per-iteration time of criterion's samples (`sample.json`).
+fn spread(sample: &str) -> Option<[f64; 3]> {
+    let iters = json::number_array(sample, "iters")?;
+    let times = json::number_array(sample, "times")?;
+    let mut per: Vec<f64> = iters
+        .iter()
+        .zip(&times)
+        .filter(|(i, _)| **i > 0.0)
+        .map(|(i, t)| t / i)
+        .collect();
+    if per.is_empty() {
+        return None;
+    }
+    per.sort_by(f64::total_cmp);
+    Some([per[0], per[per.len() / 2], per[per.len() - 1]])
+}
+
+fn throughput_bytes(meta: &str) -> Option<f64> {
+    number_after(meta, "\"throughput\"", "\"Bytes\":")
+        .or_else(|| number_after(meta, "\"throughput\"", "\"BytesDecimal\":"))
+}
+
 fn throughput(meta: &str, mean_ns: f64) -> Option<String> {
-    let bytes = number_after(meta, "\"throughput\"", "\"Bytes\":")
-        .or_else(|| number_after(meta, "\"throughput\"", "\"BytesDecimal\":"));
-    if let Some(b) = bytes {
+    if let Some(b) = throughput_bytes(meta) {
         return Some(format!("{:.2} GB/s", b / mean_ns));
     }
     number_after(meta, "\"throughput\"", "\"Elements\":")
@@ -108,7 +163,7 @@ fn is_reference(function: &str) -> bool {
     function == "baseline" || function.starts_with("peer-") || function.starts_with("floor-")
 }
 
-fn human(ns: f64) -> String {
+pub(crate) fn human(ns: f64) -> String {
     match ns {
         n if n < 1e3 => format!("{n:.1} ns"),
         n if n < 1e6 => format!("{:.2} µs", n / 1e3),
@@ -122,8 +177,16 @@ fn render(estimates: &[Estimate]) -> String {
         "# Benchmarks\n\n\
          Generated by `cargo xtask bench` from criterion's estimates; do not edit by hand.\n\
          The ratio divides each entry by its group's reference (`baseline`, `peer-*` or\n\
-         `floor-*`) at the same parameter, measured in the same run.\n\n\
-         | group | function | parameter | mean | throughput | ratio to reference |\n\
+         `floor-*`) at the same parameter, measured in the same run.\n\n",
+    );
+    s.push_str(&ratio_table(estimates));
+    s
+}
+
+/// The criterion table: every estimate with its ratio to its group's reference.
+pub(crate) fn ratio_table(estimates: &[Estimate]) -> String {
+    let mut s = String::from(
+        "| group | function | parameter | mean | throughput | ratio to reference |\n\
          |---|---|---|---|---|---|\n",
     );
     for e in estimates {
@@ -177,6 +240,8 @@ mod tests {
             parameter: "10".into(),
             mean_ns,
             throughput: None,
+            bytes: None,
+            spread: None,
         };
         let table = render(&[e("baseline", 100.0), e("shade", 103.0)]);
         assert!(

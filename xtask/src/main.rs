@@ -3,7 +3,9 @@
 //! - `cargo xtask ci`: fmt, clippy, test, doc, deny, bench build, in that order,
 //!   stopping at the first failure with a summary.
 //! - `cargo xtask bench [FILTER]`: runs the criterion benches and writes
-//!   `docs/benchmarks.md` from their estimates.
+//!   `docs/benchmarks.md` from their estimates; `cargo xtask bench --peers` runs the
+//!   peer-comparison benches and the peer scripts (`benches/peers/`) at 1 and 2 threads
+//!   and writes the comparison page instead (not part of `ci`).
 //! - `cargo xtask fuzz [--cases N]`: runs the property tests with many more cases.
 //! - `cargo xtask compat`: regenerates `docs/errors.md`, `docs/compatibility.md` (the
 //!   compatibility matrix is computed by really running each cell), `docs/backends.md`
@@ -27,6 +29,9 @@ usage: cargo xtask <command>
 commands:
   ci                 fmt, clippy, test, doc, deny, bench build (stops at the first failure)
   bench [FILTER]     run the criterion benches and write docs/benchmarks.md
+  bench --peers      run shade and its peers (PyG, PyTorch, JAX, SciPy) at 1 and 2
+                     threads and write the comparison docs/benchmarks.md
+                     (`--quick`: short runs, for checking the pipeline)
   fuzz [--cases N]   run the property tests with N cases each (default 10000)
   compat             regenerate docs/errors.md, compatibility.md, backends.md, compiled.md
 ";
@@ -35,7 +40,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("bench") => bench::run(args.get(1).map(String::as_str)),
+        Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("compat") => compat(),
         Some("-h" | "--help" | "help") => {

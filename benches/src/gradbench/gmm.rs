@@ -6,14 +6,22 @@
 //! `ν = d + m + 1`, and `Q_k` lower triangular: `exp(q_k)` on the diagonal, `l_k` below
 //! it, column by column.
 //!
-//! Each data point's term is a function of its own carrying the attribute, so the
-//! reverse sweep keeps one point's intermediates at a time (memory `O(k d²)` beyond
-//! the primal's, at any `n`).
+//! Two forms of the same objective: [`gmm_objective`] for the compile-time engine (each
+//! data point's term is a function of its own carrying the attribute, so the reverse
+//! sweep keeps one point's intermediates at a time: memory `O(k d²)` beyond the
+//! primal's, at any `n`), and [`gmm_objective_tape`] for the tape, generic over
+//! [`Real`] with the parameters in one slice `[alpha, mu, q, l]`.
+//!
+//! GradBench's form differs from ADBench's in the sign of the prior's Frobenius term
+//! and in the parameter layout (`q` and `l` apart); the `gmm` bench and the peer
+//! scripts of `cargo xtask bench --peers` use this one.
 
 // Index loops are the form the compile-time engine differentiates.
 #![allow(clippy::needless_range_loop)]
 
 use shade_autodiff::autodiff_reverse;
+use shade_autodiff::scalar::{Real, Tape, shade_fn};
+use shade_autodiff::{AdResult, Const};
 
 /// One point's term `logsumexp_k(β_k)` with `β_k = base_k − ½ ‖Q_k (x − μ_k)‖²`;
 /// `qdiag` holds `exp(q_k)` and `lr` the strictly lower triangles row by row.
@@ -165,6 +173,82 @@ pub fn gmm_objective(
     slse - lse_alpha * (n as f64) - frob * (gamma * gamma * 0.5) + sum_q * f64::from(m) + constant
 }
 
+/// [`gmm_objective`] for any [`Real`]: the tape's form. `params` is `[alpha (k), mu
+/// (k·d), q (k·d), l (k·d(d−1)/2)]` (as [`GmmProblem::params`]); the sizes and the
+/// constants (`x`, `m`, `gamma`) are `p`'s, whose own parameters are not read.
+pub fn gmm_objective_tape<S: Real>(params: &[S], p: &GmmProblem) -> S {
+    let (k, d) = (p.k(), p.d());
+    let n = p.x.len() / d;
+    let ld = d * (d - 1) / 2;
+    let tri = d * (d + 1) / 2;
+    let (alpha, rest) = params.split_at(k);
+    let (mu, rest) = rest.split_at(k * d);
+    let (q, l) = rest.split_at(k * d);
+
+    // Per component: Q packed by rows (row r: its r strictly-lower entries, then the
+    // diagonal exp(q_r)), Σ q, and ‖Q‖_F².
+    let mut rows: Vec<S> = Vec::with_capacity(k * tri);
+    let mut sum_q = S::zero();
+    let mut frob = S::zero();
+    let mut base: Vec<S> = Vec::with_capacity(k);
+    for c in 0..k {
+        let (qc, lc) = (&q[c * d..(c + 1) * d], &l[c * ld..(c + 1) * ld]);
+        let sq = S::sum_of(qc);
+        for r in 0..d {
+            for j in 0..r {
+                // Column j of the strictly lower part holds rows j+1..d.
+                rows.push(lc[j * (2 * d - j - 1) / 2 + (r - j - 1)]);
+            }
+            let e = qc[r].exp();
+            frob += e * e;
+            rows.push(e);
+        }
+        frob += S::sum_sq(lc);
+        base.push(alpha[c] + sq);
+        sum_q += sq;
+    }
+
+    let mut centred: Vec<S> = vec![S::zero(); d];
+    let mut beta: Vec<S> = vec![S::zero(); k];
+    let mut slse = S::zero();
+    for i in 0..n {
+        let xi = &p.x[i * d..(i + 1) * d];
+        for c in 0..k {
+            // (mu - x) rather than (x - mu): the squared norm is the same.
+            for j in 0..d {
+                centred[j] = mu[c * d + j] - xi[j];
+            }
+            // ‖Q (μ - x)‖², one dot product per row of the packed factor.
+            let qc = &rows[c * tri..(c + 1) * tri];
+            let (mut sq, mut off) = (S::zero(), 0);
+            for r in 0..d {
+                let yr = S::dot(&qc[off..=off + r], &centred[..=r]);
+                sq += yr * yr;
+                off += r + 1;
+            }
+            beta[c] = base[c] - sq * 0.5;
+        }
+        slse += S::logsumexp(&beta);
+    }
+    let constant = gmm_constant(d, k, n, p.m, p.gamma);
+    slse - S::logsumexp(alpha) * n as f64 - frob * (p.gamma * p.gamma * 0.5)
+        + sum_q * f64::from(p.m)
+        + constant
+}
+
+shade_fn!(pub(crate) GmmTape = gmm_objective_tape(&[S], &GmmProblem));
+
+/// The tape's gradient of [`gmm_objective_tape`] at `params`, written into `g`, on a
+/// `tape` kept across calls (warm after the first: its storage is reused).
+pub fn gmm_gradient_tape(
+    tape: &mut Tape,
+    params: &[f64],
+    p: &GmmProblem,
+    g: &mut [f64],
+) -> AdResult<()> {
+    tape.gradient_into(&GmmTape, params, (Const(p),), g)
+}
+
 /// A GMM problem: parameters and data.
 #[derive(Clone, Debug)]
 pub struct GmmProblem {
@@ -200,6 +284,21 @@ impl GmmProblem {
             m: 0,
             gamma: 1.0,
         }
+    }
+
+    /// Components.
+    pub fn k(&self) -> usize {
+        self.alpha.len()
+    }
+
+    /// Dimension.
+    pub fn d(&self) -> usize {
+        self.mu.len() / self.alpha.len()
+    }
+
+    /// The parameters in one vector `[alpha, mu, q, l]` (the tape's layout).
+    pub fn params(&self) -> Vec<f64> {
+        join([&self.alpha, &self.mu, &self.q, &self.l])
     }
 
     /// The objective.
@@ -263,5 +362,103 @@ impl GmmGradient {
         for v in [&mut self.alpha, &mut self.mu, &mut self.q, &mut self.l] {
             v.iter_mut().for_each(|x| *x = 0.0);
         }
+    }
+
+    /// The four parts in one vector `[alpha, mu, q, l]`.
+    pub fn flat(&self) -> Vec<f64> {
+        join([&self.alpha, &self.mu, &self.q, &self.l])
+    }
+}
+
+fn join(parts: [&[f64]; 4]) -> Vec<f64> {
+    parts.concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::support::{Lcg, assert_close};
+    use super::*;
+
+    #[test]
+    fn the_two_forms_agree() {
+        for &(d, k, n, m) in &[(1usize, 2usize, 3usize, 0), (2, 3, 5, 2), (4, 5, 12, 1)] {
+            let mut r = Lcg::new(7);
+            let mut p = GmmProblem::random(d, k, n, &mut || r.next_f64());
+            p.m = m;
+            p.gamma = 0.7;
+            let mut g = GmmGradient::zeros(&p);
+            let y = p.gradient(&mut g);
+            assert_close("primal", &[y], &[p.objective()], 1e-14);
+            let params = p.params();
+            assert_close("value", &[y], &[gmm_objective_tape(&params, &p)], 1e-12);
+            let mut want = vec![0.0; params.len()];
+            gmm_gradient_tape(&mut Tape::new(), &params, &p, &mut want).unwrap();
+            assert_close(&format!("d={d} k={k} gradient"), &g.flat(), &want, 1e-10);
+        }
+    }
+
+    /// The log-posterior written naively (densities multiplied out, as the eval's own
+    /// reference does), for one point and one component in d = 2.
+    #[test]
+    fn objective_matches_the_density_formula() {
+        // alpha, mu (2), q (2), l (1)
+        let v: [f64; 6] = [0.1, 0.2, 0.4, 0.3, -0.5, 0.7];
+        let p = GmmProblem {
+            alpha: vec![v[0]],
+            mu: vec![v[1], v[2]],
+            q: vec![v[3], v[4]],
+            l: vec![v[5]],
+            x: vec![0.3, -0.2],
+            m: 0,
+            gamma: 1.0,
+        };
+        let q = [[v[3].exp(), 0.0], [v[5], v[4].exp()]];
+        let prec = |i: usize, j: usize| (0..2).map(|r| q[r][i] * q[r][j]).sum::<f64>();
+        let diff = [0.3 - v[1], -0.2 - v[2]];
+        let mut maha = 0.0;
+        for i in 0..2 {
+            for j in 0..2 {
+                maha += diff[i] * prec(i, j) * diff[j];
+            }
+        }
+        let det = prec(0, 0) * prec(1, 1) - prec(0, 1) * prec(1, 0);
+        let pi = std::f64::consts::PI;
+        let likelihood = (-0.5 * maha).exp() / ((2.0 * pi).powi(2) / det).sqrt();
+        // Wishart density of X = QᵀQ with V = I, p = 2, n = 3: tr(X) = ‖Q‖_F².
+        let frob: f64 = q.iter().flatten().map(|v| v * v).sum();
+        let lgamma_2 = 0.5 * pi.ln() + ln_gamma(1.5) + ln_gamma(1.0);
+        let prior = -frob / 2.0 - 3.0 * 2f64.ln() - lgamma_2;
+        let want = likelihood.ln() + prior;
+        for got in [p.objective(), gmm_objective_tape(&p.params(), &p)] {
+            assert!((got - want).abs() < 1e-10, "{got} vs {want}");
+        }
+    }
+
+    /// The value `benches/peers/common.py`'s self-test pins for its own numpy form of
+    /// the objective on the same generated problem: the peer scripts of `cargo xtask
+    /// bench --peers` see the same data and the same function.
+    #[test]
+    fn the_peers_problem_is_pinned() {
+        let mut r = Lcg::new(1);
+        let p = GmmProblem::random(3, 2, 5, &mut || r.next_f64());
+        assert_eq!(
+            (p.alpha[0], p.x[0]),
+            (0.00940744288372064, 0.9796215956506859)
+        );
+        let want = -29.890289758411686;
+        assert_close("objective", &[p.objective()], &[want], 1e-13);
+        assert_close(
+            "tape form",
+            &[gmm_objective_tape(&p.params(), &p)],
+            &[want],
+            1e-13,
+        );
+    }
+
+    #[test]
+    fn ln_gamma_matches_known_values() {
+        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-13);
+        assert!((ln_gamma(5.0) - 24f64.ln()).abs() < 1e-13);
+        assert!((ln_gamma(1.5) - (0.5 * std::f64::consts::PI.sqrt()).ln()).abs() < 1e-13);
     }
 }

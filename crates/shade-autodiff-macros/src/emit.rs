@@ -191,7 +191,7 @@ fn user_rev(sig: &Sig) -> ItemFn {
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
-        #[allow(clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments, clippy::unused_unit)]
         #vis fn #name(#(#params),*) #ret {
             #(#checks)*
             let __r = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* true));
@@ -290,7 +290,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
     syn::parse_quote! {
         #[doc = #doc]
         #[inline]
-        #[allow(clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments, clippy::unused_unit)]
         #vis fn #name(#(#params),*) #ret {
             #(#checks)*
             let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* ()));

@@ -1,42 +1,40 @@
-//! The GMM objective of the `gmm` bench (ADBench's, written once against `Real`): its
-//! reverse-mode gradient matches central differences on a small problem, and forward
-//! mode agrees with it.
+//! GradBench's GMM objective (the `gmm` bench's and the GradBench tool's, written once
+//! in `benches/src/gradbench/gmm.rs` against `Real`): the tape's reverse-mode gradient
+//! matches central differences on a small problem, and forward mode agrees with it.
+//! (The module's own tests, which compare it with the compile-time form, run here too.)
 
-#[path = "../../../../benches/benches/gmm/objective.rs"]
+#[path = "../../../../benches/src/gradbench/gmm.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod objective;
+mod gmm;
+#[path = "../../../../benches/src/gradbench/support.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod support;
 
-use objective::{GmmData, gmm_objective, gmm_problem};
-use shade_autodiff::scalar::{Tangent, autodiff, gradient, shade_fn};
+use gmm::{GmmProblem, GmmTape, gmm_objective_tape};
+use shade_autodiff::scalar::{Tangent, autodiff, gradient};
 use shade_autodiff::{Const, Duplicated, Forward};
-
-shade_fn!(Gmm = gmm_objective(&[S], &GmmData));
+use support::Lcg;
 
 #[test]
 fn gmm_gradient_matches_central_differences() {
-    let (params, data) = gmm_problem(3, 2, 5, 7);
-    assert_eq!(params.len(), 2 + 6 + 12);
-    let g = gradient(Gmm, &params, (Const(&data),)).unwrap();
-    let mut worst = 0.0f64;
-    for i in 0..params.len() {
-        let h = 1e-6;
-        let (mut p, mut m) = (params.clone(), params.clone());
-        p[i] += h;
-        m[i] -= h;
-        let fd = (gmm_objective(&p, &data) - gmm_objective(&m, &data)) / (2.0 * h);
-        worst = worst.max((g[i] - fd).abs() / (1.0 + fd.abs()));
-    }
-    assert!(worst < 1e-6, "worst relative difference {worst}");
+    let mut r = Lcg::new(7);
+    let mut data = GmmProblem::random(3, 2, 5, &mut || r.next_f64());
+    data.m = 2;
+    let params = data.params();
+    assert_eq!(params.len(), 2 + 6 + 6 + 6);
+    let g = gradient(GmmTape, &params, (Const(&data),)).unwrap();
+    let fd = support::central_gradient(|p| gmm_objective_tape(p, &data), &params, 1e-6);
+    support::assert_close("gradient", &g, &fd, 1e-6);
     // Forward mode along a direction = gradient · direction.
     let dir: Vec<f64> = (0..params.len()).map(|i| (i as f64 * 0.37).sin()).collect();
     let mut t = dir.clone();
     let d = autodiff(
         Forward,
-        Gmm,
+        GmmTape,
         Tangent,
         (Duplicated(&params[..], &mut t[..]), Const(&data)),
     )
     .unwrap();
     let want: f64 = g.iter().zip(&dir).map(|(a, b)| a * b).sum();
-    assert!((d - want).abs() < 1e-10 * (1.0 + want.abs()));
+    support::assert_close("tangent", &[d], &[want], 1e-10);
 }

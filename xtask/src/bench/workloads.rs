@@ -1,0 +1,306 @@
+//! The workloads of `cargo xtask bench --peers`: data, model, peers, floors. The same
+//! data, sizes and model on every side; the peer scripts in `benches/peers/` implement
+//! the workloads named here (a test checks that each named script mentions its ids).
+
+/// Multiply-adds and bytes that one run of a variant cannot avoid.
+pub(super) struct Floor {
+    pub(super) variant: &'static str,
+    pub(super) macs: f64,
+    pub(super) bytes: f64,
+}
+
+/// One workload: the same data, sizes and model on every side.
+pub(super) struct Workload {
+    pub(super) id: &'static str,
+    pub(super) title: &'static str,
+    pub(super) about: &'static str,
+    /// The criterion bench target holding `peers/<id>/...`.
+    pub(super) bench: &'static str,
+    pub(super) variants: &'static [&'static str],
+    pub(super) peers: &'static [&'static str],
+    pub(super) floors: &'static [Floor],
+    /// shade's implementations measured on this workload: `shade` (criterion function
+    /// `<variant>`) and, where the compile-time engine applies, `shade-compiled`
+    /// (criterion function `compiled-<variant>`).
+    pub(super) shade: &'static [&'static str],
+    /// `(implementation, variant, why)`: what shade does not run, and why.
+    pub(super) shade_missing: &'static [(&'static str, &'static str, &'static str)],
+    /// Whether peak resident memory is compared (one process per workload and side).
+    pub(super) memory: bool,
+    /// `(a, b)`: the ratio `a ÷ b` is shown for every implementation.
+    pub(super) pair: Option<(&'static str, &'static str)>,
+    /// Bytes one run moves (shown as GB/s and as a fraction of the copy bandwidth).
+    pub(super) bandwidth_bytes: Option<f64>,
+    /// Where shade's time goes, from `perf record` of the bench (empty: not profiled).
+    pub(super) profile: &'static str,
+}
+
+const M: f64 = 1e6;
+
+/// shade's one implementation of a workload (the tensor layer or the tape).
+const SHADE: &[&str] = &["shade"];
+
+/// Both engines: the run-time tape (`shade`) and the compile-time engine
+/// (`shade-compiled`).
+const BOTH_ENGINES: &[&str] = &["shade", "shade-compiled"];
+
+pub(super) const WORKLOADS: &[Workload] = &[
+    Workload {
+        id: "cora_gcn",
+        title: "Cora, 2-layer GCN: training step and inference",
+        about: "Real Cora (2,708 nodes, 10,556 edges, 1,433 features, 7 classes, 140 training \
+                nodes), GCN 1433 → 16 → 7 with relu and dropout 0.5 on the hidden layer, \
+                cross-entropy, Adam (lr 0.01, weight decay 5e-4 on the first layer), f32. \
+                shade: shade-gnn's `single_train_step` with sparse features; PyG: \
+                `GCNConv(cached=True)` with dense features; JAX: jit, `segment_sum`, optax \
+                Adam, dense features. `step` = forward + backward + Adam; `infer` = forward \
+                in evaluation mode.",
+        bench: "gnn_step",
+        variants: &["step", "infer"],
+        peers: &["pyg", "jax"],
+        floors: &[
+            Floor {
+                variant: "step",
+                macs: 3.0 * M,
+                bytes: 2.0 * M,
+            },
+            Floor {
+                variant: "infer",
+                macs: 1.4 * M,
+                bytes: 1.0 * M,
+            },
+        ],
+        shade: SHADE,
+        shade_missing: &[],
+        memory: false,
+        pair: Some(("step", "infer")),
+        bandwidth_bytes: None,
+        profile: "",
+    },
+    Workload {
+        id: "cora_gat",
+        title: "Cora, 2-layer GAT (8 heads × 8): training step and inference",
+        about: "Real Cora as above, GAT 1433 → 8 heads × 8 (elu, dropout 0.6 on features \
+                and attention) → 7 (one head, averaged), Adam (lr 0.005, weight decay 5e-4), \
+                f32. PyG: `GATConv(heads=8, dropout=0.6)`, dense features.",
+        bench: "gnn_step",
+        variants: &["step", "infer"],
+        peers: &["pyg"],
+        floors: &[
+            Floor {
+                variant: "step",
+                macs: 12.0 * M,
+                bytes: 5.0 * M,
+            },
+            Floor {
+                variant: "infer",
+                macs: 4.5 * M,
+                bytes: 2.0 * M,
+            },
+        ],
+        shade: SHADE,
+        shade_missing: &[],
+        memory: false,
+        pair: Some(("step", "infer")),
+        bandwidth_bytes: None,
+        profile: "",
+    },
+    Workload {
+        id: "policy",
+        title: "The founding policy model: one gradient",
+        about: "Random directed graph, n = 100, each ordered pair an edge with p = 0.2 (2,001 \
+                edges, identical on every side), 2 features per node; GCNConv 2 → 50, tanh, \
+                GCNConv 50 → 50, relu, Dense 50 → 100, sigmoid; loss = mean of the outputs; \
+                gradient with respect to every parameter, no optimiser; f32. PyTorch \
+                (`torch`): the same model with a dense 100 × 100 normalised adjacency.",
+        bench: "policy",
+        variants: &["gradient"],
+        peers: &["pyg", "torch", "jax"],
+        floors: &[Floor {
+            variant: "gradient",
+            macs: 2.7 * M,
+            bytes: 0.2 * M,
+        }],
+        shade: SHADE,
+        shade_missing: &[],
+        memory: false,
+        pair: None,
+        bandwidth_bytes: None,
+        profile: "1 thread: matrix products 36 % (matrixmultiply's sgemm kernel 22 %, \
+                  shade's `general_mat_mul` wrapper 10 %, packing 4 %), libm's scalar \
+                  `tanhf` / `expf` / `expm1f` 16 %, the two sparse products 11 %, explicit \
+                  transposes 4 %, the bias rule's backward 2 %. At 100 nodes each operation \
+                  lasts microseconds, so per-operation costs decide. What would close it: \
+                  products with transposed operands instead of transposes, bias and \
+                  activation fused into one rule, vectorised activations.",
+    },
+    Workload {
+        id: "synth_gcn_100k",
+        title: "Synthetic graph, 100k nodes / 1M edges: GCN 128 → 64 → 16 training step",
+        about: "Random edges (identical on every side), dense features 128 per node, labels \
+                in 16 classes, GCN 128 → 64 → 16 with relu, no dropout, cross-entropy over \
+                every node, Adam (lr 0.01), f32. `torch`: the adjacency as \
+                `torch.sparse_csr_tensor`. Peak resident memory is read from the process \
+                (`/proc/self/status` VmHWM), one process per side and size; `base` is the \
+                resident size before the data were built (for the peers: after importing \
+                the library, ~250-500 MB of it), so `peak − base` is what the workload \
+                itself needs.",
+        bench: "synth_gcn",
+        variants: &["step"],
+        peers: &["torch", "pyg", "jax"],
+        floors: &[Floor {
+            variant: "step",
+            macs: 2.0e3 * M,
+            bytes: 300.0 * M,
+        }],
+        shade: SHADE,
+        shade_missing: &[],
+        memory: true,
+        pair: None,
+        bandwidth_bytes: None,
+        profile: "1 thread: the sparse products `Â·H` and `Âᵀ·G` 37 %, the dense \
+                  products 24 % (sgemm kernel 14 %, packing 10 %: `X·W₁` with 128 inputs), \
+                  `memset` 6 % and page faults 4 % (gradient buffers zeroed and touched \
+                  again every step), the bias rule 3 %, `expf` 3 %. What would close it: \
+                  reusing the step's buffers without zeroing and fusing bias + relu; the \
+                  sparse products are at the memory floor already.",
+    },
+    Workload {
+        id: "synth_gcn_1m",
+        title: "Synthetic graph, 1M nodes / 10M edges: GCN 128 → 64 → 16 training step",
+        about: "As above, ten times larger.",
+        bench: "synth_gcn",
+        variants: &["step"],
+        peers: &["torch", "pyg", "jax"],
+        floors: &[Floor {
+            variant: "step",
+            macs: 2.0e4 * M,
+            bytes: 3.0e3 * M,
+        }],
+        shade: SHADE,
+        shade_missing: &[],
+        memory: true,
+        pair: None,
+        bandwidth_bytes: None,
+        profile: "as for 100k (same kernels, ten times the data).",
+    },
+    Workload {
+        id: "spmm",
+        title: "CSR × dense: 100k × 100k with 1M nonzeros times 100k × 64 (f32)",
+        about: "The same CSR matrix on every side (10 random columns per row, repeats \
+                merged: 999,951 nonzeros). shade: `SparseMatrix::mul_dense_into` (rayon \
+                row blocks); `torch`: `torch.mm(sparse_csr, dense)`; SciPy: `csr_matrix @ \
+                ndarray` (single-threaded). GB/s counts the bytes that must move: index (8 \
+                B) and value (4 B) per nonzero, one dense row (256 B) per nonzero, the \
+                output written (25.6 MB).",
+        bench: "spmm",
+        variants: &["forward"],
+        peers: &["torch", "scipy"],
+        floors: &[Floor {
+            variant: "forward",
+            macs: 64.0 * M,
+            bytes: 293.6 * M,
+        }],
+        shade: SHADE,
+        shade_missing: &[],
+        memory: false,
+        pair: None,
+        bandwidth_bytes: Some(293_599_412.0),
+        profile: "",
+    },
+    Workload {
+        id: "gmm_d10_k25_n1000",
+        title: "GMM objective and gradient, d = 10, k = 25, n = 1000",
+        about: "GradBench's Gaussian mixture log posterior with a Wishart prior (the `gmm` \
+                eval's corrected form of ADBench's objective), f64, the same data and \
+                parameters on every side (`GmmProblem::random` from `Lcg::new(1)`, \
+                reproduced in `common.py`, whose self-test pins the objective's value on a \
+                small problem). `shade`: the generic `Real` function at `f64` and its \
+                reverse-mode gradient on a warm `Tape`; `shade-compiled`: the plain `f64` \
+                function and the derivative `#[autodiff_reverse]` generates from it (both \
+                in `benches/src/gradbench/gmm.rs`, one thread whatever `T`); JAX: jit of \
+                the vectorised objective and of its `grad`; PyTorch: the vectorised \
+                objective and `backward`.",
+        bench: "gmm",
+        variants: &["objective", "gradient"],
+        peers: &["jax", "torch"],
+        floors: &[
+            Floor {
+                variant: "objective",
+                macs: 1.6 * M,
+                bytes: 0.1 * M,
+            },
+            Floor {
+                variant: "gradient",
+                macs: 4.9 * M,
+                bytes: 0.2 * M,
+            },
+        ],
+        shade: BOTH_ENGINES,
+        shade_missing: &[],
+        memory: false,
+        pair: Some(("gradient", "objective")),
+        bandwidth_bytes: None,
+        profile: "`shade` (tape), gradient: 780 k records per call (66 MB of tape); \
+                  recording the `Real::dot` of each row of `Q (x − μ)` 45 %, the reverse \
+                  sweep 30 %, the objective's own records (the centred points) 15 % \
+                  (`perf record` of `examples/gmm_ratio`, which also times recording and \
+                  sweep apart: 29 ms and 10 ms). `shade-compiled`: gradient ÷ objective \
+                  3.4 by CPU time (`perf stat -e task-clock` of `examples/gmm_profile`: \
+                  1.0 ms and 3.4 ms per call), 92 % of it in the generated derivative (the \
+                  per-point forward and reverse sweeps, inlined into one function) and 4 % \
+                  in `exp`. The objective itself is where JAX leads (2×): it batches the \
+                  points of a component into one matrix product, where shade runs the \
+                  triangular rows of 1 to 10 terms point by point. What would close it: \
+                  the compile-time form with the points of a component batched (SIMD \
+                  across points) for objective and gradient; for the tape, one fused \
+                  record per triangular quadratic form instead of a `dot` per row.",
+    },
+    Workload {
+        id: "gmm_d64_k200_n10000",
+        title: "GMM objective and gradient, d = 64, k = 200, n = 10⁴",
+        about: "As above at ADBench's large size (the peers hold n × k × d intermediates of \
+                1 GB each). shade: the compile-time engine only (bench `gmm_large`), timed \
+                as the peers time this workload: one warm-up call, then two timed calls.",
+        bench: "gmm_large",
+        variants: &["objective", "gradient"],
+        peers: &["jax", "torch"],
+        floors: &[
+            Floor {
+                variant: "objective",
+                macs: 4.3e3 * M,
+                bytes: 5.0 * M,
+            },
+            Floor {
+                variant: "gradient",
+                macs: 1.3e4 * M,
+                bytes: 10.0 * M,
+            },
+        ],
+        shade: BOTH_ENGINES,
+        shade_missing: &[
+            (
+                "shade",
+                "gradient",
+                "the run-time tape would record every product of Q (x − μ): about 20 GB \
+                 at this size; see `shade-compiled`",
+            ),
+            (
+                "shade",
+                "objective",
+                "not run: its gradient is not measured (see `shade-compiled`)",
+            ),
+        ],
+        memory: false,
+        pair: Some(("gradient", "objective")),
+        bandwidth_bytes: None,
+        profile: "`shade-compiled`: 2.6 s for the objective and 8.5 s for the gradient \
+                  of CPU time (`perf stat -e task-clock` of `examples/gmm_profile \
+                  gmm-large`, ratio 3.3), spent as at the small size; the derivative's \
+                  workspace is about 20 MB (one point's intermediates at a time). Where the page's \
+                  wall times are above those, the process waited for a shared CPU.",
+    },
+];
+
+/// Criterion benches with internal ratios (no peers), run once.
+pub(super) const INTERNAL_BENCHES: &[&str] = &["copy", "interface", "sparse_jacobian"];
