@@ -31,7 +31,6 @@ pub use shade_autodiff_macros::autodiff_forward;
 /// Compile-time reverse mode with `std::autodiff`'s surface (see [`shade_autodiff_macros`]).
 pub use shade_autodiff_macros::autodiff_reverse;
 
-
 // Public dependencies whose types appear in this crate's API, re-exported so that one
 // dependency is enough (versions: README.md, "Re-exported dependencies").
 /// The array crate of the tensor layer (`ArrayD`, `ArrayBase`): the version this
