@@ -24,6 +24,9 @@
 //! - [`save_safetensors`] / [`load_safetensors`]: parameters in the safetensors format
 //!   (PyTorch, candle and burn read it); [`save_model_safetensors`] /
 //!   [`load_model_safetensors`]: parameters and state as one PyTorch `state_dict`.
+//! - [`minibatch`]: mini-batch training over shade-graph's `NeighborLoader` (seed
+//!   batches of sampled subgraphs, loss on the seeds) and `DataLoader` (lists of
+//!   graphs), prepared on the loaders' worker threads.
 //! - [`models`]: the two-layer GCN / GAT / SAGE / GIN node classifiers and the
 //!   full-batch training protocol with validation-based model selection.
 //! - [`report`]: progress line and SVG training curve.
@@ -115,6 +118,7 @@ mod layer;
 pub mod layers;
 pub mod loss;
 pub mod message;
+pub mod minibatch;
 pub mod models;
 mod ops;
 pub mod optim;

@@ -275,6 +275,27 @@ impl TrainBackend for AutoFiniteDiff {
     }
 }
 
+/// The loss in training mode and its gradient with respect to every parameter
+/// (written into `ts.grads`, overwriting it), computed by `backend`; the model state
+/// moves on as in one forward pass. This is [`single_train_step`] without the
+/// optimiser update (a data-parallel step averages the gradients in between).
+pub fn loss_and_gradient<T, B, L, D, F>(
+    backend: &B,
+    model: &L,
+    loss: &F,
+    data: &Data<'_, T, D>,
+    ts: &mut TrainState<T>,
+) -> GnnResult<T>
+where
+    T: Float,
+    B: TrainBackend,
+    L: Layer<T> + ?Sized,
+    D: ?Sized,
+    F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
+{
+    backend.loss_and_gradient(model, loss, data, ts)
+}
+
 /// One training step: loss and gradient with `backend` (training mode), then one
 /// optimiser update. Returns the loss before the update.
 ///
@@ -296,7 +317,7 @@ where
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
 {
     data.inputs.validate()?;
-    let v = backend.loss_and_gradient(model, &loss, data, ts)?;
+    let v = loss_and_gradient(backend, model, &loss, data, ts)?;
     if !v.is_finite() {
         return Err(GnnError::NonFinite {
             what: "loss".into(),

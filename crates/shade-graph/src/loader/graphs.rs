@@ -148,10 +148,22 @@ impl DataLoader {
 
     /// The batches of `epoch`, prepared on a worker thread.
     pub fn epoch(&self, epoch: u64) -> Batches<GraphBatch> {
+        self.epoch_map(epoch, |b| b)
+    }
+
+    /// The batches of `epoch`, each passed through `prepare` on the worker thread too.
+    /// A rank's slice at the end of an epoch may be empty (see the [module
+    /// documentation](crate::loader)): its batch is then a graph without nodes.
+    pub fn epoch_map<R, F>(&self, epoch: u64, mut prepare: F) -> Batches<R>
+    where
+        R: Send + 'static,
+        F: FnMut(GraphBatch) -> R + Send + 'static,
+    {
         let me = self.clone();
         let perm = self.order.permutation(self.graphs.len(), epoch);
         Batches::spawn(self.len(), self.order.prefetch, move |index| {
             me.make(me.order.slice(&perm, index).to_vec())
+                .map(&mut prepare)
         })
     }
 }

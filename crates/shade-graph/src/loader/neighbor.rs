@@ -182,6 +182,17 @@ impl NeighborLoader {
 
     /// The batches of `epoch`, prepared on a worker thread.
     pub fn epoch(&self, epoch: u64) -> Batches<SampledSubgraph> {
+        self.epoch_map(epoch, |sub| sub)
+    }
+
+    /// The batches of `epoch`, each passed through `prepare` on the worker thread too
+    /// (e.g. to turn the subgraph into a model's inputs while the current batch
+    /// trains).
+    pub fn epoch_map<R, F>(&self, epoch: u64, mut prepare: F) -> Batches<R>
+    where
+        R: Send + 'static,
+        F: FnMut(SampledSubgraph) -> R + Send + 'static,
+    {
         let me = self.clone();
         let mut scratch = Scratch::default();
         let mut perm = None;
@@ -190,9 +201,12 @@ impl NeighborLoader {
                 perm.get_or_insert_with(|| me.order.permutation(me.input_nodes.len(), epoch));
             let seeds = me.seeds_in(perm, index);
             let mut rng = me.order.batch_stream(epoch, index);
-            Ok(me
-                .sampler
-                .sample_with(&me.graph, &seeds, &mut rng, &mut scratch))
+            Ok(prepare(me.sampler.sample_with(
+                &me.graph,
+                &seeds,
+                &mut rng,
+                &mut scratch,
+            )))
         })
     }
 }
