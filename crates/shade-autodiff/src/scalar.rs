@@ -3,7 +3,8 @@
 //! - Number types: `f64` (the primal), [`Dual<T>`] and [`DualVec<T, N>`] (forward mode,
 //!   one or `N` tangents), [`Var`] (reverse mode, recorded on a reusable [`Tape`]), and
 //!   their nestings (`Dual<Dual<f64>>` for second derivatives, `Var<Dual<f64>>` for
-//!   Hessian-vector products).
+//!   Hessian-vector products), and [`Tracer`] (the sparsity-detection number: the set of
+//!   inputs a value depends on).
 //! - Functions are values: [`shade_fn!`](crate::shade_fn) turns a generic `fn` into one.
 //! - One entry point, [`autodiff`]`(mode, f, return_activity, args)`, with the activity
 //!   vocabulary of the crate root, and conveniences on top ([`gradient`], [`hvp`],
@@ -45,6 +46,7 @@ mod lift;
 mod ops;
 mod real;
 mod tape;
+mod tracer;
 
 pub use crate::shade_fn;
 pub use args::{ConstArg, ConstArgs, ForwardArg, ForwardArgs, ReverseArg, ReverseArgs};
@@ -57,3 +59,4 @@ pub use ops::{
 };
 pub use real::{Real, ScalarRule};
 pub use tape::{Tape, Trace, Var, VarId};
+pub use tracer::{IndexSet, Tracer, trace_sparsity};

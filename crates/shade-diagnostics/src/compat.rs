@@ -118,9 +118,10 @@ pub fn render_compatibility_md() -> String {
     s.push_str(
         "The parameter gradient of `Chain[Dense(3, 4), layer, Dense(4, 2)]` under \
          cross-entropy over all nodes of a 7-node graph with an isolated node, a self-loop \
-         and a double edge (edge features of width 2), by each backend of \
-         `shade_gnn::train::TrainBackend`, compared with `AutoFiniteDiff(central)` (the \
-         reference; same dropout masks, training mode).\n\n",
+         and a double edge (edge features of width 2), by \
+         `shade_gnn::train::loss_and_gradient` (through shade-interface's tensor operators) \
+         with each backend, compared with `AutoFiniteDiff(central)` (the reference; same \
+         dropout masks, training mode).\n\n",
     );
     s.push_str("| layer |");
     for b in LAYER_BACKENDS {

@@ -2,10 +2,22 @@
 //! tape storage) and [`single_train_step`], which takes a backend marker from
 //! shade-interface, like Lux's `single_train_step`.
 //!
-//! - [`AutoShade`]: the native core, called directly ([`tensor::gradient`] with the
-//!   parameters as `Duplicated` arguments and the graph as constants).
-//! - [`AutoFiniteDiff`]: central differences over every parameter scalar, for
-//!   checking small models end to end (two forward passes per scalar).
+//! The step goes through the interface: [`loss_and_gradient`] hands the model and the
+//! loss to a tensor operator of shade-interface ([`Workspace::value_and_gradient_into`])
+//! as one program whose differentiated argument is the parameter store (one argument,
+//! every array `Duplicated`) and whose contexts are borrowed (the inputs with their
+//! graph, the targets, the features). Any tensor backend of the interface trains:
+//!
+//! - `AutoShade::REVERSE`: the native core, called directly (the core's
+//!   `tensor::gradient` with the parameters as `Duplicated` arguments and the graph as
+//!   constants); `AutoShade::FORWARD` runs one forward pass per parameter scalar.
+//! - [`AutoFiniteDiff`](shade_interface::AutoFiniteDiff): differences over every
+//!   parameter scalar, for checking small models end to end (two forward passes per
+//!   scalar, central).
+//!
+//! Every evaluation of the program starts from the step's model state and the step's
+//! random stream, so every backend sees the same dropout masks and the state moves on
+//! once (from the last evaluation, at the parameters themselves).
 //!
 //! ```
 //! use shade_gnn::{GraphCtx, Features, Inputs};
@@ -36,15 +48,16 @@
 
 use crate::ctx::{Float, GraphArena};
 use crate::error::{GnnError, GnnResult};
-use crate::layer::{Inputs, Layer, apply_in, forward_model, model_args};
+use crate::layer::{Env, Features, Input, Inputs, Layer, apply_in};
 use crate::optim::{OptState, Optimiser};
-use crate::params::{Params, State};
+use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::ArrayD;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shade_autodiff::AdResult;
-use shade_autodiff::tensor::{self, Tape, TapeBuffers, Var};
-use shade_interface::{AutoFiniteDiff, AutoShade, Backend};
+use shade_autodiff::tensor::{Tape, Var};
+use shade_autodiff::{AdError, AdResult};
+use shade_interface::tensor::{TensorBackend, Workspace};
+use shade_interface::{Backend, Constant, InterfaceError};
 
 /// Everything that changes during training.
 #[derive(Debug)]
@@ -63,7 +76,9 @@ pub struct TrainState<T: Float> {
     pub rng: StdRng,
     /// Steps taken.
     pub step: u64,
-    bufs: TapeBuffers<T>,
+    /// The interface's storage of the step's gradient (tape buffers, perturbed
+    /// copies), reused by every step and by [`TrainState::predict`].
+    work: Workspace<T, [ArrayD<T>]>,
 }
 
 impl<T: Float> TrainState<T> {
@@ -91,14 +106,20 @@ impl<T: Float> TrainState<T> {
             opt,
             rng,
             step: 0,
-            bufs: TapeBuffers::new(),
+            work: Workspace::new(),
         })
     }
 
     /// Number of buffers the reusable tape storage holds (for tests of steady-state
     /// memory).
     pub fn pooled_buffers(&self) -> usize {
-        self.bufs.pooled_buffers()
+        self.work.buffers().pooled_buffers()
+    }
+
+    /// What the last step's gradient ran: the backend, native or generic path, the
+    /// engine's entry point (shade-interface's report), if a step was taken.
+    pub fn explain(&self) -> Option<shade_interface::Report> {
+        self.work.explain()
     }
 
     /// The model's output in evaluation mode (no dropout, running statistics).
@@ -111,7 +132,16 @@ impl<T: Float> TrainState<T> {
         // The step's tape buffers are reused.
         let mut rng = StdRng::seed_from_u64(0);
         let (p, st) = (&self.params, &self.state);
-        apply_in(&mut self.bufs, model, inputs, p, st, false, &mut rng).map(|r| r.0)
+        apply_in(
+            self.work.buffers_mut(),
+            model,
+            inputs,
+            p,
+            st,
+            false,
+            &mut rng,
+        )
+        .map(|r| r.0)
     }
 }
 
@@ -124,154 +154,105 @@ pub struct Data<'d, T: Float, D: ?Sized> {
     pub target: &'d D,
 }
 
-/// A backend for [`single_train_step`]: computes the loss and its gradient with
-/// respect to every parameter (into `ts.grads`), in training mode.
-pub trait TrainBackend: Backend {
-    /// Returns the loss and writes the gradient into `ts.grads` (overwriting it).
-    fn loss_and_gradient<T, L, D, F>(
-        &self,
-        model: &L,
-        loss: &F,
-        data: &Data<'_, T, D>,
-        ts: &mut TrainState<T>,
-    ) -> GnnResult<T>
-    where
-        T: Float,
-        L: Layer<T> + ?Sized,
-        D: ?Sized,
-        F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>;
-}
-
-impl TrainBackend for AutoShade {
-    fn loss_and_gradient<T, L, D, F>(
-        &self,
-        model: &L,
-        loss: &F,
-        data: &Data<'_, T, D>,
-        ts: &mut TrainState<T>,
-    ) -> GnnResult<T>
-    where
-        T: Float,
-        L: Layer<T> + ?Sized,
-        D: ?Sized,
-        F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
-    {
-        ts.grads.fill_zero();
-        let names = ts.params.names();
-        let mut step_rng = step_stream(&mut ts.rng);
-        let (state, rng) = (&mut ts.state, &mut step_rng);
-        let arena = GraphArena::new();
-        let inputs = &data.inputs.or_arena(&arena);
-        let args = model_args(&ts.params, Some(&mut ts.grads), inputs, None, None);
-        let v = tensor::gradient(
-            &mut ts.bufs,
-            |t, h: Vec<Var>| {
-                let y = forward_model(t, model, names, &h, inputs, state, true, rng)?;
-                loss(t, y, data.target)
-            },
-            args,
-        )?;
-        Ok(v)
-    }
-}
-
-/// The random stream of one step: seeded from the train state's stream, so that every
-/// backend sees the same dropout masks for the same train state.
-fn step_stream(rng: &mut StdRng) -> StdRng {
-    StdRng::seed_from_u64(rng.next_u64())
-}
-
-/// One loss evaluation in training mode with a given random stream and a copy of the
-/// state (finite differences must not move the state).
-fn eval_loss<T, L, D, F>(
-    bufs: &mut TapeBuffers<T>,
+/// The loss in training mode and its gradient with respect to every parameter (written
+/// into `ts.grads`, overwriting it), computed by `backend` through shade-interface's
+/// tensor operators; the model state moves on as in one forward pass. This is
+/// [`single_train_step`] without the optimiser update.
+///
+/// Errors as [`single_train_step`]'s; an invalid backend setting (a finite-difference
+/// step that is not positive) is `SHADE-E0404`.
+pub fn loss_and_gradient<T, B, L, D, F>(
+    backend: &B,
     model: &L,
     loss: &F,
     data: &Data<'_, T, D>,
-    params: &Params<T>,
-    state: &mut State<T>,
-    rng: &mut StdRng,
+    ts: &mut TrainState<T>,
 ) -> GnnResult<T>
 where
     T: Float,
+    B: TensorBackend,
     L: Layer<T> + ?Sized,
     D: ?Sized,
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
 {
-    let names = params.names();
+    // The step's random stream, seeded from the train state's stream: every backend
+    // (and every evaluation of a finite-difference backend) sees the same masks.
+    let seed = ts.rng.next_u64();
     let arena = GraphArena::new();
-    let inputs = &data.inputs.or_arena(&arena);
-    let args = model_args(params, None, inputs, None, None);
-    let v = tensor::value(
-        bufs,
-        |t, h: Vec<Var>| {
-            let y = forward_model(t, model, names, &h, inputs, state, true, rng)?;
-            loss(t, y, data.target)
+    let inputs = data.inputs.or_arena(&arena);
+    let dense_x = match inputs.x {
+        Features::Dense(x) => Some(x),
+        Features::Sparse(_) => None,
+    };
+    let ctx = (
+        Constant(&inputs),
+        Constant(data.target),
+        Constant(dense_x),
+        Constant(inputs.edge_attr),
+    );
+    let TrainState {
+        params,
+        grads,
+        state,
+        work,
+        ..
+    } = ts;
+    let names = params.names();
+    let start = state.clone();
+    let r = work.value_and_gradient_into(
+        |t, (p, &(inputs, target, x, edge_attr))| {
+            state.clone_from(&start);
+            let mut rng = StdRng::seed_from_u64(seed);
+            let x = match (inputs.x, x) {
+                (Features::Sparse(s), _) => Input::Sparse(s),
+                (Features::Dense(_), Some(x)) => Input::Dense(x),
+                (Features::Dense(_), None) => {
+                    return Err(AdError::InvalidArgument {
+                        op: "single_train_step",
+                        what: "dense features without their tape value".into(),
+                    });
+                }
+            };
+            let mut env = Env {
+                graph: inputs.graph,
+                edge_attr,
+                training: true,
+                rng: &mut rng,
+                arena: inputs.arena,
+            };
+            let y = model.forward(
+                t,
+                &mut env,
+                x,
+                ParamVars::new(names, &p),
+                StateScope::new(state),
+            )?;
+            loss(t, y, target)
         },
-        args,
-    )?;
-    Ok(v.iter().next().copied().unwrap_or_else(T::nan))
+        backend,
+        params.values(),
+        ctx,
+        grads.values_mut(),
+    );
+    r.map_err(|e| interface_error(backend, e))
 }
 
-impl TrainBackend for AutoFiniteDiff {
-    fn loss_and_gradient<T, L, D, F>(
-        &self,
-        model: &L,
-        loss: &F,
-        data: &Data<'_, T, D>,
-        ts: &mut TrainState<T>,
-    ) -> GnnResult<T>
-    where
-        T: Float,
-        L: Layer<T> + ?Sized,
-        D: ?Sized,
-        F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
-    {
-        self.validate()
-            .map_err(|e| GnnError::setting("backend", self.name(), &e.to_string()))?;
-        let rel = self.first_rel_step();
-        let seed = ts.rng.next_u64(); // as `step_stream`: the same masks as the native path
-        let mut p = ts.params.clone();
-        for k in 0..p.len() {
-            for j in 0..p.values()[k].len() {
-                let v0 = p.values()[k].as_slice().expect("standard layout")[j];
-                let x0 = v0.to_f64().unwrap_or(0.0);
-                let h = rel * x0.abs().max(1.0) + self.abs_step;
-                let mut at = |x: f64, p: &mut Params<T>| {
-                    p.values_mut()[k].as_slice_mut().expect("standard layout")[j] = T::cst(x);
-                    let mut st = ts.state.clone();
-                    let mut rng = StdRng::seed_from_u64(seed);
-                    eval_loss(&mut ts.bufs, model, loss, data, p, &mut st, &mut rng)
-                        .map(|v| v.to_f64().unwrap_or(f64::NAN))
-                };
-                let d = match self.kind {
-                    shade_interface::FdKind::Central => {
-                        let up = at(x0 + h, &mut p)?;
-                        let down = at(x0 - h, &mut p)?;
-                        (up - down) / (2.0 * h)
-                    }
-                    shade_interface::FdKind::Forward => {
-                        let up = at(x0 + h, &mut p)?;
-                        let mid = at(x0, &mut p)?;
-                        (up - mid) / h
-                    }
-                };
-                p.values_mut()[k].as_slice_mut().expect("standard layout")[j] = v0;
-                ts.grads.values_mut()[k]
-                    .as_slice_mut()
-                    .expect("standard layout")[j] = T::cst(d);
-            }
-        }
-        // The step's own evaluation: the state moves on.
-        eval_loss(
-            &mut ts.bufs,
-            model,
-            loss,
-            data,
-            &ts.params,
-            &mut ts.state,
-            &mut StdRng::seed_from_u64(seed),
-        )
+/// An error of the interface in the GNN crate's terms: the core's errors keep their
+/// codes; a backend setting is a setting of the step.
+fn interface_error<B: Backend>(backend: &B, e: InterfaceError) -> GnnError {
+    match e {
+        InterfaceError::Core(e) => GnnError::Ad(e),
+        InterfaceError::ShapeMismatch {
+            argument,
+            expected,
+            found,
+            ..
+        } => GnnError::DataMismatch {
+            what: format!("the parameter store and its {argument}"),
+            expected: format!("{expected:?}"),
+            found: format!("{found:?}"),
+        },
+        e => GnnError::setting("backend", backend.name(), &e.to_string()),
     }
 }
 
@@ -311,7 +292,7 @@ pub fn single_train_step<T, B, L, D, F>(
 ) -> GnnResult<T>
 where
     T: Float,
-    B: TrainBackend,
+    B: TensorBackend,
     L: Layer<T> + ?Sized,
     D: ?Sized,
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
@@ -337,6 +318,7 @@ mod tests {
     use crate::loss::{NodeTargets, cross_entropy};
     use crate::testing::{random_features, random_graph};
     use crate::{Features, GraphCtx, apply};
+    use shade_interface::{AutoFiniteDiff, AutoShade};
 
     fn small() -> Chain<f64> {
         Chain::new()
@@ -382,6 +364,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn forward_mode_and_reports_go_through_the_interface() {
+        let g = random_graph(6, 12, 3);
+        let ctx = GraphCtx::new(&g);
+        let x = Features::dense(random_features(7, 3, 4));
+        let y = NodeTargets {
+            labels: (0..7).map(|i| i % 3).collect(),
+            nodes: vec![1, 2, 4, 6],
+        };
+        let data = Data {
+            inputs: Inputs::new(&ctx, &x),
+            target: &y,
+        };
+        let model = small();
+        let opt = Optimiser::adam(0.01);
+        let (mut a, mut b) = (
+            TrainState::new(&model, opt.clone(), 9).unwrap(),
+            TrainState::new(&model, opt, 9).unwrap(),
+        );
+        assert!(a.explain().is_none());
+        for _ in 0..2 {
+            let la = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut a)
+                .unwrap();
+            let lb = single_train_step(&AutoShade::FORWARD, &model, cross_entropy, &data, &mut b)
+                .unwrap();
+            assert!((la - lb).abs() < 1e-12, "{la} vs {lb}");
+            for ((n, ga), gb) in a.grads.iter().zip(b.grads.values()) {
+                for (u, v) in ga.iter().zip(gb.iter()) {
+                    assert!((u - v).abs() < 1e-10 * (1.0 + u.abs()), "{n}: {u} vs {v}");
+                }
+            }
+        }
+        let (ra, rb) = (a.explain().unwrap(), b.explain().unwrap());
+        assert_eq!((ra.backend.as_str(), ra.calls), ("AutoShade(reverse)", 1));
+        assert!(ra.detail.contains("tensor::gradient"), "{ra}");
+        let n: usize = a.params.values().iter().map(|p| p.len()).sum();
+        assert_eq!((rb.backend.as_str(), rb.calls), ("AutoShade(forward)", n));
+        // A finite-difference step of the wrong sign is a setting of the step.
+        let bad = AutoFiniteDiff {
+            rel_step: Some(-1.0),
+            ..AutoFiniteDiff::CENTRAL
+        };
+        let e = single_train_step(&bad, &model, cross_entropy, &data, &mut a).unwrap_err();
+        assert_eq!(e.code(), "SHADE-E0404", "{e}");
     }
 
     #[test]

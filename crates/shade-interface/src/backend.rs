@@ -1,12 +1,15 @@
 //! Backend markers: plain values that pick the engine, each declaring its mode.
 //!
-//! - [`AutoShade`]: the native core, reverse or forward (`AutoShade { mode }`).
+//! - [`AutoShade`]: the native core, reverse or forward (`AutoShade<M>`, the mode a type).
 //! - [`AutoFiniteDiff`]: forward or central differences, the always-available reference.
 //! - `AutoNumDual` (feature `num-dual`): num-dual's dual and hyper-dual numbers.
 //! - [`SecondOrder`]: an outer backend over an inner one, for Hessians and HVPs.
+//! - [`AutoSparse`]: sparse Jacobians through an inner backend's pushforwards.
+//!
+//! The engines behind the markers live in `backends/`.
 
 use crate::error::{InterfaceError, InterfaceResult};
-use shade_autodiff::ModeKind;
+use shade_autodiff::{Forward, Mode, ModeKind, Reverse};
 
 /// The eight operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -118,41 +121,75 @@ pub trait Backend: Copy + core::fmt::Debug {
     }
 }
 
-/// The native backend: `shade-autodiff`, in reverse or forward mode.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for shade_autodiff::Forward {}
+    impl Sealed for shade_autodiff::Reverse {}
+}
+
+/// The modes of [`AutoShade`]: the core's markers [`Forward`] and [`Reverse`].
+///
+/// (The core's `ForwardWithPrimal` / `ReverseWithPrimal` say whether an entry point
+/// returns the primal; every interface operator has a `value_and_*` variant for that.)
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a mode of `AutoShade`",
+    label = "`AutoShade`'s mode is `Forward` or `Reverse`",
+    note = "write `AutoShade::REVERSE` or `AutoShade::FORWARD` (the types `AutoShade<Reverse>` and `AutoShade<Forward>`); for the primal value use the operator's `value_and_*` variant"
+)]
+pub trait ShadeMode: Mode + sealed::Sealed {}
+
+impl ShadeMode for Forward {}
+impl ShadeMode for Reverse {}
+
+/// The native backend: `shade-autodiff`, in the mode `M` ([`Reverse`] or [`Forward`]).
+///
+/// The mode is a type, so what a combination supports is known at compile time (a
+/// [`SecondOrder`] backend is forward over reverse or it does not compile). Write
+/// `AutoShade::REVERSE` (of type `AutoShade<Reverse>`, also spelled `AutoShade`) or
+/// `AutoShade::FORWARD` (`AutoShade<Forward>`); `AutoShade { mode: Forward }` is the
+/// same value.
 ///
 /// Every operator calls the core's entry point with the user's function value and the
 /// contexts as activities: nothing is wrapped in a closure (see
 /// [`Report`](crate::Report)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AutoShade {
+///
+/// ```
+/// use shade_autodiff::{Forward, Reverse};
+/// use shade_interface::{AutoShade, Backend};
+///
+/// let r: AutoShade = AutoShade::REVERSE;
+/// let f: AutoShade<Forward> = AutoShade::FORWARD;
+/// assert_eq!((r.name(), f.name()), ("AutoShade(reverse)".to_string(), "AutoShade(forward)".to_string()));
+/// assert_eq!(AutoShade { mode: Reverse }, r);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AutoShade<M: ShadeMode = Reverse> {
     /// The mode for operators that have a choice (gradient, jacobian, one-argument
-    /// pushforward and pullback).
-    pub mode: ModeKind,
+    /// pushforward and pullback, tensor programs).
+    pub mode: M,
 }
 
-impl AutoShade {
+impl AutoShade<Reverse> {
     /// Reverse mode.
-    pub const REVERSE: AutoShade = AutoShade {
-        mode: ModeKind::Reverse,
-    };
+    pub const REVERSE: AutoShade<Reverse> = AutoShade { mode: Reverse };
+}
+
+impl AutoShade<Forward> {
     /// Forward mode.
-    pub const FORWARD: AutoShade = AutoShade {
-        mode: ModeKind::Forward,
-    };
+    pub const FORWARD: AutoShade<Forward> = AutoShade { mode: Forward };
 }
 
-impl Default for AutoShade {
-    fn default() -> Self {
-        AutoShade::REVERSE
-    }
+impl<M: ShadeMode> AutoShade<M> {
+    /// The mode's direction, for reports.
+    pub const KIND: ModeKind = M::KIND;
 }
 
-impl Backend for AutoShade {
+impl<M: ShadeMode> Backend for AutoShade<M> {
     fn name(&self) -> String {
-        format!("AutoShade({})", self.mode.name())
+        format!("AutoShade({})", M::KIND.name())
     }
     fn mode(&self) -> ModeSupport {
-        match self.mode {
+        match M::KIND {
             ModeKind::Forward => ModeSupport::Forward,
             ModeKind::Reverse => ModeSupport::Reverse,
         }
@@ -206,9 +243,16 @@ impl AutoFiniteDiff {
 
     /// The relative step for first derivatives.
     pub fn first_rel_step(&self) -> f64 {
+        self.first_rel_step_for(f64::EPSILON)
+    }
+
+    /// The relative step for first derivatives of numbers with machine epsilon `eps`
+    /// (the default of `kind` scaled to the precision: `f32` tensor programs step
+    /// further than `f64` ones).
+    pub fn first_rel_step_for(&self, eps: f64) -> f64 {
         self.rel_step.unwrap_or(match self.kind {
-            FdKind::Forward => f64::EPSILON.sqrt(),
-            FdKind::Central => f64::EPSILON.cbrt(),
+            FdKind::Forward => eps.sqrt(),
+            FdKind::Central => eps.cbrt(),
         })
     }
 
@@ -263,8 +307,8 @@ impl Backend for AutoFiniteDiff {
 /// `SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }` is
 /// forward-over-reverse in one native pass (the core's `Tape<Dual<f64>>`), and
 /// `SecondOrder { outer: AutoFiniteDiff, inner }` differences `inner`'s gradients (the
-/// generic fallback). Reverse-over-anything is refused at preparation with a coded
-/// error.
+/// generic fallback). Other combinations (reverse over anything, forward over forward)
+/// do not implement the operators: a compile error with our own message.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct SecondOrder<O, I> {
     /// The backend of the outer differentiation (of the gradient).
@@ -299,5 +343,52 @@ impl<O: Backend, I: Backend> Backend for SecondOrder<O, I> {
     fn validate(&self) -> InterfaceResult<()> {
         self.outer.validate()?;
         self.inner.validate()
+    }
+}
+
+/// Sparse Jacobians through the inner backend's pushforwards.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AutoSparse<B> {
+    /// The backend of the compressed pushforwards.
+    pub inner: B,
+}
+
+impl<B: Backend> Backend for AutoSparse<B> {
+    fn name(&self) -> String {
+        format!("AutoSparse({})", self.inner.name())
+    }
+    fn mode(&self) -> ModeSupport {
+        self.inner.mode()
+    }
+    fn supports(&self, op: Operator) -> Support {
+        match op {
+            Operator::Jacobian => match self.inner.supports(Operator::Pushforward) {
+                Support::No => Support::No,
+                _ => Support::Generic,
+            },
+            _ => Support::No,
+        }
+    }
+    fn validate(&self) -> InterfaceResult<()> {
+        self.inner.validate()
+    }
+}
+
+/// num-dual as a backend (feature `num-dual`): `Dual64` (first order), `HyperDual64`
+/// (second order), through the [`NumDual`](crate::numdual::NumDual) newtype.
+#[cfg(feature = "num-dual")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoNumDual;
+
+#[cfg(feature = "num-dual")]
+impl Backend for AutoNumDual {
+    fn name(&self) -> String {
+        "AutoNumDual".into()
+    }
+    fn mode(&self) -> ModeSupport {
+        ModeSupport::Forward
+    }
+    fn supports(&self, _: Operator) -> Support {
+        Support::Generic
     }
 }

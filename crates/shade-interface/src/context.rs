@@ -85,6 +85,10 @@ pub enum ContextKind {
 }
 
 /// One context: [`Constant`] or [`Cache`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a context",
+    label = "wrap it: `Constant(..)` (read only) or `Cache(..)` (scratch)"
+)]
 pub trait Context {
     /// Whether it is a [`Cache`] (whose length is checked at every call).
     const IS_CACHE: bool;
@@ -134,6 +138,7 @@ impl Contexts for () {
 
 macro_rules! contexts_tuple {
     ($n:literal; $($c:ident $i:tt),+) => {
+        #[diagnostic::do_not_recommend]
         impl<$($c: Context),+> Contexts for ($($c,)+) {
             const COUNT: usize = $n;
             const CACHES: bool = false $(|| $c::IS_CACHE)+;
@@ -160,6 +165,14 @@ const CONTEXT_NAMES: [&str; MAX_CONTEXTS] = ["context 0", "context 1", "context 
 impl ContextShape {
     pub(crate) fn of<C: Contexts>(c: &C) -> Self {
         ContextShape { kinds: c.kinds() }
+    }
+
+    /// Whether any context is a [`Cache`].
+    pub(crate) fn has_cache(&self) -> bool {
+        self.kinds
+            .iter()
+            .flatten()
+            .any(|k| matches!(k, ContextKind::Cache(_)))
     }
 
     /// Total scratch length of the caches.

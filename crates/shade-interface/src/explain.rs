@@ -79,3 +79,109 @@ impl fmt::Display for Report {
         }
     }
 }
+
+/// How a backend's contexts reach its engine, for a [`Spec`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Passing {
+    /// Native: `Constant` as `Const`; a `Cache` as `Duplicated` with a scratch shadow
+    /// (`true`, reverse `autodiff` calls) or as `Const` (`false`).
+    Native { cache_duplicated: bool },
+    /// Generic: every context converted to the backend's number type.
+    Generic,
+}
+
+/// The report spec of a prepared operator: what a backend says about the path it runs
+/// (entry point, how contexts reach it, batch, calls); the preparation adds what it
+/// knows (operator, shapes, contexts, buffers) to make the [`Report`]. Opaque: the
+/// backends of this crate make it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    /// The engine entry point and how often it runs per call.
+    pub(crate) detail: String,
+    /// How the contexts reach the engine.
+    pub(crate) passing: Passing,
+    /// Tangents (or seeds) propagated together per engine call.
+    pub(crate) batch: usize,
+    /// Engine evaluations per operator call.
+    pub(crate) calls: usize,
+}
+
+impl Spec {
+    /// A native spec with one tangent per engine call and caches passed as `Const`.
+    pub(crate) fn native(detail: impl Into<String>, calls: usize) -> Self {
+        Spec {
+            detail: detail.into(),
+            passing: Passing::Native {
+                cache_duplicated: false,
+            },
+            batch: 1,
+            calls,
+        }
+    }
+
+    /// A generic spec: `calls` evaluations of the function's instantiations.
+    pub(crate) fn generic(detail: impl Into<String>, calls: usize) -> Self {
+        Spec {
+            detail: detail.into(),
+            passing: Passing::Generic,
+            batch: 1,
+            calls,
+        }
+    }
+
+    /// With caches passed as `Duplicated` (scratch shadows).
+    pub(crate) fn caches_duplicated(mut self) -> Self {
+        self.passing = Passing::Native {
+            cache_duplicated: true,
+        };
+        self
+    }
+
+    /// With `batch` tangents per engine call.
+    pub(crate) fn batch(mut self, batch: usize) -> Self {
+        self.batch = batch;
+        self
+    }
+
+    /// The report of backend `backend` for the preparation `meta`.
+    pub(crate) fn report(
+        self,
+        backend: &impl crate::Backend,
+        meta: &crate::Meta,
+        tape_records: Option<usize>,
+        reserved_bytes: usize,
+    ) -> Report {
+        let contexts = match self.passing {
+            Passing::Native { cache_duplicated } => meta.ctx.passing(
+                |n| {
+                    if cache_duplicated {
+                        ContextPassing::CacheAsDuplicated {
+                            scratch_bytes: 8 * n,
+                        }
+                    } else {
+                        ContextPassing::CacheAsConst
+                    }
+                },
+                ContextPassing::ConstantAsConst,
+            ),
+            Passing::Generic => meta.ctx.passing(
+                |_| ContextPassing::CacheConverted,
+                ContextPassing::ConstantConverted,
+            ),
+        };
+        Report {
+            operator: meta.operator.name(),
+            backend: backend.name(),
+            path: match self.passing {
+                Passing::Native { .. } => PathKind::Native,
+                Passing::Generic => PathKind::Generic,
+            },
+            detail: self.detail,
+            contexts,
+            batch: self.batch,
+            calls: self.calls,
+            tape_records,
+            reserved_bytes,
+        }
+    }
+}

@@ -3,7 +3,8 @@
 //! and contexts. Given the native marker [`AutoShade`] it calls `shade-autodiff`
 //! directly, with the user's function value and the contexts as activities.
 //!
-//! - Backends ([`backend`]): [`AutoShade`] (native, reverse or forward),
+//! - Backends ([`backend`]): [`AutoShade`] (native; its mode is a type:
+//!   `AutoShade::REVERSE: AutoShade<Reverse>`, `AutoShade::FORWARD: AutoShade<Forward>`),
 //!   [`AutoFiniteDiff`] (forward or central differences, the reference), `AutoNumDual`
 //!   (feature `num-dual`: num-dual's dual and hyper-dual numbers), [`SecondOrder`]
 //!   (Hessians and HVPs, forward-over-reverse or differences of gradients) and
@@ -19,7 +20,10 @@
 //!   `f(y, x, contexts...)` (`*_inplace` functions), both made by
 //!   [`shade_fn!`](shade_autodiff::shade_fn).
 //! - Tensor programs ([`tensor`]): gradient, pullback, pushforward and jacobian of the
-//!   core's tensor-layer programs with `AutoShade` and `AutoFiniteDiff`.
+//!   core's tensor-layer programs (`f32` or `f64`; the differentiated argument one array,
+//!   a parameter store or a tuple; borrowed contexts of any type) with `AutoShade` and
+//!   `AutoFiniteDiff`.
+//! - Engines ([`backends`]): what runs behind each marker, apart from this vocabulary.
 //! - Contexts ([`context`]): [`Constant`] and [`Cache`].
 //! - Reports ([`Report`]): every prepared object says which path runs.
 //! - Errors: [`InterfaceError`], codes `SHADE-E02xx`; capability errors are compile
@@ -85,39 +89,36 @@
 //! isomorphic shade number type (`Dual<f64>`, `Dual<Dual<f64>>`).
 
 pub mod backend;
+pub mod backends;
 pub mod context;
 mod error;
 mod explain;
-mod fd;
 pub mod form;
-mod generic;
-#[cfg(feature = "num-dual")]
-pub mod numdual;
 pub mod ops;
 mod prep;
-mod second_order;
-mod shade;
-pub mod sparse;
 mod support;
 pub mod tensor;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+#[cfg(feature = "num-dual")]
+pub use backend::AutoNumDual;
 pub use backend::{
-    AutoFiniteDiff, AutoShade, Backend, FdKind, ModeSupport, Operator, SecondOrder, Support,
+    AutoFiniteDiff, AutoShade, AutoSparse, Backend, FdKind, ModeSupport, Operator, SecondOrder,
+    ShadeMode, Support,
 };
+pub use backends::fd::FdWork;
+pub use backends::generic::{GenericBackend, GenericState};
+pub use backends::native::{ShadeCall, ShadeState};
+#[cfg(feature = "num-dual")]
+pub use backends::numdual;
+pub use backends::sparse;
 pub use context::{Cache, Constant, ContextPassing, Contexts};
 pub use error::{InterfaceError, InterfaceResult};
-pub use explain::{PathKind, Report};
-pub use fd::FdWork;
+pub use explain::{PathKind, Report, Spec};
 pub use form::{OneArg, TwoArg};
-pub use generic::{GenericBackend, GenericState};
-#[cfg(feature = "num-dual")]
-pub use numdual::AutoNumDual;
 pub use ops::*;
 pub use prep::{Meta, Prepared};
-pub use shade::{ShadeCall, ShadeState};
-pub use sparse::AutoSparse;
 pub use support::{render_support_table, support_table};
 
 // Public dependencies whose types appear in this crate's API, re-exported so that one

@@ -20,6 +20,7 @@ pub use first::{
     prepare_jacobian_inplace, value_and_derivative, value_and_derivative_inplace,
     value_and_gradient, value_and_jacobian_inplace,
 };
+pub(crate) use push::each_tangent;
 pub use push::{
     PullbackBackend, PushforwardBackend, prepare_pullback, prepare_pullback_inplace,
     prepare_pushforward, prepare_pushforward_inplace, pullback, pushforward,

@@ -111,8 +111,83 @@ impl<Op, V, B: Backend, St> Prepared<Op, V, B, St> {
         &self.meta
     }
 
+    /// Checks the input length `x` and the contexts against the preparation.
+    #[inline]
+    pub(crate) fn check<C>(&self, x: usize, ctx: &C) -> InterfaceResult<()>
+    where
+        B: PrepareBackend<V, C>,
+    {
+        self.meta.check(x, B::contexts(ctx))
+    }
+
     /// The backend.
     pub fn backend(&self) -> &B {
         &self.backend
     }
+}
+
+/// What every operator of a backend shares for the function form `V` and the contexts
+/// `C`: the prepared state and its report. Each operator trait
+/// ([`GradientBackend`](crate::GradientBackend), ...) adds its computation on that state.
+#[diagnostic::on_unimplemented(
+    message = "backend `{Self}` cannot prepare operators on `{V}` with contexts `{C}`",
+    label = "no operator of this backend takes this function form and these contexts",
+    note = "functions are made by `shade_fn!`; contexts are a tuple of `Constant(..)` / `Cache(..)`"
+)]
+pub trait PrepareBackend<V, C>: Backend {
+    /// Buffers kept between calls.
+    type State;
+    /// The contexts as the interface reads them (their kinds and the caches' lengths,
+    /// fixed at preparation and checked at every call): `ctx` itself. The impls require
+    /// `C: Contexts` and the operator functions do not, so that contexts which do not
+    /// fit are reported once, by the backend's bound, not once more by the function's.
+    #[doc(hidden)]
+    fn contexts(ctx: &C) -> &impl Contexts;
+    /// Makes the state for the shapes of `meta`; `x` is the preparation point (a scalar
+    /// input is a one-element slice).
+    fn prepare(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State>;
+    /// Bytes the state has reserved, if the preparation should warm it (run the operator
+    /// until the buffers stop growing, so that later calls do not allocate); `None`:
+    /// nothing to warm.
+    fn footprint(&self, _st: &Self::State) -> Option<usize> {
+        None
+    }
+    /// The report of a prepared state.
+    fn explain(&self, st: &Self::State, meta: &Meta) -> Report;
+}
+
+/// Prepares operator `operator` of `f` (`n` inputs, `m` outputs): validates the backend,
+/// makes its state, warms it with `run` (one call of the operator) while its buffers
+/// grow, and asks for its report.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prepare<Op, V, B, C>(
+    operator: Operator,
+    f: V,
+    (n, m): (usize, usize),
+    backend: &B,
+    x: &[f64],
+    ctx: &C,
+    mut run: impl FnMut(&B, &mut B::State, &V) -> InterfaceResult<()>,
+) -> InterfaceResult<Prepared<Op, V, B, B::State>>
+where
+    B: PrepareBackend<V, C>,
+{
+    backend.validate()?;
+    let meta = Meta::new(operator, n, m, B::contexts(ctx));
+    let mut st = backend.prepare(&f, x, ctx, &meta)?;
+    // The core's arena keeps only its largest chunk on reset, so a large first call may
+    // need a second one; six is far more than any operator has needed.
+    let mut last = backend.footprint(&st);
+    if last.is_some() {
+        for _ in 0..6 {
+            run(backend, &mut st, &f)?;
+            let now = backend.footprint(&st);
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+    }
+    let report = backend.explain(&st, &meta);
+    Ok(Prepared::new(f, *backend, st, meta, report))
 }

@@ -53,7 +53,10 @@ pub fn render_support_table() -> String {
          (at compile time where Rust can, else at preparation with `SHADE-E0202`).\n\
          The eight operator columns are for scalar-generic functions (`shade_fn!`); the last\n\
          column is for tensor programs (`shade_interface::tensor`: gradient, jacobian,\n\
-         pushforward, pullback). `AutoNumDual` needs feature `num-dual`.\n\n",
+         pushforward, pullback): `AutoShade(forward)` computes their gradients and Jacobians in\n\
+         forward mode (one pushforward per input entry), `AutoShade(reverse)` in reverse mode;\n\
+         a pushforward is forward and a pullback reverse in either mode; `explain()` says\n\
+         which ran. `AutoNumDual` needs feature `num-dual`.\n\n",
     );
     s.push_str("| backend |");
     for op in Operator::ALL {

@@ -13,10 +13,14 @@
 //! use shade_interface::AutoShade;
 //! use shade_interface::testing::{Config, standard, test_differentiation};
 //!
+//! // One list per backend type (`AutoShade`'s mode is part of its type).
 //! let set = standard::scenarios::<AutoShade>(&[0.3, -1.2, 0.7], 0.4);
 //! let refs: Vec<_> = set.iter().map(|s| s.as_ref()).collect();
-//! let summary = test_differentiation(&[AutoShade::REVERSE, AutoShade::FORWARD], &refs, &Config::exact()).unwrap();
-//! assert!(summary.checks > 100);
+//! let summary = test_differentiation(&[AutoShade::REVERSE], &refs, &Config::exact()).unwrap();
+//! assert!(summary.checks > 50);
+//! let set = standard::scenarios::<AutoShade<shade_autodiff::Forward>>(&[0.3, -1.2, 0.7], 0.4);
+//! let refs: Vec<_> = set.iter().map(|s| s.as_ref()).collect();
+//! assert!(test_differentiation(&[AutoShade::FORWARD], &refs, &Config::exact()).is_ok());
 //! ```
 
 mod check;

@@ -124,6 +124,7 @@ pub trait ReverseArg<K: Kind, T: Real> {
     fn collect(&mut self, slot: u32, tape: &Tape<T>) -> Self::Grad;
 }
 
+#[diagnostic::do_not_recommend]
 impl<K: Kind, T: Real, X> ReverseArg<K, T> for Const<X>
 where
     Const<X>: ConstArg<K>,
@@ -143,6 +144,7 @@ where
 
 macro_rules! duplicated_reverse {
     ($ann:ident) => {
+        #[diagnostic::do_not_recommend]
         impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ReverseArg<Slice, f64> for $ann<'a, D> {
             type Grad = ();
             #[inline]
@@ -174,6 +176,7 @@ macro_rules! duplicated_reverse {
 duplicated_reverse!(Duplicated);
 duplicated_reverse!(DuplicatedNoNeed);
 
+#[diagnostic::do_not_recommend]
 impl ReverseArg<Scalar, f64> for Active<f64> {
     type Grad = f64;
     #[inline]
@@ -227,6 +230,7 @@ pub trait ForwardArg<K: Kind, D: Real> {
     fn input<'b>(&'b self, bump: &'b Bump) -> K::Arg<'b, D>;
 }
 
+#[diagnostic::do_not_recommend]
 impl<K: Kind, D: Real, X> ForwardArg<K, D> for Const<X>
 where
     Const<X>: ConstArg<K>,
@@ -243,6 +247,7 @@ where
 
 macro_rules! duplicated_forward {
     ($ann:ident) => {
+        #[diagnostic::do_not_recommend]
         impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ForwardArg<Slice, Dual<f64>>
             for $ann<'a, D>
         {
@@ -261,6 +266,7 @@ macro_rules! duplicated_forward {
 duplicated_forward!(Duplicated);
 duplicated_forward!(DuplicatedNoNeed);
 
+#[diagnostic::do_not_recommend]
 impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>, const N: usize> ForwardArg<Slice, DualVec<f64, N>>
     for BatchDuplicated<'a, D, N>
 {

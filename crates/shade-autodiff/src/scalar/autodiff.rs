@@ -151,9 +151,11 @@ impl<F: ScalarFn, A: ForwardArgs<F::Kinds, DualVec<f64, N>>, const N: usize>
 /// # Ok::<(), shade_autodiff::AdError>(())
 /// ```
 #[inline]
-pub fn autodiff<M, F, R, A>(mode: M, f: F, ret: R, args: A) -> AdResult<M::Output>
+pub fn autodiff<M, F, R, A, O>(mode: M, f: F, ret: R, args: A) -> AdResult<O>
 where
-    M: ScalarMode<F, R, A>,
+    // The output as a parameter (not `M::Output`): a misuse is one unmet bound, so the
+    // compiler reports our message once.
+    M: ScalarMode<F, R, A, Output = O>,
 {
     let _ = mode;
     let mut tape = Tape::new();
@@ -162,15 +164,15 @@ where
 
 /// [`autodiff`] reusing `tape`'s buffers: once warm, no heap allocation.
 #[inline]
-pub fn autodiff_with<M, F, R, A>(
+pub fn autodiff_with<M, F, R, A, O>(
     tape: &mut Tape<f64>,
     mode: M,
     f: &F,
     ret: R,
     args: A,
-) -> AdResult<M::Output>
+) -> AdResult<O>
 where
-    M: ScalarMode<F, R, A>,
+    M: ScalarMode<F, R, A, Output = O>,
 {
     let _ = mode;
     M::run(tape, f, ret, args)

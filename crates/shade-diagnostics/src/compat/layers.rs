@@ -14,9 +14,10 @@ use shade_gnn::layers::{
 };
 use shade_gnn::loss::{NodeTargets, cross_entropy};
 use shade_gnn::optim::Optimiser;
-use shade_gnn::train::{Data, TrainBackend, TrainState};
+use shade_gnn::train::{Data, TrainState, loss_and_gradient};
 use shade_gnn::{Features, GraphCtx, Inputs, Layer};
 use shade_graph::Graph;
+use shade_interface::tensor::TensorBackend;
 use shade_interface::{AutoFiniteDiff, AutoShade, Backend};
 
 /// The backends of the layer table (the reference, `AutoFiniteDiff(central)`, is not
@@ -73,14 +74,13 @@ fn setup() -> Setup {
     }
 }
 
-fn gradient<B: TrainBackend>(
+fn gradient<B: TensorBackend>(
     b: &B,
     model: &Chain<f64>,
     data: &Data<'_, f64, NodeTargets>,
 ) -> Result<Vec<f64>, &'static str> {
     let mut ts = TrainState::new(model, Optimiser::sgd(0.1), 7).map_err(|e| e.code())?;
-    b.loss_and_gradient(model, &cross_entropy, data, &mut ts)
-        .map_err(|e| e.code())?;
+    loss_and_gradient(b, model, &cross_entropy, data, &mut ts).map_err(|e| e.code())?;
     Ok(ts
         .grads
         .values()

@@ -3,11 +3,9 @@
 
 use super::{DerivativeOp, GradientOp, JacobianOp};
 use crate::backend::{Backend, Operator};
-use crate::context::Contexts;
 use crate::error::InterfaceResult;
-use crate::explain::Report;
 use crate::form::{OneArg, TwoArg};
-use crate::prep::{Meta, Prepared};
+use crate::prep::{PrepareBackend, Prepared, prepare};
 
 /// A backend that computes derivatives of functions of one scalar, in form `V`.
 #[diagnostic::on_unimplemented(
@@ -15,17 +13,7 @@ use crate::prep::{Meta, Prepared};
     label = "no derivative for this backend, function form and contexts",
     note = "`derivative` takes a function of one scalar, `shade_fn!(f(S, ...))` (one-argument) or `shade_fn!(f(&mut [S], S, ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait DerivativeBackend<V, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x` (may run the function once to warm buffers).
-    fn prepare_derivative(
-        &self,
-        f: &V,
-        x: f64,
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait DerivativeBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dy/dx` (length `m` each).
     fn value_and_derivative_into(
         &self,
@@ -36,8 +24,6 @@ pub trait DerivativeBackend<V, C>: Backend {
         y: &mut [f64],
         der: &mut [f64],
     ) -> InterfaceResult<()>;
-    /// The report for a prepared state.
-    fn explain_derivative(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes gradients of one-argument functions.
@@ -46,17 +32,7 @@ pub trait DerivativeBackend<V, C>: Backend {
     label = "no gradient for this backend, function and contexts",
     note = "`gradient` takes a one-argument function `shade_fn!(f(&[S], ...))` returning `S`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait GradientBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x` (may run the function once to warm buffers).
-    fn prepare_gradient(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait GradientBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// Writes `∇f(x)` into `g` (overwriting it) and returns `f(x)`.
     fn value_and_gradient_into(
         &self,
@@ -66,8 +42,6 @@ pub trait GradientBackend<F, C>: Backend {
         ctx: &C,
         g: &mut [f64],
     ) -> InterfaceResult<f64>;
-    /// The report for a prepared state.
-    fn explain_gradient(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes Jacobians of functions in form `V`.
@@ -76,17 +50,7 @@ pub trait GradientBackend<F, C>: Backend {
     label = "no jacobian for this backend, function form and contexts",
     note = "`jacobian` takes `shade_fn!(f(&[S], ...))` (one output) or `shade_fn!(f(&mut [S], &[S], ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait JacobianBackend<V, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_jacobian(
-        &self,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait JacobianBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and the Jacobian (`m × n`, row-major).
     fn value_and_jacobian_into(
         &self,
@@ -97,52 +61,53 @@ pub trait JacobianBackend<V, C>: Backend {
         y: &mut [f64],
         jac: &mut [f64],
     ) -> InterfaceResult<()>;
-    /// The report for a prepared state.
-    fn explain_jacobian(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 // ---------------------------------------------------------------- derivative
 
-pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C: Contexts>(
+pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C>(
     f: V,
     m: usize,
     backend: &B,
     x: f64,
     ctx: &C,
 ) -> InterfaceResult<Prepared<DerivativeOp, V, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Derivative, 1, m, ctx);
-    let st = backend.prepare_derivative(&f, x, ctx, &meta)?;
-    let report = backend.explain_derivative(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (mut y, mut d) = (vec![0.0; m], vec![0.0; m]);
+    prepare(
+        Operator::Derivative,
+        f,
+        (1, m),
+        backend,
+        &[x],
+        ctx,
+        |b, st, f| b.value_and_derivative_into(st, f, x, ctx, &mut y, &mut d),
+    )
 }
 
 /// Prepares `derivative` of a one-argument function `f(x: S, contexts...) -> S` at `x`.
-pub fn prepare_derivative<F, B, C>(
+pub fn prepare_derivative<F, B, C, St>(
     f: F,
     backend: &B,
     x: f64,
     ctx: C,
-) -> InterfaceResult<Prepared<DerivativeOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<DerivativeOp, OneArg<F>, B, St>>
 where
-    B: DerivativeBackend<OneArg<F>, C>,
-    C: Contexts,
+    B: DerivativeBackend<OneArg<F>, C, State = St>,
 {
     prep_derivative(OneArg(f), 1, backend, x, &ctx)
 }
 
 /// Prepares `derivative` of a two-argument function `f(y: &mut [S], x: S, contexts...)`
 /// with `m` outputs.
-pub fn prepare_derivative_inplace<F, B, C>(
+pub fn prepare_derivative_inplace<F, B, C, St>(
     f: F,
     m: usize,
     backend: &B,
     x: f64,
     ctx: C,
-) -> InterfaceResult<Prepared<DerivativeOp, TwoArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<DerivativeOp, TwoArg<F>, B, St>>
 where
-    B: DerivativeBackend<TwoArg<F>, C>,
-    C: Contexts,
+    B: DerivativeBackend<TwoArg<F>, C, State = St>,
 {
     prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)
 }
@@ -160,7 +125,6 @@ where
 pub fn derivative<F, B, C>(f: F, backend: &B, x: f64, ctx: C) -> InterfaceResult<f64>
 where
     B: DerivativeBackend<OneArg<F>, C>,
-    C: Contexts,
 {
     let mut p = prep_derivative(OneArg(f), 1, backend, x, &ctx)?;
     p.derivative(x, ctx)
@@ -175,7 +139,6 @@ pub fn value_and_derivative<F, B, C>(
 ) -> InterfaceResult<(f64, f64)>
 where
     B: DerivativeBackend<OneArg<F>, C>,
-    C: Contexts,
 {
     let mut p = prep_derivative(OneArg(f), 1, backend, x, &ctx)?;
     p.value_and_derivative(x, ctx)
@@ -191,7 +154,6 @@ pub fn value_and_derivative_inplace<F, B, C>(
 ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
 where
     B: DerivativeBackend<TwoArg<F>, C>,
-    C: Contexts,
 {
     let mut p = prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)?;
     p.value_and_derivative(x, ctx)
@@ -202,7 +164,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, OneArg<F>, B, St> {
     pub fn derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<f64>
     where
         B: DerivativeBackend<OneArg<F>, C, State = St>,
-        C: Contexts,
     {
         self.value_and_derivative(x, ctx).map(|r| r.1)
     }
@@ -211,9 +172,8 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, OneArg<F>, B, St> {
     pub fn value_and_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<(f64, f64)>
     where
         B: DerivativeBackend<OneArg<F>, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(1, &ctx)?;
+        self.check(1, &ctx)?;
         let (mut y, mut d) = ([0.0], [0.0]);
         self.backend.value_and_derivative_into(
             &mut self.state,
@@ -232,7 +192,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     pub fn derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
         self.value_and_derivative(x, ctx).map(|r| r.1)
     }
@@ -241,7 +200,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     pub fn derivative_into<C>(&mut self, x: f64, ctx: C, der: &mut [f64]) -> InterfaceResult<()>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
         // The engine writes the outputs too: into the prepared object's buffer.
         let mut y = core::mem::take(&mut self.out);
@@ -258,7 +216,6 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
         let (mut y, mut d) = (vec![0.0; self.meta.m], vec![0.0; self.meta.m]);
         self.value_and_derivative_into(x, ctx, &mut y, &mut d)?;
@@ -275,9 +232,8 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
     ) -> InterfaceResult<()>
     where
         B: DerivativeBackend<TwoArg<F>, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(1, &ctx)?;
+        self.check(1, &ctx)?;
         self.meta.arg("y", self.meta.m, y.len())?;
         self.meta.arg("der", self.meta.m, der.len())?;
         self.backend
@@ -301,38 +257,40 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
 /// assert_eq!((y, g), (30.0, [15.0, 6.0]));
 /// # Ok::<(), shade_interface::InterfaceError>(())
 /// ```
-pub fn prepare_gradient<F, B, C>(
+pub fn prepare_gradient<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, St>>
 where
-    B: GradientBackend<F, C>,
-    C: Contexts,
+    B: GradientBackend<F, C, State = St>,
 {
     prep_gradient(f, backend, x, &ctx)
 }
 
-fn prep_gradient<F, B: GradientBackend<F, C>, C: Contexts>(
+fn prep_gradient<F, B: GradientBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<GradientOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Gradient, x.len(), 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_gradient(&f, x, ctx, &meta)?;
-    let report = backend.explain_gradient(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let mut g = vec![0.0; x.len()];
+    prepare(
+        Operator::Gradient,
+        OneArg(f),
+        (x.len(), 1),
+        backend,
+        x,
+        ctx,
+        |b, st, f| b.value_and_gradient_into(st, f, x, ctx, &mut g).map(drop),
+    )
 }
 
 /// `∇f(x)` for a one-argument `f(x: &[S], contexts...) -> S`.
 pub fn gradient<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: GradientBackend<F, C>,
-    C: Contexts,
 {
     prep_gradient(f, backend, x, &ctx)?.gradient(x, ctx)
 }
@@ -346,7 +304,6 @@ pub fn value_and_gradient<F, B, C>(
 ) -> InterfaceResult<(f64, Vec<f64>)>
 where
     B: GradientBackend<F, C>,
-    C: Contexts,
 {
     prep_gradient(f, backend, x, &ctx)?.value_and_gradient(x, ctx)
 }
@@ -356,7 +313,6 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     pub fn gradient<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut g = vec![0.0; x.len()];
         self.value_and_gradient_into(x, ctx, &mut g)?;
@@ -368,7 +324,6 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     pub fn gradient_into<C>(&mut self, x: &[f64], ctx: C, g: &mut [f64]) -> InterfaceResult<()>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
         self.value_and_gradient_into(x, ctx, g).map(|_| ())
     }
@@ -377,7 +332,6 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     pub fn value_and_gradient<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<(f64, Vec<f64>)>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut g = vec![0.0; x.len()];
         let y = self.value_and_gradient_into(x, ctx, &mut g)?;
@@ -394,9 +348,8 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<f64>
     where
         B: GradientBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
         self.backend
             .value_and_gradient_into(&mut self.state, &self.f, x, &ctx, g)
@@ -405,47 +358,50 @@ impl<F, B: Backend, St> Prepared<GradientOp, OneArg<F>, B, St> {
 
 // ---------------------------------------------------------------- jacobian
 
-pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C: Contexts>(
+pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C>(
     f: V,
     m: usize,
     backend: &B,
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<JacobianOp, V, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Jacobian, x.len(), m, ctx);
-    let st = backend.prepare_jacobian(&f, x, ctx, &meta)?;
-    let report = backend.explain_jacobian(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (mut y, mut j) = (vec![0.0; m], vec![0.0; m * x.len()]);
+    prepare(
+        Operator::Jacobian,
+        f,
+        (x.len(), m),
+        backend,
+        x,
+        ctx,
+        |b, st, f| b.value_and_jacobian_into(st, f, x, ctx, &mut y, &mut j),
+    )
 }
 
 /// Prepares `jacobian` of a one-argument `f(x: &[S], contexts...) -> S` (a `1 × n`
 /// Jacobian).
-pub fn prepare_jacobian<F, B, C>(
+pub fn prepare_jacobian<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<JacobianOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<JacobianOp, OneArg<F>, B, St>>
 where
-    B: JacobianBackend<OneArg<F>, C>,
-    C: Contexts,
+    B: JacobianBackend<OneArg<F>, C, State = St>,
 {
     prep_jacobian(OneArg(f), 1, backend, x, &ctx)
 }
 
 /// Prepares `jacobian` of a two-argument `f(y: &mut [S], x: &[S], contexts...)` with
 /// `m` outputs.
-pub fn prepare_jacobian_inplace<F, B, C>(
+pub fn prepare_jacobian_inplace<F, B, C, St>(
     f: F,
     m: usize,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<JacobianOp, TwoArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<JacobianOp, TwoArg<F>, B, St>>
 where
-    B: JacobianBackend<TwoArg<F>, C>,
-    C: Contexts,
+    B: JacobianBackend<TwoArg<F>, C, State = St>,
 {
     prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)
 }
@@ -454,7 +410,6 @@ where
 pub fn jacobian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: JacobianBackend<OneArg<F>, C>,
-    C: Contexts,
 {
     prep_jacobian(OneArg(f), 1, backend, x, &ctx)?.jacobian(x, ctx)
 }
@@ -482,7 +437,6 @@ pub fn value_and_jacobian_inplace<F, B, C>(
 ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
 where
     B: JacobianBackend<TwoArg<F>, C>,
-    C: Contexts,
 {
     prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)?.value_and_jacobian(x, ctx)
 }
@@ -492,7 +446,6 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     pub fn jacobian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
         self.value_and_jacobian(x, ctx).map(|r| r.1)
     }
@@ -502,7 +455,6 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     pub fn jacobian_into<C>(&mut self, x: &[f64], ctx: C, jac: &mut [f64]) -> InterfaceResult<()>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
         let mut y = core::mem::take(&mut self.out);
         let r = self.value_and_jacobian_into(x, ctx, &mut y, jac);
@@ -518,7 +470,6 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
         let (mut y, mut j) = (vec![0.0; self.meta.m], vec![0.0; self.meta.m * self.meta.n]);
         self.value_and_jacobian_into(x, ctx, &mut y, &mut j)?;
@@ -536,9 +487,8 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     ) -> InterfaceResult<()>
     where
         B: JacobianBackend<V, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("y", self.meta.m, y.len())?;
         self.meta
             .arg("jacobian", self.meta.m * self.meta.n, jac.len())?;

@@ -3,11 +3,28 @@
 
 use super::{PullbackOp, PushforwardOp};
 use crate::backend::{Backend, Operator};
-use crate::context::Contexts;
 use crate::error::InterfaceResult;
-use crate::explain::Report;
 use crate::form::{OneArg, TwoArg};
-use crate::prep::{Meta, Prepared};
+use crate::prep::{PrepareBackend, Prepared, prepare};
+use shade_autodiff::scalar::CHUNK;
+
+/// Runs `one` on each stacked tangent of `ts` (length `tl` each) and its result slot in
+/// `outs` (length `ol` each): the batched variants of backends without a batched path.
+pub(crate) fn each_tangent(
+    tl: usize,
+    ol: usize,
+    ts: &[f64],
+    outs: &mut [f64],
+    mut one: impl FnMut(&[f64], &mut [f64]) -> InterfaceResult<()>,
+) -> InterfaceResult<()> {
+    for (t, out) in ts
+        .chunks_exact(tl.max(1))
+        .zip(outs.chunks_exact_mut(ol.max(1)))
+    {
+        one(t, out)?;
+    }
+    Ok(())
+}
 
 /// A backend that computes pushforwards (Jacobian-vector products) of form `V`.
 #[diagnostic::on_unimplemented(
@@ -15,17 +32,7 @@ use crate::prep::{Meta, Prepared};
     label = "no pushforward for this backend, function form and contexts",
     note = "`pushforward` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait PushforwardBackend<V, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_pushforward(
-        &self,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait PushforwardBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dy = J(x) dx`.
     #[allow(clippy::too_many_arguments)]
     fn value_and_pushforward_into(
@@ -51,17 +58,10 @@ pub trait PushforwardBackend<V, C>: Backend {
         y: &mut [f64],
         dys: &mut [f64],
     ) -> InterfaceResult<()> {
-        let (n, m) = (x.len(), y.len());
-        for (dx, dy) in dxs
-            .chunks_exact(n.max(1))
-            .zip(dys.chunks_exact_mut(m.max(1)))
-        {
-            self.value_and_pushforward_into(st, f, x, dx, ctx, y, dy)?;
-        }
-        Ok(())
+        each_tangent(x.len(), y.len(), dxs, dys, |dx, dy| {
+            self.value_and_pushforward_into(st, f, x, dx, ctx, y, dy)
+        })
     }
-    /// The report for a prepared state.
-    fn explain_pushforward(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes pullbacks (vector-Jacobian products) of form `V`.
@@ -70,17 +70,7 @@ pub trait PushforwardBackend<V, C>: Backend {
     label = "no pullback for this backend, function form and contexts",
     note = "`pullback` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait PullbackBackend<V, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_pullback(
-        &self,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait PullbackBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dx = J(x)ᵀ dy` (overwriting `dx`).
     #[allow(clippy::too_many_arguments)]
     fn value_and_pullback_into(
@@ -106,60 +96,59 @@ pub trait PullbackBackend<V, C>: Backend {
         y: &mut [f64],
         dxs: &mut [f64],
     ) -> InterfaceResult<()> {
-        let (n, m) = (x.len(), y.len());
-        for (dy, dx) in dys
-            .chunks_exact(m.max(1))
-            .zip(dxs.chunks_exact_mut(n.max(1)))
-        {
-            self.value_and_pullback_into(st, f, x, dy, ctx, y, dx)?;
-        }
-        Ok(())
+        each_tangent(y.len(), x.len(), dys, dxs, |dy, dx| {
+            self.value_and_pullback_into(st, f, x, dy, ctx, y, dx)
+        })
     }
-    /// The report for a prepared state.
-    fn explain_pullback(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 macro_rules! directional {
     (
         $op:ident, $Trait:ident, $oper:ident, $prep_fn:ident, $prepare:ident, $prepare_inplace:ident,
-        $free:ident, $free_inplace:ident, $explain:ident, $into:ident, $batch_into:ident,
+        $free:ident, $free_inplace:ident, $into:ident, $batch_into:ident,
         $plain:ident, $plain_into:ident, $vand:ident, $batch:ident, $vand_batch:ident,
         $tin:literal, $tout:literal, $inlen:ident, $outlen:ident, $doc:literal
     ) => {
-        pub(crate) fn $prep_fn<V, B: $Trait<V, C>, C: Contexts>(
+        pub(crate) fn $prep_fn<V, B: $Trait<V, C>, C>(
             f: V,
             m: usize,
             backend: &B,
             x: &[f64],
             ctx: &C,
         ) -> InterfaceResult<Prepared<$op, V, B, B::State>> {
-            backend.validate()?;
-            let meta = Meta::new(Operator::$oper, x.len(), m, ctx);
-            let st = backend.$prepare(&f, x, ctx, &meta)?;
-            let report = backend.$explain(&st, &meta);
-            Ok(Prepared::new(f, *backend, st, meta, report))
+            // Warm the single and the batched path; a pullback's warm-up seed is one (a
+            // zero seed could let an engine skip its sweep).
+            let n = x.len();
+            let (tl, ol, t0) = match Operator::$oper {
+                Operator::Pushforward => (n, m, 0.0),
+                _ => (m, n, 1.0),
+            };
+            let (mut y, t, mut out) = (vec![0.0; m], vec![t0; tl], vec![0.0; ol]);
+            let (ts, mut outs) = (vec![t0; CHUNK * tl], vec![0.0; CHUNK * ol]);
+            prepare(Operator::$oper, f, (n, m), backend, x, ctx, |b, st, f| {
+                b.$into(st, f, x, &t, ctx, &mut y, &mut out)?;
+                b.$batch_into(st, f, x, &ts, ctx, &mut y, &mut outs)
+            })
         }
 
         #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a one-argument `f(x: &[S], contexts...) -> S` (`m = 1`).")]
-        pub fn $prepare<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Prepared<$op, OneArg<F>, B, B::State>>
+        pub fn $prepare<F, B, C, St>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Prepared<$op, OneArg<F>, B, St>>
         where
-            B: $Trait<OneArg<F>, C>,
-            C: Contexts,
+            B: $Trait<OneArg<F>, C, State = St>,
         {
             $prep_fn(OneArg(f), 1, backend, x, &ctx)
         }
 
         #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a two-argument `f(y: &mut [S], x: &[S], contexts...)` with `m` outputs.")]
-        pub fn $prepare_inplace<F, B, C>(
+        pub fn $prepare_inplace<F, B, C, St>(
             f: F,
             m: usize,
             backend: &B,
             x: &[f64],
             ctx: C,
-        ) -> InterfaceResult<Prepared<$op, TwoArg<F>, B, B::State>>
+        ) -> InterfaceResult<Prepared<$op, TwoArg<F>, B, St>>
         where
-            B: $Trait<TwoArg<F>, C>,
-            C: Contexts,
+            B: $Trait<TwoArg<F>, C, State = St>,
         {
             $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)
         }
@@ -168,7 +157,6 @@ macro_rules! directional {
         pub fn $free<F, B, C>(f: F, backend: &B, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
         where
             B: $Trait<OneArg<F>, C>,
-            C: Contexts,
         {
             $prep_fn(OneArg(f), 1, backend, x, &ctx)?.$plain(x, t, ctx)
         }
@@ -184,7 +172,6 @@ macro_rules! directional {
         ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
         where
             B: $Trait<TwoArg<F>, C>,
-            C: Contexts,
         {
             $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)?.$vand(x, t, ctx)
         }
@@ -194,7 +181,6 @@ macro_rules! directional {
             pub fn $plain<C>(&mut self, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 self.$vand(x, t, ctx).map(|r| r.1)
             }
@@ -203,7 +189,6 @@ macro_rules! directional {
             pub fn $plain_into<C>(&mut self, x: &[f64], t: &[f64], ctx: C, out: &mut [f64]) -> InterfaceResult<()>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 let mut y = core::mem::take(&mut self.out);
                 let r = self.$into(x, t, ctx, &mut y, out);
@@ -215,7 +200,6 @@ macro_rules! directional {
             pub fn $vand<C>(&mut self, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 let (mut y, mut out) = (vec![0.0; self.meta.m], vec![0.0; self.meta.$outlen]);
                 self.$into(x, t, ctx, &mut y, &mut out)?;
@@ -227,9 +211,8 @@ macro_rules! directional {
             pub fn $into<C>(&mut self, x: &[f64], t: &[f64], ctx: C, y: &mut [f64], out: &mut [f64]) -> InterfaceResult<()>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
-                self.meta.check(x.len(), &ctx)?;
+                self.check(x.len(), &ctx)?;
                 self.meta.arg($tin, self.meta.$inlen, t.len())?;
                 self.meta.arg("y", self.meta.m, y.len())?;
                 self.meta.arg($tout, self.meta.$outlen, out.len())?;
@@ -240,7 +223,6 @@ macro_rules! directional {
             pub fn $batch<C>(&mut self, x: &[f64], ts: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
                 let k = self.meta.batch(self.meta.$inlen, ts.len())?;
                 let mut y = core::mem::take(&mut self.out);
@@ -261,9 +243,8 @@ macro_rules! directional {
             ) -> InterfaceResult<()>
             where
                 B: $Trait<V, C, State = St>,
-                C: Contexts,
             {
-                self.meta.check(x.len(), &ctx)?;
+                self.check(x.len(), &ctx)?;
                 let k = self.meta.batch(self.meta.$inlen, ts.len())?;
                 self.meta.arg("y", self.meta.m, y.len())?;
                 self.meta.arg($tout, k * self.meta.$outlen, outs.len())?;
@@ -282,7 +263,6 @@ directional!(
     prepare_pushforward_inplace,
     pushforward,
     value_and_pushforward_inplace,
-    explain_pushforward,
     value_and_pushforward_into,
     value_and_pushforward_batch_into,
     pushforward,
@@ -306,7 +286,6 @@ directional!(
     prepare_pullback_inplace,
     pullback,
     value_and_pullback_inplace,
-    explain_pullback,
     value_and_pullback_into,
     value_and_pullback_batch_into,
     pullback,

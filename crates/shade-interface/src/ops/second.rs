@@ -3,11 +3,9 @@
 
 use super::{HessianOp, HvpOp, SecondDerivativeOp};
 use crate::backend::{Backend, Operator};
-use crate::context::Contexts;
 use crate::error::InterfaceResult;
-use crate::explain::Report;
 use crate::form::OneArg;
-use crate::prep::{Meta, Prepared};
+use crate::prep::{PrepareBackend, Prepared, prepare};
 
 /// A backend that computes second derivatives of `f(x: S, contexts...) -> S`.
 #[diagnostic::on_unimplemented(
@@ -15,17 +13,7 @@ use crate::prep::{Meta, Prepared};
     label = "no second derivative for this backend, function and contexts",
     note = "`second_derivative` takes `shade_fn!(f(S, ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
-pub trait SecondDerivativeBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_second_derivative(
-        &self,
-        f: &OneArg<F>,
-        x: f64,
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait SecondDerivativeBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// `(f(x), f'(x), f''(x))`.
     fn value_derivative_and_second_derivative(
         &self,
@@ -34,27 +22,15 @@ pub trait SecondDerivativeBackend<F, C>: Backend {
         x: f64,
         ctx: &C,
     ) -> InterfaceResult<(f64, f64, f64)>;
-    /// The report for a prepared state.
-    fn explain_second_derivative(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes Hessians of `f(x: &[S], contexts...) -> S`.
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `hessian` of `{F}` with contexts `{C}`",
     label = "no Hessian for this backend, function and contexts",
-    note = "`hessian` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, SecondOrder(AutoShade forward, AutoShade reverse), SecondOrder(AutoFiniteDiff, _)"
+    note = "`hessian` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, `SecondOrder {{ outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }}` (the core nests forward over reverse only), `SecondOrder {{ outer: AutoFiniteDiff::CENTRAL, inner: <a gradient backend> }}`"
 )]
-pub trait HessianBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_hessian(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait HessianBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// Writes the Hessian (`n × n`, row-major) into `h`.
     fn hessian_into(
         &self,
@@ -75,27 +51,15 @@ pub trait HessianBackend<F, C>: Backend {
         g: &mut [f64],
         h: &mut [f64],
     ) -> InterfaceResult<f64>;
-    /// The report for a prepared state.
-    fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 /// A backend that computes Hessian-vector products of `f(x: &[S], contexts...) -> S`.
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `hvp` of `{F}` with contexts `{C}`",
     label = "no Hessian-vector product for this backend, function and contexts",
-    note = "`hvp` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, SecondOrder(AutoShade forward, AutoShade reverse), SecondOrder(AutoFiniteDiff, _)"
+    note = "`hvp` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, `SecondOrder {{ outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }}` (the core nests forward over reverse only), `SecondOrder {{ outer: AutoFiniteDiff::CENTRAL, inner: <a gradient backend> }}`"
 )]
-pub trait HvpBackend<F, C>: Backend {
-    /// Buffers kept between calls.
-    type State;
-    /// Makes the state for input `x`.
-    fn prepare_hvp(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State>;
+pub trait HvpBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     /// Writes `∇²f(x) v` into `hv`.
     #[allow(clippy::too_many_arguments)]
     fn hvp_into(
@@ -119,36 +83,39 @@ pub trait HvpBackend<F, C>: Backend {
         g: &mut [f64],
         hv: &mut [f64],
     ) -> InterfaceResult<f64>;
-    /// The report for a prepared state.
-    fn explain_hvp(&self, st: &Self::State, meta: &Meta) -> Report;
 }
 
 // ---------------------------------------------------------------- second_derivative
 
-fn prep_second_derivative<F, B: SecondDerivativeBackend<F, C>, C: Contexts>(
+fn prep_second_derivative<F, B: SecondDerivativeBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: f64,
     ctx: &C,
 ) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::SecondDerivative, 1, 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_second_derivative(&f, x, ctx, &meta)?;
-    let report = backend.explain_second_derivative(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    prepare(
+        Operator::SecondDerivative,
+        OneArg(f),
+        (1, 1),
+        backend,
+        &[x],
+        ctx,
+        |b, st, f| {
+            b.value_derivative_and_second_derivative(st, f, x, ctx)
+                .map(drop)
+        },
+    )
 }
 
 /// Prepares `second_derivative` of `f(x: S, contexts...) -> S`.
-pub fn prepare_second_derivative<F, B, C>(
+pub fn prepare_second_derivative<F, B, C, St>(
     f: F,
     backend: &B,
     x: f64,
     ctx: C,
-) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<SecondDerivativeOp, OneArg<F>, B, St>>
 where
-    B: SecondDerivativeBackend<F, C>,
-    C: Contexts,
+    B: SecondDerivativeBackend<F, C, State = St>,
 {
     prep_second_derivative(f, backend, x, &ctx)
 }
@@ -168,7 +135,6 @@ where
 pub fn second_derivative<F, B, C>(f: F, backend: &B, x: f64, ctx: C) -> InterfaceResult<f64>
 where
     B: SecondDerivativeBackend<F, C>,
-    C: Contexts,
 {
     prep_second_derivative(f, backend, x, &ctx)?.second_derivative(x, ctx)
 }
@@ -178,7 +144,6 @@ impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
     pub fn second_derivative<C>(&mut self, x: f64, ctx: C) -> InterfaceResult<f64>
     where
         B: SecondDerivativeBackend<F, C, State = St>,
-        C: Contexts,
     {
         self.value_derivative_and_second_derivative(x, ctx)
             .map(|r| r.2)
@@ -192,9 +157,8 @@ impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<(f64, f64, f64)>
     where
         B: SecondDerivativeBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(1, &ctx)?;
+        self.check(1, &ctx)?;
         self.backend
             .value_derivative_and_second_derivative(&mut self.state, &self.f, x, &ctx)
     }
@@ -202,30 +166,36 @@ impl<F, B: Backend, St> Prepared<SecondDerivativeOp, OneArg<F>, B, St> {
 
 // ---------------------------------------------------------------- hessian
 
-fn prep_hessian<F, B: HessianBackend<F, C>, C: Contexts>(
+fn prep_hessian<F, B: HessianBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Hessian, x.len(), 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_hessian(&f, x, ctx, &meta)?;
-    let report = backend.explain_hessian(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (mut g, mut h) = (vec![0.0; x.len()], vec![0.0; x.len() * x.len()]);
+    prepare(
+        Operator::Hessian,
+        OneArg(f),
+        (x.len(), 1),
+        backend,
+        x,
+        ctx,
+        |b, st, f| {
+            b.value_gradient_and_hessian_into(st, f, x, ctx, &mut g, &mut h)
+                .map(drop)
+        },
+    )
 }
 
 /// Prepares `hessian` of `f(x: &[S], contexts...) -> S`.
-pub fn prepare_hessian<F, B, C>(
+pub fn prepare_hessian<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, St>>
 where
-    B: HessianBackend<F, C>,
-    C: Contexts,
+    B: HessianBackend<F, C, State = St>,
 {
     prep_hessian(f, backend, x, &ctx)
 }
@@ -234,7 +204,6 @@ where
 pub fn hessian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: HessianBackend<F, C>,
-    C: Contexts,
 {
     prep_hessian(f, backend, x, &ctx)?.hessian(x, ctx)
 }
@@ -244,7 +213,6 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     pub fn hessian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut h = vec![0.0; self.meta.n * self.meta.n];
         self.hessian_into(x, ctx, &mut h)?;
@@ -255,9 +223,8 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     pub fn hessian_into<C>(&mut self, x: &[f64], ctx: C, h: &mut [f64]) -> InterfaceResult<()>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta
             .arg("hessian", self.meta.n * self.meta.n, h.len())?;
         self.backend
@@ -272,7 +239,6 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<(f64, Vec<f64>, Vec<f64>)>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
         let (mut g, mut h) = (vec![0.0; self.meta.n], vec![0.0; self.meta.n * self.meta.n]);
         let y = self.value_gradient_and_hessian_into(x, ctx, &mut g, &mut h)?;
@@ -289,9 +255,8 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<f64>
     where
         B: HessianBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
         self.meta
             .arg("hessian", self.meta.n * self.meta.n, h.len())?;
@@ -302,30 +267,36 @@ impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
 
 // ---------------------------------------------------------------- hvp
 
-fn prep_hvp<F, B: HvpBackend<F, C>, C: Contexts>(
+fn prep_hvp<F, B: HvpBackend<F, C>, C>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, B::State>> {
-    backend.validate()?;
-    let meta = Meta::new(Operator::Hvp, x.len(), 1, ctx);
-    let f = OneArg(f);
-    let st = backend.prepare_hvp(&f, x, ctx, &meta)?;
-    let report = backend.explain_hvp(&st, &meta);
-    Ok(Prepared::new(f, *backend, st, meta, report))
+    let (v, mut g, mut hv) = (vec![0.0; x.len()], vec![0.0; x.len()], vec![0.0; x.len()]);
+    prepare(
+        Operator::Hvp,
+        OneArg(f),
+        (x.len(), 1),
+        backend,
+        x,
+        ctx,
+        |b, st, f| {
+            b.gradient_and_hvp_into(st, f, x, &v, ctx, &mut g, &mut hv)
+                .map(drop)
+        },
+    )
 }
 
 /// Prepares `hvp` of `f(x: &[S], contexts...) -> S`.
-pub fn prepare_hvp<F, B, C>(
+pub fn prepare_hvp<F, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, B::State>>
+) -> InterfaceResult<Prepared<HvpOp, OneArg<F>, B, St>>
 where
-    B: HvpBackend<F, C>,
-    C: Contexts,
+    B: HvpBackend<F, C, State = St>,
 {
     prep_hvp(f, backend, x, &ctx)
 }
@@ -344,7 +315,6 @@ where
 pub fn hvp<F, B, C>(f: F, backend: &B, x: &[f64], v: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
 where
     B: HvpBackend<F, C>,
-    C: Contexts,
 {
     prep_hvp(f, backend, x, &ctx)?.hvp(x, v, ctx)
 }
@@ -354,7 +324,6 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     pub fn hvp<C>(&mut self, x: &[f64], v: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
         let mut hv = vec![0.0; self.meta.n];
         self.hvp_into(x, v, ctx, &mut hv)?;
@@ -371,9 +340,8 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<()>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("v", self.meta.n, v.len())?;
         self.meta.arg("hvp", self.meta.n, hv.len())?;
         self.backend
@@ -389,7 +357,6 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
         let (mut g, mut hv) = (vec![0.0; self.meta.n], vec![0.0; self.meta.n]);
         self.gradient_and_hvp_into(x, v, ctx, &mut g, &mut hv)?;
@@ -407,9 +374,8 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     ) -> InterfaceResult<f64>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         self.meta.arg("v", self.meta.n, v.len())?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
         self.meta.arg("hvp", self.meta.n, hv.len())?;
@@ -421,9 +387,8 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
     pub fn hvp_batch<C>(&mut self, x: &[f64], vs: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
     where
         B: HvpBackend<F, C, State = St>,
-        C: Contexts,
     {
-        self.meta.check(x.len(), &ctx)?;
+        self.check(x.len(), &ctx)?;
         let n = self.meta.n;
         let k = self.meta.batch(n, vs.len())?;
         let mut out = vec![0.0; k * n];

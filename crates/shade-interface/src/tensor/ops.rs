@@ -1,160 +1,94 @@
-//! The tensor operators and their prepared object [`TensorPrepared`].
+//! The tensor operators (one-shot functions) and their prepared object
+//! [`TensorPrepared`] (a program with its [`Workspace`]).
 
-use super::{ConstContexts, TensorBackend, TensorContexts, TensorEngine};
-use crate::backend::{AutoFiniteDiff, FdKind, Operator};
-use crate::context::ContextPassing;
-use crate::error::{InterfaceError, InterfaceResult};
-use crate::explain::{PathKind, Report};
+use super::work::shapes_of;
+use super::{
+    Ran, Run, TensorBackend, TensorContexts, TensorInput, TensorProgram, Workspace, entries,
+};
+use crate::backend::Operator;
+use crate::error::InterfaceResult;
+use crate::explain::Report;
 use crate::ops::{GradientOp, JacobianOp, PullbackOp, PushforwardOp};
-use ndarray::{Array, Array2, ArrayD, Dimension, IxDyn};
-use shade_autodiff::tensor::{self as engine, Tape, TapeBuffers, Var};
-use shade_autodiff::{AdError, Const, Duplicated, ModeKind};
+use ndarray::{Array2, ArrayD, IxDyn};
+use shade_autodiff::AdError;
+use shade_autodiff::tensor::Element;
+use std::borrow::{Borrow, BorrowMut};
 use std::marker::PhantomData;
 
-/// A tensor program over `x` with contexts `C`: the core's closure form.
-pub trait TensorProgram<C: TensorContexts>:
-    for<'t> Fn(&mut Tape<'t, f64>, (Var, &'t C::Handles)) -> shade_autodiff::AdResult<Var>
-{
+/// A zeroed value of `x`'s shape.
+fn zeros_like<T: Element, X: TensorInput<T> + ?Sized>(x: &X) -> X::Owned {
+    let mut z = x.to_standard();
+    let b: &mut X = z.borrow_mut();
+    for k in 0..b.arrays() {
+        b.array_mut(k).fill(T::zero());
+    }
+    z
 }
 
-impl<C: TensorContexts, P> TensorProgram<C> for P where
-    P: for<'t> Fn(&mut Tape<'t, f64>, (Var, &'t C::Handles)) -> shade_autodiff::AdResult<Var>
-{
-}
+/// The operator and the contexts' handle types of a [`TensorPrepared`].
+type Markers<Op, H> = (Op, fn(&H));
 
-/// A prepared tensor operator: program, backend, the core's tape buffers and scratch.
+/// A prepared tensor operator: the program, the backend and the [`Workspace`].
 ///
-/// The input shape and the output shape are fixed at preparation (the program is run
-/// once there) and checked at every call.
-pub struct TensorPrepared<Op, P, B, D: Dimension> {
+/// The input's shapes and the result's shape are fixed at preparation (the program is
+/// run once there) and checked at every call.
+pub struct TensorPrepared<Op, P, B, T: Element, X: TensorInput<T> + ?Sized, H> {
     program: P,
     backend: B,
-    bufs: TapeBuffers<f64>,
-    shape: Vec<usize>,
-    out_shape: Vec<usize>,
-    /// A tangent, a perturbed input, or a gradient (input shape).
-    tan: Array<f64, D>,
-    xp: Array<f64, D>,
-    /// A seed or an output (output shape).
-    seed: ArrayD<f64>,
-    yp: ArrayD<f64>,
+    work: Workspace<T, X>,
     report: Report,
-    op: PhantomData<Op>,
+    op: PhantomData<Markers<Op, H>>,
 }
 
-impl<Op, P, B: std::fmt::Debug, D: Dimension> std::fmt::Debug for TensorPrepared<Op, P, B, D> {
+impl<Op, P, B: std::fmt::Debug, T: Element, X: TensorInput<T> + ?Sized, H> std::fmt::Debug
+    for TensorPrepared<Op, P, B, T, X, H>
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TensorPrepared")
             .field("backend", &self.backend)
-            .field("shape", &self.shape)
-            .field("out_shape", &self.out_shape)
+            .field("work", &self.work)
             .finish_non_exhaustive()
     }
 }
 
-fn shape_err(
+fn prepare<Op, P, B, T, X, C, H>(
     operator: Operator,
-    argument: &'static str,
-    expected: &[usize],
-    found: &[usize],
-) -> InterfaceError {
-    InterfaceError::ShapeMismatch {
-        operator: operator.name(),
-        argument,
-        expected: expected.to_vec(),
-        found: found.to_vec(),
-    }
-}
-
-fn prepare<Op, P, B, C, D>(
-    operator: Operator,
-    program: P,
+    mut program: P,
     backend: &B,
-    x: &Array<f64, D>,
+    x: &X,
     ctx: C,
-) -> InterfaceResult<TensorPrepared<Op, P, B, D>>
+) -> InterfaceResult<TensorPrepared<Op, P, B, T, X, H>>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
     backend.validate()?;
-    let mut bufs = TapeBuffers::new();
-    let y = engine::value(
-        &mut bufs,
-        &program,
-        (Const(x), ConstContexts(ctx, &mut None)),
-    )?;
-    let out_shape = y.shape().to_vec();
-    let (n, m) = (x.len(), y.len());
-    let (path, detail, calls) = match backend.engine() {
-        TensorEngine::Shade(mode) => {
-            let (entry, calls) = match (operator, mode) {
-                (Operator::Gradient, _) => (
-                    "`tensor::gradient(bufs, program, (Duplicated(x, g), Const(..)))`",
-                    1,
-                ),
-                (Operator::Pullback, _) => (
-                    "`tensor::pullback(bufs, program, (Duplicated(x, dx), Const(..)), dy)`",
-                    1,
-                ),
-                (Operator::Pushforward, _) => (
-                    "`tensor::pushforward_into(bufs, program, (Duplicated(x, dx), Const(..)), y, dy)`",
-                    1,
-                ),
-                (_, ModeKind::Reverse) => ("`tensor::pullback`, one per output", m),
-                (_, ModeKind::Forward) => ("`tensor::pushforward_into`, one per input", n),
-            };
-            (
-                PathKind::Native,
-                format!("shade-autodiff tensor tape, {entry}"),
-                calls,
-            )
-        }
-        TensorEngine::FiniteDiff(fd) => {
-            let per = match fd.kind {
-                FdKind::Central => 2,
-                FdKind::Forward => 1,
-            };
-            let calls = match operator {
-                Operator::Pushforward => 1 + per,
-                _ => 1 + per * n,
-            };
-            (
-                PathKind::Generic,
-                "generic fallback: finite differences of `tensor::value` (primal tape)".to_string(),
-                calls,
-            )
-        }
-    };
-    let report = Report {
-        operator: operator.name(),
-        backend: backend.name(),
-        path,
-        detail,
-        contexts: vec![ContextPassing::ConstantAsConst; C::COUNT],
-        batch: 1,
-        calls,
-        tape_records: None,
-        reserved_bytes: 16 * (n + m),
-    };
+    let mut work = Workspace::new();
+    work.shapes = Some(shapes_of(x));
+    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
+    let report = Ran {
+        operator,
+        engine: backend.engine(),
+        n: entries(x),
+        m: work.seed.len(),
+        contexts: C::COUNT,
+    }
+    .report();
     Ok(TensorPrepared {
         program,
         backend: *backend,
-        bufs,
-        shape: x.shape().to_vec(),
-        tan: Array::zeros(x.raw_dim()),
-        xp: Array::zeros(x.raw_dim()),
-        seed: ArrayD::zeros(IxDyn(&out_shape)),
-        yp: ArrayD::zeros(IxDyn(&out_shape)),
-        out_shape,
+        work,
         report,
         op: PhantomData,
     })
 }
 
-impl<Op, P, B: TensorBackend, D: Dimension> TensorPrepared<Op, P, B, D> {
+impl<Op, P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
+    TensorPrepared<Op, P, B, T, X, H>
+{
     /// What this prepared operator does.
     pub fn explain(&self) -> &Report {
         &self.report
@@ -162,89 +96,23 @@ impl<Op, P, B: TensorBackend, D: Dimension> TensorPrepared<Op, P, B, D> {
 
     /// The shape of the program's result.
     pub fn output_shape(&self) -> &[usize] {
-        &self.out_shape
+        self.work.out_shape.as_deref().unwrap_or(&[])
     }
 
-    fn check(
-        &self,
-        op: Operator,
-        argument: &'static str,
-        found: &[usize],
-        output: bool,
+    /// The storage (e.g. to turn anomaly mode on in its tape buffers).
+    pub fn workspace(&mut self) -> &mut Workspace<T, X> {
+        &mut self.work
+    }
+
+    /// Runs `call` twice when the backend is native, so that the tape's pool settles
+    /// after one full sweep and later calls do not allocate.
+    fn warm(
+        &mut self,
+        mut call: impl FnMut(&mut Self) -> InterfaceResult<()>,
     ) -> InterfaceResult<()> {
-        let want = if output { &self.out_shape } else { &self.shape };
-        if want[..] == *found {
-            Ok(())
-        } else {
-            Err(shape_err(op, argument, want, found))
-        }
-    }
-
-    /// `f(x + t d)` written into `self.yp` (finite differences).
-    fn eval_shifted<C>(
-        &mut self,
-        x: &Array<f64, D>,
-        t: f64,
-        d: Option<&Array<f64, D>>,
-        k: Option<usize>,
-        ctx: C,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<C>,
-        C: TensorContexts,
-    {
-        self.xp.assign(x);
-        if let Some(d) = d {
-            self.xp.scaled_add(t, d);
-        }
-        if let Some(k) = k {
-            // `xp` is in standard layout (made by `Array::zeros`).
-            if let Some(v) = self.xp.as_slice_mut().and_then(|s| s.get_mut(k)) {
-                *v += t;
-            }
-        }
-        let y = engine::value(
-            &mut self.bufs,
-            &self.program,
-            (Const(&self.xp), ConstContexts(ctx, &mut None)),
-        )?;
-        self.yp.assign(&y);
-        Ok(())
-    }
-
-    /// Column `k` (or direction `d`) of the Jacobian by finite differences, into `self.seed`.
-    fn fd_column<C>(
-        &mut self,
-        fd: &AutoFiniteDiff,
-        x: &Array<f64, D>,
-        d: Option<&Array<f64, D>>,
-        k: Option<usize>,
-        ctx: C,
-    ) -> InterfaceResult<()>
-    where
-        P: TensorProgram<C>,
-        C: TensorContexts,
-    {
-        let xn = x.iter().fold(0.0f64, |a, b| a.max(b.abs()));
-        let dn = d.map_or(1.0, |d| d.iter().fold(0.0f64, |a, b| a.max(b.abs())));
-        if dn == 0.0 {
-            self.seed.fill(0.0);
-            return Ok(());
-        }
-        let h = (fd.first_rel_step() * xn.max(1.0) + fd.abs_step) / dn;
-        self.eval_shifted(x, h, d, k, ctx)?;
-        // `seed` holds f(x + h d) for a moment.
-        self.seed.assign(&self.yp);
-        match fd.kind {
-            FdKind::Central => {
-                self.eval_shifted(x, -h, d, k, ctx)?;
-                self.seed
-                    .zip_mut_with(&self.yp, |p, m| *p = (*p - m) / (2.0 * h));
-            }
-            FdKind::Forward => {
-                self.eval_shifted(x, 0.0, None, None, ctx)?;
-                self.seed.zip_mut_with(&self.yp, |p, y| *p = (*p - y) / h);
-            }
+        if matches!(self.backend.engine(), super::TensorEngine::Shade(_)) {
+            call(self)?;
+            call(self)?;
         }
         Ok(())
     }
@@ -253,253 +121,229 @@ impl<Op, P, B: TensorBackend, D: Dimension> TensorPrepared<Op, P, B, D> {
 // ---------------------------------------------------------------- gradient
 
 /// Prepares `gradient` of a tensor program with a scalar result.
-pub fn prepare_gradient<P, B, C, D>(
+pub fn prepare_gradient<P, B, T, X, C, H>(
     program: P,
     backend: &B,
-    x: &Array<f64, D>,
+    x: &X,
     ctx: C,
-) -> InterfaceResult<TensorPrepared<GradientOp, P, B, D>>
+) -> InterfaceResult<TensorPrepared<GradientOp, P, B, T, X, H>>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
     let mut p = prepare(Operator::Gradient, program, backend, x, ctx)?;
-    if p.out_shape.iter().product::<usize>() != 1 {
+    if p.work.seed.len() != 1 {
         return Err(AdError::NonScalarReturn {
-            len: p.out_shape.iter().product(),
+            len: p.work.seed.len(),
         }
         .into());
     }
-    // Warm the buffers (twice: the pool settles after one full reverse sweep).
-    let mut g = Array::zeros(x.raw_dim());
-    for _ in 0..2 {
-        p.value_and_gradient_into(x, ctx, &mut g)?;
-    }
+    let mut g = zeros_like(x);
+    p.warm(|p| p.value_and_gradient_into(x, ctx, g.borrow_mut()).map(drop))?;
     Ok(p)
 }
 
-/// The gradient of a tensor program with a scalar result.
-pub fn gradient<P, B, C, D>(
+/// The gradient of a tensor program with a scalar result: one engine call with
+/// `AutoShade::REVERSE` (no preparation run).
+pub fn gradient<P, B, T, X, C, H>(
     program: P,
     backend: &B,
-    x: &Array<f64, D>,
+    x: &X,
     ctx: C,
-) -> InterfaceResult<Array<f64, D>>
+) -> InterfaceResult<X::Owned>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
-    prepare_gradient(program, backend, x, ctx)?.gradient(x, ctx)
+    value_and_gradient(program, backend, x, ctx).map(|r| r.1)
 }
 
-impl<P, B: TensorBackend, D: Dimension> TensorPrepared<GradientOp, P, B, D> {
+/// `(f(x), ∇f(x))` of a tensor program with a scalar result.
+pub fn value_and_gradient<P, B, T, X, C, H>(
+    program: P,
+    backend: &B,
+    x: &X,
+    ctx: C,
+) -> InterfaceResult<(T, X::Owned)>
+where
+    P: TensorProgram<T, X, H>,
+    B: TensorBackend,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
+{
+    let mut g = zeros_like(x);
+    let v = Workspace::new().value_and_gradient_into(program, backend, x, ctx, g.borrow_mut())?;
+    Ok((v, g))
+}
+
+impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
+    TensorPrepared<GradientOp, P, B, T, X, H>
+{
     /// `∇f(x)`.
-    pub fn gradient<C>(&mut self, x: &Array<f64, D>, ctx: C) -> InterfaceResult<Array<f64, D>>
+    pub fn gradient<C>(&mut self, x: &X, ctx: C) -> InterfaceResult<X::Owned>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        let mut g = Array::zeros(x.raw_dim());
-        self.value_and_gradient_into(x, ctx, &mut g)?;
+        let mut g = zeros_like(x);
+        self.value_and_gradient_into(x, ctx, g.borrow_mut())?;
         Ok(g)
     }
 
     /// Writes `∇f(x)` into `g` (overwriting it) and returns `f(x)`; warm calls with
-    /// `AutoShade` do not allocate.
-    pub fn value_and_gradient_into<C>(
-        &mut self,
-        x: &Array<f64, D>,
-        ctx: C,
-        g: &mut Array<f64, D>,
-    ) -> InterfaceResult<f64>
+    /// `AutoShade::REVERSE` do not allocate.
+    pub fn value_and_gradient_into<C>(&mut self, x: &X, ctx: C, g: &mut X) -> InterfaceResult<T>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        self.check(Operator::Gradient, "x", x.shape(), false)?;
-        self.check(Operator::Gradient, "gradient", g.shape(), false)?;
-        match self.backend.engine() {
-            TensorEngine::Shade(_) => {
-                g.fill(0.0);
-                Ok(engine::gradient(
-                    &mut self.bufs,
-                    &self.program,
-                    (Duplicated(x, g), ConstContexts(ctx, &mut None)),
-                )?)
-            }
-            TensorEngine::FiniteDiff(fd) => {
-                for k in 0..x.len() {
-                    self.fd_column(&fd, x, None, Some(k), ctx)?;
-                    self.tan.as_slice_mut().expect("standard layout")[k] =
-                        self.seed.iter().next().copied().unwrap_or(0.0);
-                }
-                g.assign(&self.tan);
-                self.eval_shifted(x, 0.0, None, None, ctx)?;
-                Ok(self.yp.iter().next().copied().unwrap_or(0.0))
-            }
-        }
+        self.work
+            .value_and_gradient_into(&mut self.program, &self.backend, x, ctx, g)
     }
 }
 
 // ---------------------------------------------------------------- pullback
 
 /// Prepares `pullback` (VJP) of a tensor program.
-pub fn prepare_pullback<P, B, C, D>(
+pub fn prepare_pullback<P, B, T, X, C, H>(
     program: P,
     backend: &B,
-    x: &Array<f64, D>,
+    x: &X,
     ctx: C,
-) -> InterfaceResult<TensorPrepared<PullbackOp, P, B, D>>
+) -> InterfaceResult<TensorPrepared<PullbackOp, P, B, T, X, H>>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
     let mut p = prepare(Operator::Pullback, program, backend, x, ctx)?;
-    let (dy, mut dx) = (
-        ArrayD::zeros(IxDyn(&p.out_shape)),
-        Array::zeros(x.raw_dim()),
-    );
-    for _ in 0..2 {
-        p.pullback_into(x, &dy, ctx, &mut dx)?;
-    }
+    let (dy, mut dx) = (ArrayD::zeros(IxDyn(p.output_shape())), zeros_like(x));
+    p.warm(|p| p.pullback_into(x, &dy, ctx, dx.borrow_mut()))?;
     Ok(p)
 }
 
 /// `J(x)ᵀ dy` for a tensor program (`dy` of the result's shape).
-pub fn pullback<P, B, C, D>(
+pub fn pullback<P, B, T, X, C, H>(
     program: P,
     backend: &B,
-    x: &Array<f64, D>,
-    dy: &ArrayD<f64>,
+    x: &X,
+    dy: &ArrayD<T>,
     ctx: C,
-) -> InterfaceResult<Array<f64, D>>
+) -> InterfaceResult<X::Owned>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
-    prepare_pullback(program, backend, x, ctx)?.pullback(x, dy, ctx)
+    let mut dx = zeros_like(x);
+    Workspace::new().pullback_into(program, backend, (x, dy), ctx, dx.borrow_mut())?;
+    Ok(dx)
 }
 
-impl<P, B: TensorBackend, D: Dimension> TensorPrepared<PullbackOp, P, B, D> {
+impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
+    TensorPrepared<PullbackOp, P, B, T, X, H>
+{
     /// `J(x)ᵀ dy`.
-    pub fn pullback<C>(
-        &mut self,
-        x: &Array<f64, D>,
-        dy: &ArrayD<f64>,
-        ctx: C,
-    ) -> InterfaceResult<Array<f64, D>>
+    pub fn pullback<C>(&mut self, x: &X, dy: &ArrayD<T>, ctx: C) -> InterfaceResult<X::Owned>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        let mut dx = Array::zeros(x.raw_dim());
-        self.pullback_into(x, dy, ctx, &mut dx)?;
+        let mut dx = zeros_like(x);
+        self.pullback_into(x, dy, ctx, dx.borrow_mut())?;
         Ok(dx)
     }
 
     /// Writes `J(x)ᵀ dy` into `dx` (overwriting it).
     pub fn pullback_into<C>(
         &mut self,
-        x: &Array<f64, D>,
-        dy: &ArrayD<f64>,
+        x: &X,
+        dy: &ArrayD<T>,
         ctx: C,
-        dx: &mut Array<f64, D>,
+        dx: &mut X,
     ) -> InterfaceResult<()>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        self.check(Operator::Pullback, "x", x.shape(), false)?;
-        self.check(Operator::Pullback, "dy", dy.shape(), true)?;
-        self.check(Operator::Pullback, "dx", dx.shape(), false)?;
-        match self.backend.engine() {
-            TensorEngine::Shade(_) => {
-                dx.fill(0.0);
-                Ok(engine::pullback(
-                    &mut self.bufs,
-                    &self.program,
-                    (Duplicated(x, dx), ConstContexts(ctx, &mut None)),
-                    dy,
-                )?)
-            }
-            TensorEngine::FiniteDiff(fd) => {
-                for k in 0..x.len() {
-                    self.fd_column(&fd, x, None, Some(k), ctx)?;
-                    let v: f64 = self.seed.iter().zip(dy.iter()).map(|(a, b)| a * b).sum();
-                    self.tan.as_slice_mut().expect("standard layout")[k] = v;
-                }
-                dx.assign(&self.tan);
-                Ok(())
-            }
-        }
+        self.work
+            .pullback_into(&mut self.program, &self.backend, (x, dy), ctx, dx)
     }
 }
 
 // ---------------------------------------------------------------- pushforward
 
 /// Prepares `pushforward` (JVP) of a tensor program.
-pub fn prepare_pushforward<P, B, C, D>(
+pub fn prepare_pushforward<P, B, T, X, C, H>(
     program: P,
     backend: &B,
-    x: &Array<f64, D>,
+    x: &X,
     ctx: C,
-) -> InterfaceResult<TensorPrepared<PushforwardOp, P, B, D>>
+) -> InterfaceResult<TensorPrepared<PushforwardOp, P, B, T, X, H>>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
     let mut p = prepare(Operator::Pushforward, program, backend, x, ctx)?;
-    let dx = Array::zeros(x.raw_dim());
-    let (mut y, mut dy) = (
-        ArrayD::zeros(IxDyn(&p.out_shape)),
-        ArrayD::zeros(IxDyn(&p.out_shape)),
-    );
-    for _ in 0..2 {
-        p.value_and_pushforward_into(x, &dx, ctx, &mut y, &mut dy)?;
-    }
+    let dx = zeros_like(x);
+    let mut y = ArrayD::zeros(IxDyn(p.output_shape()));
+    let mut dy = y.clone();
+    p.warm(|p| p.value_and_pushforward_into(x, dx.borrow(), ctx, &mut y, &mut dy))?;
     Ok(p)
 }
 
 /// `(f(x), J(x) dx)` for a tensor program.
-pub fn pushforward<P, B, C, D>(
-    program: P,
+pub fn pushforward<P, B, T, X, C, H>(
+    mut program: P,
     backend: &B,
-    x: &Array<f64, D>,
-    dx: &Array<f64, D>,
+    x: &X,
+    dx: &X,
     ctx: C,
-) -> InterfaceResult<(ArrayD<f64>, ArrayD<f64>)>
+) -> InterfaceResult<(ArrayD<T>, ArrayD<T>)>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
-    prepare_pushforward(program, backend, x, ctx)?.value_and_pushforward(x, dx, ctx)
+    let mut work = Workspace::new();
+    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
+    let mut y = ArrayD::zeros(IxDyn(work.out_shape.as_deref().unwrap_or(&[])));
+    let mut dy = y.clone();
+    work.value_and_pushforward_into(program, backend, (x, dx), ctx, (&mut y, &mut dy))?;
+    Ok((y, dy))
 }
 
-impl<P, B: TensorBackend, D: Dimension> TensorPrepared<PushforwardOp, P, B, D> {
+impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
+    TensorPrepared<PushforwardOp, P, B, T, X, H>
+{
     /// `(f(x), J(x) dx)`.
     pub fn value_and_pushforward<C>(
         &mut self,
-        x: &Array<f64, D>,
-        dx: &Array<f64, D>,
+        x: &X,
+        dx: &X,
         ctx: C,
-    ) -> InterfaceResult<(ArrayD<f64>, ArrayD<f64>)>
+    ) -> InterfaceResult<(ArrayD<T>, ArrayD<T>)>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        let mut y = ArrayD::zeros(IxDyn(&self.out_shape));
+        let mut y = ArrayD::zeros(IxDyn(self.output_shape()));
         let mut dy = y.clone();
         self.value_and_pushforward_into(x, dx, ctx, &mut y, &mut dy)?;
         Ok((y, dy))
@@ -508,157 +352,88 @@ impl<P, B: TensorBackend, D: Dimension> TensorPrepared<PushforwardOp, P, B, D> {
     /// Writes `f(x)` and `J(x) dx` into `y` and `dy` (result's shape).
     pub fn value_and_pushforward_into<C>(
         &mut self,
-        x: &Array<f64, D>,
-        dx: &Array<f64, D>,
+        x: &X,
+        dx: &X,
         ctx: C,
-        y: &mut ArrayD<f64>,
-        dy: &mut ArrayD<f64>,
+        y: &mut ArrayD<T>,
+        dy: &mut ArrayD<T>,
     ) -> InterfaceResult<()>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        self.check(Operator::Pushforward, "x", x.shape(), false)?;
-        self.check(Operator::Pushforward, "dx", dx.shape(), false)?;
-        self.check(Operator::Pushforward, "y", y.shape(), true)?;
-        self.check(Operator::Pushforward, "dy", dy.shape(), true)?;
-        match self.backend.engine() {
-            TensorEngine::Shade(_) => {
-                self.tan.assign(dx);
-                Ok(engine::pushforward_into(
-                    &mut self.bufs,
-                    &self.program,
-                    (Duplicated(x, &mut self.tan), ConstContexts(ctx, &mut None)),
-                    y,
-                    dy,
-                )?)
-            }
-            TensorEngine::FiniteDiff(fd) => {
-                self.fd_column(&fd, x, Some(dx), None, ctx)?;
-                dy.assign(&self.seed);
-                self.eval_shifted(x, 0.0, None, None, ctx)?;
-                y.assign(&self.yp);
-                Ok(())
-            }
-        }
+        self.work.value_and_pushforward_into(
+            &mut self.program,
+            &self.backend,
+            (x, dx),
+            ctx,
+            (y, dy),
+        )
     }
 }
 
 // ---------------------------------------------------------------- jacobian
 
 /// Prepares `jacobian` of a tensor program (`m × n`: result entries × input entries,
-/// both in logical order).
-pub fn prepare_jacobian<P, B, C, D>(
+/// both in logical order, the input's arrays one after the other).
+pub fn prepare_jacobian<P, B, T, X, C, H>(
     program: P,
     backend: &B,
-    x: &Array<f64, D>,
+    x: &X,
     ctx: C,
-) -> InterfaceResult<TensorPrepared<JacobianOp, P, B, D>>
+) -> InterfaceResult<TensorPrepared<JacobianOp, P, B, T, X, H>>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
     prepare(Operator::Jacobian, program, backend, x, ctx)
 }
 
 /// The Jacobian of a tensor program (`m × n`).
-pub fn jacobian<P, B, C, D>(
-    program: P,
+pub fn jacobian<P, B, T, X, C, H>(
+    mut program: P,
     backend: &B,
-    x: &Array<f64, D>,
+    x: &X,
     ctx: C,
-) -> InterfaceResult<Array2<f64>>
+) -> InterfaceResult<Array2<T>>
 where
-    P: TensorProgram<C>,
+    P: TensorProgram<T, X, H>,
     B: TensorBackend,
-    C: TensorContexts,
-    D: Dimension,
+    T: Element,
+    X: TensorInput<T> + ?Sized,
+    C: TensorContexts<T, H>,
 {
-    prepare_jacobian(program, backend, x, ctx)?.jacobian(x, ctx)
+    let mut work = Workspace::new();
+    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
+    let mut j = Array2::zeros((work.seed.len(), entries(x)));
+    work.jacobian_into(program, backend, x, ctx, &mut j)?;
+    Ok(j)
 }
 
-impl<P, B: TensorBackend, D: Dimension> TensorPrepared<JacobianOp, P, B, D> {
+impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
+    TensorPrepared<JacobianOp, P, B, T, X, H>
+{
     /// The Jacobian (`m × n`).
-    pub fn jacobian<C>(&mut self, x: &Array<f64, D>, ctx: C) -> InterfaceResult<Array2<f64>>
+    pub fn jacobian<C>(&mut self, x: &X, ctx: C) -> InterfaceResult<Array2<T>>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        let mut j = Array2::zeros((self.seed.len(), x.len()));
+        let mut j = Array2::zeros((self.work.seed.len(), entries(x)));
         self.jacobian_into(x, ctx, &mut j)?;
         Ok(j)
     }
 
     /// Writes the Jacobian into `jac` (`m × n`).
-    pub fn jacobian_into<C>(
-        &mut self,
-        x: &Array<f64, D>,
-        ctx: C,
-        jac: &mut Array2<f64>,
-    ) -> InterfaceResult<()>
+    pub fn jacobian_into<C>(&mut self, x: &X, ctx: C, jac: &mut Array2<T>) -> InterfaceResult<()>
     where
-        P: TensorProgram<C>,
-        C: TensorContexts,
+        P: TensorProgram<T, X, H>,
+        C: TensorContexts<T, H>,
     {
-        self.check(Operator::Jacobian, "x", x.shape(), false)?;
-        let (m, n) = (self.seed.len(), x.len());
-        if jac.shape() != [m, n] {
-            return Err(shape_err(
-                Operator::Jacobian,
-                "jacobian",
-                &[m, n],
-                jac.shape(),
-            ));
-        }
-        match self.backend.engine() {
-            TensorEngine::Shade(ModeKind::Reverse) => {
-                for r in 0..m {
-                    self.seed.fill(0.0);
-                    if let Some(s) = self.seed.as_slice_mut() {
-                        s[r] = 1.0;
-                    }
-                    self.tan.fill(0.0);
-                    engine::pullback(
-                        &mut self.bufs,
-                        &self.program,
-                        (Duplicated(x, &mut self.tan), ConstContexts(ctx, &mut None)),
-                        &self.seed,
-                    )?;
-                    jac.row_mut(r)
-                        .iter_mut()
-                        .zip(self.tan.iter())
-                        .for_each(|(o, v)| *o = *v);
-                }
-            }
-            TensorEngine::Shade(ModeKind::Forward) => {
-                for c in 0..n {
-                    self.tan.fill(0.0);
-                    self.tan.as_slice_mut().expect("standard layout")[c] = 1.0;
-                    engine::pushforward_into(
-                        &mut self.bufs,
-                        &self.program,
-                        (Duplicated(x, &mut self.tan), ConstContexts(ctx, &mut None)),
-                        &mut self.yp,
-                        &mut self.seed,
-                    )?;
-                    jac.column_mut(c)
-                        .iter_mut()
-                        .zip(self.seed.iter())
-                        .for_each(|(o, v)| *o = *v);
-                }
-            }
-            TensorEngine::FiniteDiff(fd) => {
-                for c in 0..n {
-                    self.fd_column(&fd, x, None, Some(c), ctx)?;
-                    jac.column_mut(c)
-                        .iter_mut()
-                        .zip(self.seed.iter())
-                        .for_each(|(o, v)| *o = *v);
-                }
-            }
-        }
-        Ok(())
+        self.work
+            .jacobian_into(&mut self.program, &self.backend, x, ctx, jac)
     }
 }

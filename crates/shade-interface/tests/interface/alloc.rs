@@ -26,11 +26,12 @@ fn prepared_autoshade_calls_do_not_allocate() {
     assert!(allocations(|| drop(std::hint::black_box(vec![1u8; 3]))) > 0);
     // Small and large enough to need several arena chunks.
     for (n, m) in [(50, 7), (2000, 20)] {
-        check(n, m);
+        check(AutoShade::REVERSE, n, m);
+        check(AutoShade::FORWARD, n, m);
     }
 }
 
-fn check(n: usize, m: usize) {
+fn check<M: ShadeMode>(backend: AutoShade<M>, n: usize, m: usize) {
     let f = shade_fn!(loss(&[S], &[f64], &[S]));
     let g2 = shade_fn!(field(&mut [S], &[S], &[f64]));
     let x: Vec<f64> = (0..n).map(|i| 0.1 * i as f64 - 2.0).collect();
@@ -48,7 +49,7 @@ fn check(n: usize, m: usize) {
         [0.0],
         vec![0.0; 3],
     );
-    for backend in [AutoShade::REVERSE, AutoShade::FORWARD] {
+    {
         let name = backend.name();
         let ctx = (Constant(&w[..]), Cache(&cache[..]));
         let mut pg = prepare_gradient(f, &backend, &x2, ctx).unwrap();

@@ -4,7 +4,7 @@ use super::harness::{Program, Seen};
 use shade_autodiff::scalar::{Real, shade_fn};
 use shade_diagnostics::backends::check_backend;
 use shade_interface::{
-    AutoFiniteDiff, AutoShade, AutoSparse, Constant, Operator, SecondOrder, gradient, hessian,
+    AutoFiniteDiff, AutoShade, AutoSparse, Constant, Operator, SecondOrder, gradient,
     prepare_gradient, prepare_pushforward,
 };
 
@@ -36,13 +36,13 @@ fn prepared_for_another_shape() -> Result<(), Seen> {
 }
 
 fn reverse_over_reverse() -> Result<(), Seen> {
-    let f = shade_fn!(loss(&[S], &[f64]));
-    let w = [0.5; 2];
+    // Chosen at run time, asked before differentiating: `hessian(f, &b, ..)` itself
+    // does not compile for this pair (the core nests forward over reverse only).
     let b = SecondOrder {
         outer: AutoShade::REVERSE,
         inner: AutoShade::REVERSE,
     };
-    hessian(f, &b, &[1.0, 2.0], (Constant(&w[..]),))?;
+    check_backend(&b, Operator::Hessian).into_result()?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Broken programs against the array readers and writers (`.npy`, `.npz` of arrays,
 //! safetensors).
 
-use crate::harness::{Program, Seen};
+use super::harness::{Program, Seen};
 
 pub(crate) const PROGRAMS: &[(&str, Program)] = &[
     ("io_npz_array_of_another_type", npz_array_of_another_type),

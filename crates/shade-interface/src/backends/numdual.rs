@@ -8,9 +8,8 @@
 //! ([`Real::custom`]), which num-dual lacks, go through the isomorphic shade number type
 //! (`Dual64` ≅ `Dual<f64>`, `HyperDual64` ≅ `Dual<Dual<f64>>`).
 
-use crate::backend::{Backend, ModeSupport, Operator, Support};
+use super::generic::GenericBackend;
 use crate::form::{ScalarForm, VecForm};
-use crate::generic::GenericBackend;
 use bumpalo::Bump;
 use core::cmp::Ordering;
 use core::num::FpCategory;
@@ -18,6 +17,9 @@ use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, Sub, S
 use num_dual::{Dual64, DualNum, DualStruct, HyperDual64};
 use num_traits::{Float, FloatConst, Num, NumCast, One, ToPrimitive, Zero};
 use shade_autodiff::scalar::{Dual, Real, ScalarRule};
+
+/// The marker, also at its former path `shade_interface::numdual::AutoNumDual`.
+pub use crate::backend::AutoNumDual;
 
 mod sealed {
     pub trait Sealed {}
@@ -352,22 +354,6 @@ impl<D: NumDualNumber> Real for NumDual<D> {
             rule,
             x.map(|xi| xi.0.to_shade()),
         )))
-    }
-}
-
-/// num-dual as a backend: `Dual64` (first order), `HyperDual64` (second order).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AutoNumDual;
-
-impl Backend for AutoNumDual {
-    fn name(&self) -> String {
-        "AutoNumDual".into()
-    }
-    fn mode(&self) -> ModeSupport {
-        ModeSupport::Forward
-    }
-    fn supports(&self, _: Operator) -> Support {
-        Support::Generic
     }
 }
 

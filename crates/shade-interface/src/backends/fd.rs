@@ -1,9 +1,11 @@
 //! Finite differences ([`AutoFiniteDiff`]) on the `f64` instantiation: the generic
-//! reference backend.
+//! reference backend; `fd/tensor.rs` differences tensor programs.
 
+mod tensor;
+
+use super::generic::GenericBackend;
 use crate::backend::{AutoFiniteDiff, FdKind};
 use crate::form::{ScalarForm, VecForm};
-use crate::generic::GenericBackend;
 use bumpalo::Bump;
 
 /// Buffers of [`AutoFiniteDiff`].

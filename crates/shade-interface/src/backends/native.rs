@@ -1,4 +1,4 @@
-//! The native path: every operator of [`AutoShade`] calls `shade-autodiff` directly with
+//! The native path: every operator of [`AutoShade`](crate::AutoShade) calls `shade-autodiff` directly with
 //! the user's function value and the contexts as activities.
 //!
 //! | operator | core entry point |
@@ -11,14 +11,21 @@
 //! | pushforward | `autodiff_with(ForwardWithPrimal, ..)` / `Tape::pushforward_into` |
 //! | pullback | `autodiff_with(ReverseWithPrimal, f, Active(dy), ..)` / `Tape::pullback_into` |
 //! | hessian, hvp | `Tape::<Dual<f64>>::hessian_into` / `hvp_into` (forward over reverse) |
+//!
+//! `forms.rs` holds what depends on the function form (one helper trait per kind of
+//! input, each implemented once per form with every bound the core's entry points
+//! need, and the report spec); `impls.rs` the operator traits of `AutoShade<M>`, each
+//! one line over a helper.
 
 mod call;
+mod forms;
 mod impls;
+pub(crate) mod tensor;
 
 pub use call::ShadeCall;
+pub use forms::{NativeForm, NativeGradient, NativeHessian, NativeScalar, NativeVec, VecCall};
 
-use crate::context::ContextPassing;
-use crate::explain::{PathKind, Report};
+use crate::explain::{Report, Spec};
 use crate::prep::Meta;
 use bumpalo::Bump;
 use shade_autodiff::scalar::{CHUNK, Dual, Tape};
@@ -49,25 +56,8 @@ impl ShadeState {
         }
     }
 
-    /// Runs the warm-up `call` until the buffers stop growing (the core's arena keeps
-    /// only its largest chunk on reset, so a large first call may need a second one).
-    pub(crate) fn warm(
-        &mut self,
-        mut call: impl FnMut(&mut ShadeState) -> crate::InterfaceResult<()>,
-    ) -> crate::InterfaceResult<()> {
-        let mut last = usize::MAX;
-        for _ in 0..6 {
-            call(self)?;
-            let now = self.reserved();
-            if now == last {
-                break;
-            }
-            last = now;
-        }
-        Ok(())
-    }
-
-    fn reserved(&self) -> usize {
+    /// Bytes reserved by the tapes, arenas and scratch buffers.
+    pub(crate) fn reserved(&self) -> usize {
         self.tape.footprint_bytes()
             + self.dtape.footprint_bytes()
             + 8 * (self.scratch.capacity() + self.seeds.capacity() + self.tmp.capacity())
@@ -75,39 +65,15 @@ impl ShadeState {
             + self.bump.allocated_bytes()
     }
 
-    /// The report, `detail` naming the entry point; `reverse_ctx` says whether caches
-    /// went in as `Duplicated` (reverse `autodiff` calls) or `Const`.
-    pub(crate) fn report(
-        &self,
-        backend: &crate::AutoShade,
-        meta: &Meta,
-        detail: String,
-        reverse_ctx: bool,
-        batch: usize,
-        calls: usize,
-    ) -> Report {
-        use crate::backend::Backend;
-        let cache = |n: usize| {
-            if reverse_ctx {
-                ContextPassing::CacheAsDuplicated {
-                    scratch_bytes: 8 * n,
-                }
-            } else {
-                ContextPassing::CacheAsConst
-            }
-        };
+    /// The report of `backend` for the preparation `meta`, given the operator's spec.
+    pub(crate) fn report(&self, backend: &impl crate::Backend, meta: &Meta, spec: Spec) -> Report {
         let records = self.tape.len().max(self.dtape.len());
-        Report {
-            operator: meta.operator.name(),
-            backend: backend.name(),
-            path: PathKind::Native,
-            detail,
-            contexts: meta.ctx.passing(cache, ContextPassing::ConstantAsConst),
-            batch,
-            calls,
-            tape_records: (records > 0).then_some(records),
-            reserved_bytes: self.reserved(),
-        }
+        spec.report(
+            backend,
+            meta,
+            (records > 0).then_some(records),
+            self.reserved(),
+        )
     }
 }
 

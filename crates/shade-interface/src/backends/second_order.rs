@@ -1,56 +1,56 @@
 //! [`SecondOrder`] backends for `hessian` and `hvp`:
 //!
-//! - `SecondOrder<AutoShade, AutoShade>` with a forward outer and a reverse inner mode is
-//!   forward-over-reverse in one native pass (the core's `Tape<Dual<f64>>`); other mode
-//!   combinations are refused at preparation (`SHADE-E0202`), naming what works.
+//! - `SecondOrder<AutoShade<Forward>, AutoShade<Reverse>>` is forward-over-reverse in
+//!   one native pass (the core's `Tape<Dual<f64>>`); the other mode combinations do not
+//!   implement the operators (the core nests forward over reverse only: reverse over
+//!   anything would need a tape of tapes), a compile error with our own message.
 //! - `SecondOrder<AutoFiniteDiff, I>` differences the gradients of any first-order
 //!   backend `I` (the generic fallback).
 
 use crate::backend::{AutoFiniteDiff, AutoShade, Backend, FdKind, SecondOrder};
-use crate::context::{ContextPassing, Contexts};
-use crate::error::{InterfaceError, InterfaceResult};
-use crate::explain::{PathKind, Report};
+use crate::context::Contexts;
+use crate::error::InterfaceResult;
+use crate::explain::{Report, Spec};
 use crate::form::OneArg;
 use crate::ops::{GradientBackend, HessianBackend, HvpBackend};
-use crate::prep::Meta;
-use shade_autodiff::ModeKind;
+use crate::prep::{Meta, PrepareBackend};
+use shade_autodiff::{Forward, Reverse};
 
-const CAPABLE: &str = "SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }, SecondOrder { outer: AutoFiniteDiff, inner: <any gradient backend> }, AutoShade, AutoFiniteDiff, AutoNumDual";
+/// Forward over reverse: the native second-order backend.
+type FwdRev = SecondOrder<AutoShade<Forward>, AutoShade<Reverse>>;
 
-impl SecondOrder<AutoShade, AutoShade> {
-    fn check(&self, operator: &'static str) -> InterfaceResult<()> {
-        if self.outer.mode == ModeKind::Forward && self.inner.mode == ModeKind::Reverse {
-            return Ok(());
-        }
-        Err(InterfaceError::Unsupported {
-            backend: self.name(),
-            operator,
-            reason: "the core nests forward over reverse only (reverse over anything would need a tape of tapes)",
-            capable: CAPABLE,
-        })
-    }
-    fn relabel(&self, mut r: Report) -> Report {
-        r.backend = self.name();
-        r
-    }
-}
-
-impl<F, C> HvpBackend<F, C> for SecondOrder<AutoShade, AutoShade>
+/// The inner reverse-mode state does the work; the report names the pair.
+impl<F, C: Contexts> PrepareBackend<OneArg<F>, C> for FwdRev
 where
-    AutoShade: HvpBackend<F, C>,
-    C: Contexts,
+    AutoShade<Reverse>: PrepareBackend<OneArg<F>, C>,
 {
-    type State = <AutoShade as HvpBackend<F, C>>::State;
-    fn prepare_hvp(
+    type State = <AutoShade<Reverse> as PrepareBackend<OneArg<F>, C>>::State;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
+    fn prepare(
         &self,
         f: &OneArg<F>,
         x: &[f64],
         ctx: &C,
         meta: &Meta,
     ) -> InterfaceResult<Self::State> {
-        self.check("hvp")?;
-        self.inner.prepare_hvp(f, x, ctx, meta)
+        self.inner.prepare(f, x, ctx, meta)
     }
+    fn footprint(&self, st: &Self::State) -> Option<usize> {
+        self.inner.footprint(st)
+    }
+    fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
+        let mut r = self.inner.explain(st, meta);
+        r.backend = self.name();
+        r
+    }
+}
+
+impl<F, C: Contexts> HvpBackend<F, C> for FwdRev
+where
+    AutoShade<Reverse>: HvpBackend<F, C>,
+{
     fn hvp_into(
         &self,
         st: &mut Self::State,
@@ -74,27 +74,12 @@ where
     ) -> InterfaceResult<f64> {
         self.inner.gradient_and_hvp_into(st, f, x, v, ctx, g, hv)
     }
-    fn explain_hvp(&self, st: &Self::State, meta: &Meta) -> Report {
-        self.relabel(self.inner.explain_hvp(st, meta))
-    }
 }
 
-impl<F, C> HessianBackend<F, C> for SecondOrder<AutoShade, AutoShade>
+impl<F, C: Contexts> HessianBackend<F, C> for FwdRev
 where
-    AutoShade: HessianBackend<F, C>,
-    C: Contexts,
+    AutoShade<Reverse>: HessianBackend<F, C>,
 {
-    type State = <AutoShade as HessianBackend<F, C>>::State;
-    fn prepare_hessian(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        self.check("hessian")?;
-        self.inner.prepare_hessian(f, x, ctx, meta)
-    }
     fn hessian_into(
         &self,
         st: &mut Self::State,
@@ -117,9 +102,6 @@ where
         self.inner
             .value_gradient_and_hessian_into(st, f, x, ctx, g, h)
     }
-    fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report {
-        self.relabel(self.inner.explain_hessian(st, meta))
-    }
 }
 
 /// State of finite differences over an inner gradient.
@@ -132,27 +114,51 @@ pub struct FdOverState<S> {
     unit: Vec<f64>,
 }
 
-impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
-    fn prepare<F, C>(
+impl<I, F, C: Contexts> PrepareBackend<OneArg<F>, C> for SecondOrder<AutoFiniteDiff, I>
+where
+    I: PrepareBackend<OneArg<F>, C>,
+{
+    type State = FdOverState<I::State>;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
+    fn prepare(
         &self,
         f: &OneArg<F>,
         x: &[f64],
         ctx: &C,
         meta: &Meta,
-    ) -> InterfaceResult<FdOverState<I::State>>
-    where
-        I: GradientBackend<F, C>,
-    {
+    ) -> InterfaceResult<Self::State> {
         let n = x.len();
         Ok(FdOverState {
-            inner: self.inner.prepare_gradient(f, x, ctx, meta)?,
+            inner: self.inner.prepare(f, x, ctx, meta)?,
             xp: vec![0.0; n],
             gp: vec![0.0; n],
             gm: vec![0.0; n],
             unit: vec![0.0; n],
         })
     }
+    fn footprint(&self, st: &Self::State) -> Option<usize> {
+        self.inner.footprint(&st.inner)
+    }
+    fn explain(&self, _: &Self::State, meta: &Meta) -> Report {
+        let calls = match meta.operator {
+            crate::Operator::Hessian => 2 * meta.n,
+            _ => 2,
+        };
+        let detail = format!(
+            "generic fallback: {} differences of the gradients of {}, {calls} gradients per call",
+            match self.outer.kind {
+                FdKind::Central => "central",
+                FdKind::Forward => "forward",
+            },
+            self.inner.name()
+        );
+        Spec::generic(detail, calls).report(self, meta, None, 32 * meta.n)
+    }
+}
 
+impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
     /// `hv = ∇²f(x) v` by differencing the inner gradient along `v`.
     #[allow(clippy::too_many_arguments)]
     fn hvp_with<F, C>(
@@ -200,43 +206,9 @@ impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
         }
         Ok(())
     }
-
-    fn report(&self, meta: &Meta, calls: usize) -> Report {
-        Report {
-            operator: meta.operator.name(),
-            backend: self.name(),
-            path: PathKind::Generic,
-            detail: format!(
-                "generic fallback: {} differences of the gradients of {}, {calls} gradients per call",
-                match self.outer.kind {
-                    FdKind::Central => "central",
-                    FdKind::Forward => "forward",
-                },
-                self.inner.name()
-            ),
-            contexts: meta.ctx.passing(
-                |_| ContextPassing::CacheConverted,
-                ContextPassing::ConstantConverted,
-            ),
-            batch: 1,
-            calls,
-            tape_records: None,
-            reserved_bytes: 32 * meta.n,
-        }
-    }
 }
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<AutoFiniteDiff, I> {
-    type State = FdOverState<I::State>;
-    fn prepare_hvp(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        self.prepare(f, x, ctx, meta)
-    }
     fn hvp_into(
         &self,
         st: &mut Self::State,
@@ -262,24 +234,11 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<
         self.inner
             .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
     }
-    fn explain_hvp(&self, _: &Self::State, meta: &Meta) -> Report {
-        self.report(meta, 2)
-    }
 }
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
     for SecondOrder<AutoFiniteDiff, I>
 {
-    type State = FdOverState<I::State>;
-    fn prepare_hessian(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        self.prepare(f, x, ctx, meta)
-    }
     fn hessian_into(
         &self,
         st: &mut Self::State,
@@ -317,8 +276,5 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
         self.hessian_into(st, f, x, ctx, h)?;
         self.inner
             .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
-    }
-    fn explain_hessian(&self, _: &Self::State, meta: &Meta) -> Report {
-        self.report(meta, 2 * meta.n)
     }
 }

@@ -1,52 +1,25 @@
 //! [`AutoSparse`]: sparse Jacobians of two-argument functions by sparsity detection,
 //! greedy column colouring and compressed forward evaluation.
 //!
-//! At preparation the function is evaluated once with a sparsity tracer (a number that
-//! carries the set of inputs it depends on; the pattern is the *local* one at the
-//! preparation point, control flow following the values). Columns that share no row
+//! At preparation the function is evaluated once with the core's sparsity tracer
+//! ([`Tracer`], a number that carries the set of inputs it depends on; the pattern is
+//! the *local* one at the preparation point, control flow following the values). Columns that share no row
 //! get one colour; each call then runs one pushforward of the inner backend per colour
 //! (seed = the sum of the colour's unit vectors) and scatters the compressed columns
 //! into the Jacobian: `k` pushforwards instead of `n`.
 
-mod tracer;
-
-use crate::backend::{Backend, ModeSupport, Operator, Support};
+use crate::backend::Backend;
 use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::explain::Report;
 use crate::form::{TwoArg, VecForm};
 use crate::ops::{JacobianBackend, PushforwardBackend};
-use crate::prep::Meta;
+use crate::prep::{Meta, PrepareBackend};
 use bumpalo::Bump;
-use tracer::Tracer;
+use shade_autodiff::scalar::{Tracer, trace_sparsity};
 
-/// Sparse Jacobians through the inner backend's pushforwards.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct AutoSparse<B> {
-    /// The backend of the compressed pushforwards.
-    pub inner: B,
-}
-
-impl<B: Backend> Backend for AutoSparse<B> {
-    fn name(&self) -> String {
-        format!("AutoSparse({})", self.inner.name())
-    }
-    fn mode(&self) -> ModeSupport {
-        self.inner.mode()
-    }
-    fn supports(&self, op: Operator) -> Support {
-        match op {
-            Operator::Jacobian => match self.inner.supports(Operator::Pushforward) {
-                Support::No => Support::No,
-                _ => Support::Generic,
-            },
-            _ => Support::No,
-        }
-    }
-    fn validate(&self) -> InterfaceResult<()> {
-        self.inner.validate()
-    }
-}
+/// The marker, also at its former path `shade_interface::sparse::AutoSparse`.
+pub use crate::backend::AutoSparse;
 
 /// The detected pattern and its colouring.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -131,15 +104,20 @@ impl<S> SparseState<S> {
     }
 }
 
-impl<F, C, B> JacobianBackend<TwoArg<F>, C> for AutoSparse<B>
+/// Preparation traces the pattern at `x` and colours it; the inner backend's state
+/// does the pushforwards.
+impl<F, C, B> PrepareBackend<TwoArg<F>, C> for AutoSparse<B>
 where
     TwoArg<F>: VecForm<C>,
     B: PushforwardBackend<TwoArg<F>, C>,
     C: Contexts,
 {
     type State = SparseState<B::State>;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
 
-    fn prepare_jacobian(
+    fn prepare(
         &self,
         f: &TwoArg<F>,
         x: &[f64],
@@ -147,29 +125,52 @@ where
         meta: &Meta,
     ) -> InterfaceResult<Self::State> {
         let (m, n) = (f.m, x.len());
-        tracer::reset();
-        let xs: Vec<Tracer> = x
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| Tracer::input(v, i as u32))
-            .collect();
-        let mut ys = vec![Tracer::default(); m];
-        let bump = Bump::new();
-        f.eval::<Tracer>(&xs, ctx, &bump, &mut ys);
-        let nz: Vec<(u32, u32)> = ys
-            .iter()
-            .enumerate()
-            .flat_map(|(i, y)| tracer::inputs(y).into_iter().map(move |j| (i as u32, j)))
-            .collect();
-        tracer::reset();
+        // The core's sparsity tracer, evaluated once at `x`.
+        let nz: Vec<(u32, u32)> = trace_sparsity(|| {
+            let xs: Vec<Tracer> = (0u32..).zip(x).map(|(i, &v)| Tracer::input(v, i)).collect();
+            let mut ys = vec![Tracer::default(); m];
+            f.eval::<Tracer>(&xs, ctx, &Bump::new(), &mut ys);
+            (0u32..)
+                .zip(&ys)
+                .flat_map(|(i, y)| y.inputs().into_iter().map(move |j| (i, j)))
+                .collect()
+        });
         Ok(SparseState {
-            inner: self.inner.prepare_pushforward(f, x, ctx, meta)?,
+            inner: self.inner.prepare(f, x, ctx, meta)?,
             pattern: Pattern::colour(m, n, &nz),
             seed: vec![0.0; n],
             dy: vec![0.0; m],
         })
     }
 
+    fn footprint(&self, st: &Self::State) -> Option<usize> {
+        self.inner.footprint(&st.inner)
+    }
+
+    fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
+        let mut r = self.inner.explain(&st.inner, meta);
+        let k = st.pattern.colours();
+        r.backend = self.name();
+        r.path = crate::explain::PathKind::Generic;
+        r.detail = format!(
+            "sparse: {} nonzeros (local pattern at the preparation point), {k} colours: {k} pushforwards instead of {}; each: {}",
+            st.pattern.entries.len(),
+            meta.n,
+            r.detail
+        );
+        r.calls = k.max(1);
+        r.reserved_bytes +=
+            8 * (st.pattern.entries.len() + st.seed.len() + st.dy.len() + st.pattern.colour.len());
+        r
+    }
+}
+
+impl<F, C, B> JacobianBackend<TwoArg<F>, C> for AutoSparse<B>
+where
+    TwoArg<F>: VecForm<C>,
+    B: PushforwardBackend<TwoArg<F>, C>,
+    C: Contexts,
+{
     fn value_and_jacobian_into(
         &self,
         st: &mut Self::State,
@@ -182,9 +183,16 @@ where
         let n = x.len();
         jac.fill(0.0);
         let p = &st.pattern;
-        for c in 0..p.colours() {
+        // One pushforward per colour; with no colour (no dependence on x) one with a zero
+        // seed all the same, for the value.
+        for c in 0..p.colours().max(1) {
+            let scatter = c < p.colours();
             for (s, &col) in st.seed.iter_mut().zip(&p.colour) {
-                *s = if col as usize == c { 1.0 } else { 0.0 };
+                *s = if scatter && col as usize == c {
+                    1.0
+                } else {
+                    0.0
+                };
             }
             self.inner.value_and_pushforward_into(
                 &mut st.inner,
@@ -195,41 +203,12 @@ where
                 y,
                 &mut st.dy,
             )?;
-            for &(i, j) in &p.entries[p.starts[c]..p.starts[c + 1]] {
-                jac[i as usize * n + j as usize] = st.dy[i as usize];
+            if scatter {
+                for &(i, j) in &p.entries[p.starts[c]..p.starts[c + 1]] {
+                    jac[i as usize * n + j as usize] = st.dy[i as usize];
+                }
             }
-        }
-        if p.colours() == 0 {
-            // No dependence on x: the value still has to be computed.
-            st.seed.fill(0.0);
-            self.inner.value_and_pushforward_into(
-                &mut st.inner,
-                f,
-                x,
-                &st.seed,
-                ctx,
-                y,
-                &mut st.dy,
-            )?;
         }
         Ok(())
-    }
-
-    fn explain_jacobian(&self, st: &Self::State, meta: &Meta) -> Report {
-        let mut r = self.inner.explain_pushforward(&st.inner, meta);
-        let k = st.pattern.colours();
-        r.backend = self.name();
-        r.operator = meta.operator.name();
-        r.path = crate::explain::PathKind::Generic;
-        r.detail = format!(
-            "sparse: {} nonzeros (local pattern at the preparation point), {k} colours: {k} pushforwards instead of {}; each: {}",
-            st.pattern.entries.len(),
-            meta.n,
-            r.detail
-        );
-        r.calls = k.max(1);
-        r.reserved_bytes +=
-            8 * (st.pattern.entries.len() + st.seed.len() + st.dy.len() + st.pattern.colour.len());
-        r
     }
 }

@@ -4,16 +4,16 @@
 //!
 //! `AutoFiniteDiff` and `AutoNumDual` use it; `AutoShade` never does.
 
-use crate::backend::Backend;
-use crate::context::{ContextPassing, Contexts};
+use crate::backend::{Backend, Operator};
+use crate::context::Contexts;
 use crate::error::InterfaceResult;
-use crate::explain::{PathKind, Report};
+use crate::explain::{Report, Spec};
 use crate::form::{OneArg, ScalarForm, VecForm};
 use crate::ops::{
     DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend,
     PullbackBackend, PushforwardBackend, SecondDerivativeBackend,
 };
-use crate::prep::Meta;
+use crate::prep::{Meta, PrepareBackend};
 
 /// A backend that evaluates function instantiations: everything else is derived.
 #[diagnostic::on_unimplemented(
@@ -99,29 +99,34 @@ impl<W: Default> GenericState<W> {
     }
 }
 
-fn report<B: GenericBackend>(
-    b: &B,
-    st: &GenericState<B::Work>,
-    meta: &Meta,
-    calls: usize,
-) -> Report {
-    Report {
-        operator: meta.operator.name(),
-        backend: b.name(),
-        path: PathKind::Generic,
-        detail: format!(
+/// Preparation and report: one state for every operator; no warm-up (the generic
+/// state holds plain vectors sized at preparation).
+#[diagnostic::do_not_recommend]
+impl<B: GenericBackend, V, C: Contexts> PrepareBackend<V, C> for B {
+    type State = GenericState<B::Work>;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
+    fn prepare(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+        Ok(GenericState::new(meta))
+    }
+    fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
+        let (n, jvp, second) = (meta.n, self.evals_per_jvp(), self.evals_per_second());
+        let calls = match meta.operator {
+            Operator::Derivative => jvp,
+            Operator::SecondDerivative => second,
+            Operator::Gradient | Operator::Jacobian | Operator::Pullback => 1 + n * jvp,
+            Operator::Pushforward => 1 + jvp,
+            Operator::Hessian => n * (n + 1) / 2 * second,
+            Operator::Hvp => n * second,
+        };
+        let detail = format!(
             "generic fallback: {}, {calls} evaluations per call",
-            b.describe()
-        ),
-        contexts: meta.ctx.passing(
-            |_| ContextPassing::CacheConverted,
-            ContextPassing::ConstantConverted,
-        ),
-        batch: 1,
-        calls,
-        tape_records: None,
-        reserved_bytes: b.work_bytes(&st.work)
-            + 8 * (st.unit.capacity() + st.col.capacity() + st.y0.capacity()),
+            self.describe()
+        );
+        let bytes = self.work_bytes(&st.work)
+            + 8 * (st.unit.capacity() + st.col.capacity() + st.y0.capacity());
+        Spec::generic(detail, calls).report(self, meta, None, bytes)
     }
 }
 
@@ -147,17 +152,8 @@ fn jacobian_cols<B: GenericBackend, V: VecForm<C>, C>(
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: ScalarForm<C>, C: Contexts> DerivativeBackend<V, C> for B {
-    type State = GenericState<B::Work>;
-    fn prepare_derivative(
-        &self,
-        _: &V,
-        _: f64,
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn value_and_derivative_into(
         &self,
         st: &mut Self::State,
@@ -170,25 +166,13 @@ impl<B: GenericBackend, V: ScalarForm<C>, C: Contexts> DerivativeBackend<V, C> f
         self.scalar_jvp(&mut st.work, f, ctx, x, y, der);
         Ok(())
     }
-    fn explain_derivative(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, self.evals_per_jvp())
-    }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, F, C: Contexts> GradientBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
-    type State = GenericState<B::Work>;
-    fn prepare_gradient(
-        &self,
-        _: &OneArg<F>,
-        _: &[f64],
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn value_and_gradient_into(
         &self,
         st: &mut Self::State,
@@ -197,26 +181,12 @@ where
         ctx: &C,
         g: &mut [f64],
     ) -> InterfaceResult<f64> {
-        let mut y = [0.0];
-        jacobian_cols(self, st, f, ctx, x, &mut y, g);
-        Ok(y[0])
-    }
-    fn explain_gradient(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, 1 + meta.n * self.evals_per_jvp())
+        Ok(value_and_gradient(self, st, f, ctx, x, g))
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B {
-    type State = GenericState<B::Work>;
-    fn prepare_jacobian(
-        &self,
-        _: &V,
-        _: &[f64],
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn value_and_jacobian_into(
         &self,
         st: &mut Self::State,
@@ -229,22 +199,10 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B 
         jacobian_cols(self, st, f, ctx, x, y, jac);
         Ok(())
     }
-    fn explain_jacobian(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, 1 + meta.n * self.evals_per_jvp())
-    }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for B {
-    type State = GenericState<B::Work>;
-    fn prepare_pushforward(
-        &self,
-        _: &V,
-        _: &[f64],
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn value_and_pushforward_into(
         &self,
         st: &mut Self::State,
@@ -259,22 +217,10 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for
         self.jvp(&mut st.work, f, ctx, x, y, dx, dy);
         Ok(())
     }
-    fn explain_pushforward(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, 1 + self.evals_per_jvp())
-    }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PullbackBackend<V, C> for B {
-    type State = GenericState<B::Work>;
-    fn prepare_pullback(
-        &self,
-        _: &V,
-        _: &[f64],
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn value_and_pullback_into(
         &self,
         st: &mut Self::State,
@@ -295,25 +241,13 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PullbackBackend<V, C> for B 
         }
         Ok(())
     }
-    fn explain_pullback(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, 1 + meta.n * self.evals_per_jvp())
-    }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, F, C: Contexts> SecondDerivativeBackend<F, C> for B
 where
     OneArg<F>: ScalarForm<C>,
 {
-    type State = GenericState<B::Work>;
-    fn prepare_second_derivative(
-        &self,
-        _: &OneArg<F>,
-        _: f64,
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn value_derivative_and_second_derivative(
         &self,
         st: &mut Self::State,
@@ -322,9 +256,6 @@ where
         ctx: &C,
     ) -> InterfaceResult<(f64, f64, f64)> {
         Ok(self.scalar_second(&mut st.work, f, ctx, x))
-    }
-    fn explain_second_derivative(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, self.evals_per_second())
     }
 }
 
@@ -358,20 +289,29 @@ fn hessian_entries<B: GenericBackend, F, C>(
     st.y0 = ej;
 }
 
+/// The gradient by columns (also of the value variants of `hessian` and `hvp`); returns
+/// `f(x)`.
+fn value_and_gradient<B: GenericBackend, F, C>(
+    b: &B,
+    st: &mut GenericState<B::Work>,
+    f: &OneArg<F>,
+    ctx: &C,
+    x: &[f64],
+    g: &mut [f64],
+) -> f64
+where
+    OneArg<F>: VecForm<C>,
+{
+    let mut y = [0.0];
+    jacobian_cols(b, st, f, ctx, x, &mut y, g);
+    y[0]
+}
+
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, F, C: Contexts> HessianBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
-    type State = GenericState<B::Work>;
-    fn prepare_hessian(
-        &self,
-        _: &OneArg<F>,
-        _: &[f64],
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn hessian_into(
         &self,
         st: &mut Self::State,
@@ -393,34 +333,15 @@ where
         h: &mut [f64],
     ) -> InterfaceResult<f64> {
         hessian_entries(self, st, f, ctx, x, h);
-        let mut y = [0.0];
-        jacobian_cols(self, st, f, ctx, x, &mut y, g);
-        Ok(y[0])
-    }
-    fn explain_hessian(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(
-            self,
-            st,
-            meta,
-            meta.n * (meta.n + 1) / 2 * self.evals_per_second(),
-        )
+        Ok(value_and_gradient(self, st, f, ctx, x, g))
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: GenericBackend, F, C: Contexts> HvpBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
-    type State = GenericState<B::Work>;
-    fn prepare_hvp(
-        &self,
-        _: &OneArg<F>,
-        _: &[f64],
-        _: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        Ok(GenericState::new(meta))
-    }
     fn hvp_into(
         &self,
         st: &mut Self::State,
@@ -448,11 +369,6 @@ where
         hv: &mut [f64],
     ) -> InterfaceResult<f64> {
         self.hvp_into(st, f, x, v, ctx, hv)?;
-        let mut y = [0.0];
-        jacobian_cols(self, st, f, ctx, x, &mut y, g);
-        Ok(y[0])
-    }
-    fn explain_hvp(&self, st: &Self::State, meta: &Meta) -> Report {
-        report(self, st, meta, meta.n * self.evals_per_second())
+        Ok(value_and_gradient(self, st, f, ctx, x, g))
     }
 }
