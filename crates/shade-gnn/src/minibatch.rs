@@ -57,11 +57,12 @@ use crate::ctx::{Float, GraphCtx};
 use crate::error::{GnnError, GnnResult};
 use crate::layer::{Features, Inputs, Layer};
 use crate::loss::NodeTargets;
-use crate::train::{Data, TrainBackend, TrainState, single_train_step};
+use crate::train::{Data, TrainState, single_train_step};
 use ndarray::{ArrayD, ArrayViewD, Axis, Slice};
 use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 use shade_graph::{Array, DataLoader, Graph, GraphBatch, NeighborLoader, SampledSubgraph};
+use shade_interface::tensor::TensorBackend;
 
 /// The names of the data a batch takes its features and labels from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -367,7 +368,7 @@ pub fn train_epoch<T, B, L, M, F, I>(
 ) -> GnnResult<EpochReport>
 where
     T: Float,
-    B: TrainBackend,
+    B: TensorBackend,
     L: Layer<T> + ?Sized,
     M: MiniBatch<T>,
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a M::Target) -> AdResult<Var>,

@@ -256,27 +256,6 @@ fn interface_error<B: Backend>(backend: &B, e: InterfaceError) -> GnnError {
     }
 }
 
-/// The loss in training mode and its gradient with respect to every parameter
-/// (written into `ts.grads`, overwriting it), computed by `backend`; the model state
-/// moves on as in one forward pass. This is [`single_train_step`] without the
-/// optimiser update (a data-parallel step averages the gradients in between).
-pub fn loss_and_gradient<T, B, L, D, F>(
-    backend: &B,
-    model: &L,
-    loss: &F,
-    data: &Data<'_, T, D>,
-    ts: &mut TrainState<T>,
-) -> GnnResult<T>
-where
-    T: Float,
-    B: TrainBackend,
-    L: Layer<T> + ?Sized,
-    D: ?Sized,
-    F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
-{
-    backend.loss_and_gradient(model, loss, data, ts)
-}
-
 /// One training step: loss and gradient with `backend` (training mode), then one
 /// optimiser update. Returns the loss before the update.
 ///
