@@ -85,6 +85,19 @@ pub enum GnnError {
         /// What is wrong.
         what: String,
     },
+    /// A rank of a data-parallel job failed (its own error, or it did not report
+    /// within the timeout): every rank stops with this error naming it.
+    #[error("rank {rank} of {world} failed at step {step}: {cause}")]
+    RankFailed {
+        /// The failing rank (the lowest one when several fail in the same step).
+        rank: usize,
+        /// Ranks in the job.
+        world: usize,
+        /// The training step (0-based, counted over the whole run).
+        step: u64,
+        /// What happened there: that rank's error with its code, or "did not report".
+        cause: String,
+    },
 }
 
 /// Result of the GNN crate.
@@ -102,6 +115,7 @@ impl GnnError {
         "SHADE-E0406",
         "SHADE-E0407",
         "SHADE-E0408",
+        "SHADE-E0409",
     ];
 
     /// The stable code, e.g. `SHADE-E0401`; the wrapped error's own code for
@@ -118,6 +132,7 @@ impl GnnError {
             GnnError::NonFinite { .. } => "SHADE-E0406",
             GnnError::Io { .. } => "SHADE-E0407",
             GnnError::Safetensors { .. } => "SHADE-E0408",
+            GnnError::RankFailed { .. } => "SHADE-E0409",
         }
     }
 
@@ -142,6 +157,9 @@ impl GnnError {
             GnnError::Io { .. } => "check that the path exists and is readable/writable".into(),
             GnnError::Safetensors { .. } => {
                 "load a complete safetensors file of real-valued tensors (e.g. one written by `safetensors.torch.save_file`)".into()
+            }
+            GnnError::RankFailed { .. } => {
+                "fix what that rank reports (its data shard, its settings), or see its log if it was killed or hung; then restart the job from the last checkpoint".into()
             }
         }
     }
@@ -191,6 +209,12 @@ mod tests {
                 message: s(),
             },
             GnnError::Safetensors { what: s() },
+            GnnError::RankFailed {
+                rank: 1,
+                world: 2,
+                step: 0,
+                cause: s(),
+            },
         ];
         let codes: Vec<_> = all.iter().map(GnnError::code).collect();
         assert_eq!(codes, GnnError::CODES);

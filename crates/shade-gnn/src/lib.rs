@@ -27,6 +27,9 @@
 //! - [`minibatch`]: mini-batch training over shade-graph's `NeighborLoader` (seed
 //!   batches of sampled subgraphs, loss on the seeds) and `DataLoader` (lists of
 //!   graphs), prepared on the loaders' worker threads.
+//! - [`distributed`]: data-parallel training (gradients averaged over ranks before
+//!   the optimiser step; checkpoints from rank 0; failures named by rank), over MPI
+//!   (feature `mpi`) or ranks as threads.
 //! - [`models`]: the two-layer GCN / GAT / SAGE / GIN node classifiers and the
 //!   full-batch training protocol with validation-based model selection.
 //! - [`report`]: progress line and SVG training curve.
@@ -112,6 +115,7 @@
 //! ```
 
 mod ctx;
+pub mod distributed;
 mod error;
 pub mod init;
 mod layer;

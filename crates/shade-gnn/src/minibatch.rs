@@ -172,6 +172,30 @@ impl<T: Float> MiniBatch<T> for NodeBatch<T> {
     }
 }
 
+/// Full-batch inputs with the loss over a set of nodes: one rank's shard of the
+/// training nodes in data-parallel full-batch training (each rank runs the whole
+/// graph, the loss over its nodes; the weighted average is the full-batch loss).
+#[derive(Clone, Copy, Debug)]
+pub struct NodeShard<'d, T: Float> {
+    /// Graph and features.
+    pub inputs: Inputs<'d, T>,
+    /// Labels and this shard's nodes.
+    pub target: &'d NodeTargets,
+}
+
+impl<T: Float> MiniBatch<T> for NodeShard<'_, T> {
+    type Target = NodeTargets;
+    fn data(&self) -> Data<'_, T, NodeTargets> {
+        Data {
+            inputs: self.inputs,
+            target: self.target,
+        }
+    }
+    fn items(&self) -> usize {
+        self.target.nodes.len()
+    }
+}
+
 /// A [`DataLoader`] batch prepared for graph classification: the batched graph's
 /// context (its `batch` vector for pooling), features, one label per graph.
 #[derive(Debug)]

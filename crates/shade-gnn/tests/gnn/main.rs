@@ -2,6 +2,7 @@
 //! (one link instead of one per file; `cargo test -p shade-gnn --test gnn`).
 
 mod cora;
+mod distributed;
 mod minibatch;
 mod save_load;
 mod sparse_input;
