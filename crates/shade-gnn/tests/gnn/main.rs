@@ -3,6 +3,8 @@
 
 mod cora;
 mod distributed;
+#[cfg(feature = "mpi")]
+mod distributed_mpi;
 mod minibatch;
 mod save_load;
 mod sparse_input;
