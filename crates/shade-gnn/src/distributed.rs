@@ -186,7 +186,8 @@ pub struct StepReport {
     pub loss: f64,
     /// Items in the global batch.
     pub items: usize,
-    /// Time spent exchanging reports and gradients (the cost of data parallelism).
+    /// Time spent exchanging reports and gradients (the cost of data parallelism; with
+    /// [`DataParallel::timing_barrier`] without the wait for the slowest rank).
     pub comm: Duration,
     /// Time of the whole step on this rank.
     pub total: Duration,
@@ -199,6 +200,7 @@ pub struct DataParallel<C: Collective> {
     comm: C,
     timeout: Duration,
     seed: u64,
+    timing_barrier: bool,
     buf32: Vec<f32>,
     buf64: Vec<f64>,
 }
@@ -217,6 +219,7 @@ impl<C: Collective> DataParallel<C> {
             comm,
             timeout: Duration::from_secs(60),
             seed: 0,
+            timing_barrier: false,
             buf32: Vec::new(),
             buf64: Vec::new(),
         }
@@ -232,6 +235,14 @@ impl<C: Collective> DataParallel<C> {
     /// The seed of the steps' random streams (dropout), default 0.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// For measurements: an extra, untimed exchange before each step's exchanges, so
+    /// that [`StepReport::comm`] is the cost of the exchanges themselves rather than
+    /// the wait for the slowest rank (default off: it costs one more exchange).
+    pub fn timing_barrier(mut self, on: bool) -> Self {
+        self.timing_barrier = on;
         self
     }
 
@@ -332,6 +343,13 @@ impl<C: Collective> DataParallel<C> {
                 error: Some((e.code().into(), e.to_string())),
             },
         };
+        if self.timing_barrier {
+            let ready = Report {
+                error: None,
+                ..mine.clone()
+            };
+            self.comm.exchange(&ready, self.timeout)?;
+        }
         let t_comm = Instant::now();
         let all = self.agree(&mine)?;
         let total: u64 = all.iter().map(|r| r.items).sum();

@@ -106,6 +106,7 @@ fn poll<'a, D: ?Sized, S: Scope<'a>>(
     requests: &mut Vec<Option<Request<'a, D, S>>>,
     deadline: Instant,
 ) -> Result<(), usize> {
+    let start = Instant::now();
     loop {
         let mut pending = None;
         for (i, slot) in requests.iter_mut().enumerate() {
@@ -119,10 +120,16 @@ fn poll<'a, D: ?Sized, S: Scope<'a>>(
                 }
             }
         }
+        let now = Instant::now();
         match pending {
             None => return Ok(()),
-            Some(i) if Instant::now() >= deadline => return Err(i),
-            Some(_) => std::thread::yield_now(),
+            Some(i) if now >= deadline => return Err(i),
+            // Yield while the wait is short (an exchange takes microseconds once every
+            // rank is there; sleeping would add the scheduler's wake-up latency to
+            // every step), then sleep between polls: a long wait is a rank still
+            // computing, and the cores are better left to it.
+            Some(_) if now - start < Duration::from_millis(20) => std::thread::yield_now(),
+            Some(_) => std::thread::sleep(Duration::from_micros(100)),
         }
     }
 }

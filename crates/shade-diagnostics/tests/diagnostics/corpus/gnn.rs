@@ -146,7 +146,13 @@ fn rank_with_nan_features() -> Result<(), Seen> {
                         inputs: Inputs::without_graph(&x),
                         target: labels,
                     };
-                    dp.step(&AutoShade::REVERSE, model, &cross_entropy, Ok(shard), &mut ts)?;
+                    dp.step(
+                        &AutoShade::REVERSE,
+                        model,
+                        &cross_entropy,
+                        Ok(shard),
+                        &mut ts,
+                    )?;
                     Ok(())
                 })
             })
