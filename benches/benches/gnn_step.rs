@@ -41,7 +41,7 @@ fn cora_step(c: &mut Criterion, group: &str, model: Model, name: &str) {
     let ctx = GraphCtx::<f32>::new(&ds.graph);
     // The structures the two models read, built before timing (a training loop builds
     // them in its first step).
-    ctx.gcn_adjacency(false, true);
+    ctx.normalized_adjacency(shade_graph::GcnNorm::default());
     ctx.edges_with_self_loops();
     let x = Features::<f32>::sparse_from_f32(ds.features());
     let target = NodeTargets::new(&ds.labels, &split.train);

@@ -13,13 +13,14 @@
 //! |---|---|---|
 //! | elementwise | `elementwise.rs` | `neg scale exp ln sqrt powi abs tanh sigmoid relu leaky_relu elu gelu softplus clamp` |
 //! | broadcasting | `broadcast.rs` | `add sub mul div` (NumPy broadcasting) |
-//! | matmul and shape | `matmul.rs`, `shape.rs` | `matmul` (2-D, batched), `transpose reshape concat narrow stack` |
+//! | matmul and shape | `matmul.rs`, `shape.rs` | `matmul` (2-D, batched), `group_dot`, `transpose reshape concat narrow stack` |
 //! | reductions | `reduce.rs` | `sum mean max min` (all or one axis), `logsumexp norm` |
 //! | softmax | `softmax.rs` | `softmax log_softmax` over an axis |
 //! | losses | `loss.rs` | `cross_entropy nll mse bce_with_logits` |
 //! | graph indexing | `index.rs` | `index_select scatter_add scatter_mean scatter_max segment_softmax` |
 //! | sparse × dense | `sparse.rs` | `spmm dense_spmm spmm_values` over [`SparseMatrix`] |
-//! | dropout | `dropout.rs` | `dropout` with an explicit RNG |
+//! | coordinate lists | `coo.rs` | `coo_spmm` (per-group values), `sym_norm_values` ([`SymNorm`]) |
+//! | dropout | `dropout.rs` | `dropout` with an explicit RNG; [`keep_mask`], its mask generator |
 //! | custom rules | `custom.rs` | [`TensorRule`], [`Tape::custom`] |
 //!
 //! Values derived only from constants are constants: they get no backward record, no
@@ -69,6 +70,7 @@
 
 mod args;
 mod broadcast;
+mod coo;
 mod custom;
 mod dropout;
 mod elementwise;
@@ -83,7 +85,9 @@ mod tape;
 
 pub use crate::error::ValueRange;
 pub use args::{TensorArg, TensorArgs};
+pub use coo::SymNorm;
 pub use custom::TensorRule;
+pub use dropout::keep_mask;
 pub use index::Rows;
 pub use sparse::SparseMatrix;
 pub use tape::{Tape, TapeBuffers, Var};

@@ -171,12 +171,24 @@ impl Coded for GnnError {
     fn notes(&self) -> Vec<String> {
         match self {
             GnnError::Ad(e) => Coded::notes(e),
+            GnnError::InLayer {
+                path,
+                layer,
+                source,
+            } => {
+                let mut n = Coded::notes(&**source);
+                if !path.is_empty() {
+                    n.insert(0, format!("`{path}` is a {layer}"));
+                }
+                n
+            }
             _ => Vec::new(),
         }
     }
     fn location(&self) -> Option<&'static Location<'static>> {
         match self {
             GnnError::Ad(e) => Coded::location(e),
+            GnnError::InLayer { source, .. } => Coded::location(&**source),
             _ => None,
         }
     }

@@ -85,6 +85,33 @@ pub enum GnnError {
         /// What is wrong.
         what: String,
     },
+    /// A graph layer was called without a graph, or (in a
+    /// [`Chain`](crate::layers::Chain)) after a node-dropping pooling without a
+    /// [`GraphArena`](crate::GraphArena) to hold the pooled graph.
+    #[error("the layer reads the graph, but the call has no graph{}", match after_pooling {
+        Some(p) => format!(" for it: layer `{p}` before it dropped nodes, and the pooled graph has nowhere to live"),
+        None => String::new(),
+    })]
+    NoGraph {
+        /// The layer's type, e.g. `GCNConv`.
+        layer: &'static str,
+        /// The node-dropping pooling before it, whose pooled graph the layer would need.
+        after_pooling: Option<String>,
+    },
+    /// An input of a layer does not fit the layer's parameters or options, e.g. a
+    /// feature width other than the weight's.
+    #[error("{what} has {found} but {} expects {expected}", Expecter(param.as_deref()))]
+    InputShape {
+        /// What was given, e.g. `input` or `edge feature array`.
+        what: String,
+        /// What it has, e.g. `1433 features per node` or `shape [12, 3]`.
+        found: String,
+        /// The parameter whose shape it must fit (its full name, e.g.
+        /// `conv1.lin.weight`), or `None` when an option of the layer sets the shape.
+        param: Option<String>,
+        /// What the parameter or the layer expects, e.g. `16` or `shape [12, 4]`.
+        expected: String,
+    },
     /// A rank of a data-parallel job failed (its own error, or it did not report
     /// within the timeout): every rank stops with this error naming it.
     #[error("rank {rank} of {world} failed at step {step}: {cause}")]
@@ -98,6 +125,30 @@ pub enum GnnError {
         /// What happened there: that rank's error with its code, or "did not report".
         cause: String,
     },
+    /// An error raised inside a layer of a model: the layer's path in the model and
+    /// its type, and the error (its code is the error's own).
+    #[error("{}: {source}", if path.is_empty() { layer } else { path.as_str() })]
+    InLayer {
+        /// The layer's path in the model, e.g. `conv1` or `conv1.nn.0`; empty for a
+        /// layer called on its own (the message then names its type).
+        path: String,
+        /// The layer's type, e.g. `GCNConv`.
+        layer: &'static str,
+        /// What went wrong.
+        source: Box<GnnError>,
+    },
+}
+
+/// `` `name` `` for a parameter, `the layer` otherwise (the subject of "... expects").
+struct Expecter<'a>(Option<&'a str>);
+
+impl std::fmt::Display for Expecter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(p) => write!(f, "`{p}`"),
+            None => f.write_str("the layer"),
+        }
+    }
 }
 
 /// Result of the GNN crate.
@@ -116,12 +167,15 @@ impl GnnError {
         "SHADE-E0407",
         "SHADE-E0408",
         "SHADE-E0409",
+        "SHADE-E0410",
+        "SHADE-E0411",
     ];
 
     /// The stable code, e.g. `SHADE-E0401`; the wrapped error's own code for
-    /// [`GnnError::Ad`] and [`GnnError::Graph`].
+    /// [`GnnError::Ad`], [`GnnError::Graph`] and [`GnnError::InLayer`].
     pub fn code(&self) -> &'static str {
         match self {
+            GnnError::InLayer { source, .. } => source.code(),
             GnnError::Ad(e) => e.code(),
             GnnError::Graph(e) => e.code(),
             GnnError::MissingParam { .. } => "SHADE-E0401",
@@ -132,13 +186,16 @@ impl GnnError {
             GnnError::NonFinite { .. } => "SHADE-E0406",
             GnnError::Io { .. } => "SHADE-E0407",
             GnnError::Safetensors { .. } => "SHADE-E0408",
-            GnnError::RankFailed { .. } => "SHADE-E0409",
+            GnnError::NoGraph { .. } => "SHADE-E0409",
+            GnnError::InputShape { .. } => "SHADE-E0410",
+            GnnError::RankFailed { .. } => "SHADE-E0411",
         }
     }
 
     /// A one-line hint at the fix.
     pub fn help(&self) -> String {
         match self {
+            GnnError::InLayer { source, .. } => source.help(),
             GnnError::Ad(e) => e.help(),
             GnnError::Graph(e) => e.help(),
             GnnError::MissingParam { .. } | GnnError::UnexpectedParam { .. } => {
@@ -158,13 +215,52 @@ impl GnnError {
             GnnError::Safetensors { .. } => {
                 "load a complete safetensors file of real-valued tensors (e.g. one written by `safetensors.torch.save_file`)".into()
             }
+            GnnError::NoGraph {
+                after_pooling: Some(_),
+                ..
+            } => "give the inputs a GraphArena (`Inputs::with_arena`), or run the model \
+                  through `apply`, `TrainState::predict` or `single_train_step`, which make one"
+                .into(),
+            GnnError::NoGraph { .. } => {
+                "give the call a graph (`Inputs::new(&ctx, &x)`); a layer that calls a graph \
+                 sublayer must not hide the graph from it (`Env::without_graph`)"
+                    .into()
+            }
+            GnnError::InputShape { .. } => {
+                "make the data fit the layer (or build the layer for the data): the widths \
+                 of the inputs and of the layer's parameters must agree"
+                    .into()
+            }
             GnnError::RankFailed { .. } => {
                 "fix what that rank reports (its data shard, its settings), or see its log if it was killed or hung; then restart the job from the last checkpoint".into()
             }
         }
     }
 
-    #[allow(dead_code)] // used by the optimisers and examples' option checks
+    /// This error as raised inside the layer at `path` (e.g. `conv1`, empty for a
+    /// layer called on its own) of type `layer`: wrapped in [`GnnError::InLayer`],
+    /// unless a layer further in already named itself.
+    pub fn in_layer(self, path: String, layer: &'static str) -> GnnError {
+        match self {
+            GnnError::InLayer { .. } => self,
+            e => GnnError::InLayer {
+                path,
+                layer,
+                source: Box::new(e),
+            },
+        }
+    }
+
+    /// The error itself, without the layer it was raised in ([`GnnError::InLayer`]'s
+    /// source; any other error as it is).
+    pub fn innermost(&self) -> &GnnError {
+        match self {
+            GnnError::InLayer { source, .. } => source.innermost(),
+            e => e,
+        }
+    }
+
+    /// [`GnnError::InvalidSetting`] for `name` = `value`, which must be `expected`.
     pub(crate) fn setting(name: &str, value: impl std::fmt::Display, expected: &str) -> Self {
         GnnError::InvalidSetting {
             name: name.into(),
@@ -209,6 +305,16 @@ mod tests {
                 message: s(),
             },
             GnnError::Safetensors { what: s() },
+            GnnError::NoGraph {
+                layer: "GCNConv",
+                after_pooling: None,
+            },
+            GnnError::InputShape {
+                what: s(),
+                found: s(),
+                param: None,
+                expected: s(),
+            },
             GnnError::RankFailed {
                 rank: 1,
                 world: 2,

@@ -5,7 +5,7 @@
 
 use crate::ctx::{Float, GraphArena, GraphCtx};
 use crate::error::{GnnError, GnnResult};
-use crate::params::{ParamVars, Params, State, StateScope};
+use crate::params::{Param, ParamVars, Params, State, StateScope};
 use ndarray::{Array2, ArrayD};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{self, SparseMatrix, Tape, TapeBuffers, TensorArg, Var};
@@ -31,29 +31,53 @@ impl<T> From<Var> for Input<'_, T> {
 
 impl<'a, T: Float> Input<'a, T> {
     /// `X · Wᵀ` for a weight `w` of PyTorch's layout `[out, in]`: one sparse × dense
-    /// product for sparse input.
+    /// product for sparse input. Pass the weight as [`ParamVars::param`] gives it, so
+    /// that a shape error names it.
     ///
-    /// Errors with [`AdError::ShapeMismatch`] (op `linear`, the input's and the
-    /// weight's shapes) when the input width is not the weight's `in`.
-    pub fn linear(self, t: &mut Tape<'a, T>, w: Var) -> AdResult<Var> {
-        let ws = t.shape(w)?;
-        let cols = self.cols(t)?;
-        if ws.len() != 2 || ws[1] != cols {
-            let left = match self {
+    /// Errors with [`GnnError::InputShape`] (the input's width, the weight's name and
+    /// its `in`) when the input width is not the weight's `in`.
+    pub fn linear<'w>(self, t: &mut Tape<'a, T>, w: impl Into<Param<'w>>) -> GnnResult<Var> {
+        let w = w.into();
+        let ws = t.shape(w.var)?;
+        let rows_of = |t: &Tape<'a, T>| -> AdResult<Vec<usize>> {
+            Ok(match self {
                 Input::Dense(x) => t.shape(x)?.to_vec(),
                 Input::Sparse(x) => vec![x.rows(), x.cols()],
+            })
+        };
+        if ws.len() != 2 || self.width(t)? != Some(ws[1]) {
+            let xs = rows_of(t)?;
+            let found = match xs.as_slice() {
+                [_, f] => format!("{f} features per node"),
+                s => format!("shape {s:?} (a layer input is [nodes, features])"),
             };
-            return Err(AdError::ShapeMismatch {
-                op: "linear (input [N, in] vs weight [out, in])",
-                left,
-                right: t.shape(w)?.to_vec(),
+            let expected = match *ws {
+                [_, i] => i.to_string(),
+                ref s => format!("a 2-D [out, in] weight, but it has shape {s:?}"),
+            };
+            return Err(GnnError::InputShape {
+                what: "input".into(),
+                found,
+                param: w.name.map(str::to_string),
+                expected,
             });
         }
-        let wt = crate::ops::transpose2(t, w)?;
-        match self {
-            Input::Dense(x) => t.matmul(x, wt),
-            Input::Sparse(x) => t.spmm(x, wt),
-        }
+        let wt = t.transpose(w.var)?;
+        Ok(match self {
+            Input::Dense(x) => t.matmul(x, wt)?,
+            Input::Sparse(x) => t.spmm(x, wt)?,
+        })
+    }
+
+    /// The width of a 2-D input (`None` for another rank).
+    fn width(&self, t: &Tape<'a, T>) -> AdResult<Option<usize>> {
+        Ok(match self {
+            Input::Dense(x) => match t.shape(*x)? {
+                [_, f] => Some(*f),
+                _ => None,
+            },
+            Input::Sparse(x) => Some(x.cols()),
+        })
     }
 
     /// The input as a dense value (a sparse matrix is copied into a dense constant;
@@ -109,11 +133,12 @@ impl<'a, T: Float> Env<'a, '_, T> {
         r
     }
 
-    /// The graph, or [`AdError::InvalidArgument`] naming `layer` when there is none.
-    pub fn graph(&self, layer: &'static str) -> AdResult<&'a GraphCtx<T>> {
-        self.graph.ok_or(AdError::InvalidArgument {
-            op: layer,
-            what: "this graph layer was called without a graph".into(),
+    /// The graph, or [`GnnError::NoGraph`] naming `layer` (the caller's type, e.g.
+    /// `GCNConv`) when there is none.
+    pub fn graph(&self, layer: &'static str) -> GnnResult<&'a GraphCtx<T>> {
+        self.graph.ok_or(GnnError::NoGraph {
+            layer,
+            after_pooling: None,
         })
     }
 }
@@ -139,7 +164,9 @@ pub trait Layer<T: Float>: Send + Sync {
     /// Records the forward computation on `t` and returns the output handle.
     ///
     /// `p` holds this layer's parameters by local name, `st` its state (writable: in
-    /// training a layer may update running statistics in place).
+    /// training a layer may update running statistics in place). Errors are the GNN
+    /// crate's (`?` on a tape operation wraps the core's error); a container calls its
+    /// children through [`forward_sublayer`], which names the child's path in them.
     fn forward<'a>(
         &self,
         t: &mut Tape<'a, T>,
@@ -147,7 +174,7 @@ pub trait Layer<T: Float>: Send + Sync {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         st: StateScope<'_, T>,
-    ) -> AdResult<Var>;
+    ) -> GnnResult<Var>;
 
     /// Whether the layer reads the graph (a [`Chain`](crate::layers::Chain) reports the
     /// graph layers it holds).
@@ -178,7 +205,7 @@ impl<T: Float, L: Layer<T> + ?Sized> Layer<T> for Box<L> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         (**self).forward(t, env, x, p, st)
     }
     fn is_graph_layer(&self) -> bool {
@@ -186,6 +213,86 @@ impl<T: Float, L: Layer<T> + ?Sized> Layer<T> for Box<L> {
     }
     fn drops_nodes(&self) -> bool {
         (**self).drops_nodes()
+    }
+}
+
+/// Calls `layer` as a part of the calling layer (a child of a container, a layer's own
+/// sublayer such as GIN's `nn`) with the views `p` and `st` narrowed to it
+/// ([`ParamVars::scope`]): an error it returns names its path (`conv1`, `conv1.nn.0`)
+/// and type ([`GnnError::InLayer`]), unless a layer further in already did.
+pub fn forward_sublayer<'a, T: Float, L: Layer<T> + ?Sized>(
+    layer: &L,
+    t: &mut Tape<'a, T>,
+    env: &mut Env<'a, '_, T>,
+    x: Input<'a, T>,
+    p: ParamVars<'_>,
+    st: StateScope<'_, T>,
+) -> GnnResult<Var> {
+    layer
+        .forward(t, env, x, p, st)
+        .map_err(|e| e.in_layer(p.path(), layer.name()))
+}
+
+/// Carries the GNN crate's errors out of a tensor program, whose closure returns the
+/// core's [`AdResult`]: [`ErrorCarry::lift`] inside the closure, [`ErrorCarry::land`]
+/// on the entry point's result.
+///
+/// ```
+/// use shade_autodiff::tensor::{self, TapeBuffers};
+/// use shade_gnn::{ErrorCarry, GnnError, GnnResult};
+/// let x = ndarray::arr1(&[1.0, 2.0]);
+/// let model = |_: &mut tensor::Tape<'_, f64>| -> GnnResult<tensor::Var> {
+///     Err(GnnError::NoGraph { layer: "GCNConv", after_pooling: None })
+/// };
+/// let carry = ErrorCarry::new();
+/// let r = tensor::value(
+///     &mut TapeBuffers::new(),
+///     |t, (_x,)| carry.lift(model(t)),
+///     (shade_autodiff::Const(&x),),
+/// );
+/// assert_eq!(carry.land(r).unwrap_err().code(), "SHADE-E0409");
+/// ```
+#[derive(Debug, Default)]
+pub struct ErrorCarry {
+    held: std::cell::RefCell<Option<GnnError>>,
+}
+
+/// What [`ErrorCarry::lift`] hands the core in place of an error it holds.
+const CARRIED: &str = "a shade-gnn error (carried past the tensor layer)";
+
+impl ErrorCarry {
+    /// Holds nothing yet.
+    pub fn new() -> Self {
+        ErrorCarry::default()
+    }
+
+    /// A result for the core: the core's own errors pass as they are, any other is
+    /// kept here (the core sees a stand-in that stops the program).
+    pub fn lift<V>(&self, r: GnnResult<V>) -> AdResult<V> {
+        r.map_err(|e| match e {
+            GnnError::Ad(e) => e,
+            e => {
+                self.held.borrow_mut().get_or_insert(e);
+                AdError::InvalidArgument {
+                    op: "model",
+                    what: CARRIED.into(),
+                }
+            }
+        })
+    }
+
+    /// The entry point's result as a GNN result: the kept error in place of its
+    /// stand-in, the core's errors wrapped ([`GnnError::Ad`]).
+    pub fn land<V>(&self, r: AdResult<V>) -> GnnResult<V> {
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) => Err(match (&e, self.held.borrow_mut().take()) {
+                (AdError::InvalidArgument { op: "model", what }, Some(held)) if what == CARRIED => {
+                    held
+                }
+                _ => GnnError::Ad(e),
+            }),
+        }
     }
 }
 
@@ -221,16 +328,21 @@ impl<T: Float> Features<T> {
     ///
     /// Errors with [`GnnError::InvalidSetting`] unless `0 <= p < 1`.
     pub fn dropout(&self, p: f64, rng: &mut StdRng) -> GnnResult<Features<T>> {
-        use rand::RngExt;
         if !(0.0..1.0).contains(&p) {
             return Err(GnnError::setting("dropout", p, "a value in [0, 1)"));
         }
         let scale = T::cst(1.0 / (1.0 - p));
+        let n = match self {
+            Features::Dense(x) => x.len(),
+            Features::Sparse(x) => x.nnz(),
+        };
+        // The core's mask generator, as the tape's dropout (one draw from `rng`).
+        let mut mask = shade_autodiff::tensor::keep_mask(n, p, rng).into_iter();
         let mut keep = |v: T| {
-            if rng.random::<f64>() < p {
-                T::zero()
-            } else {
+            if mask.next().unwrap_or(true) {
                 v * scale
+            } else {
+                T::zero()
             }
         };
         Ok(match self {
@@ -404,7 +516,8 @@ pub fn model_args<'a, T: Float>(
 }
 
 /// Runs `model` on a tape whose handles came from [`model_args`]: splits them into
-/// parameters, features and edge features, and calls the model's forward.
+/// parameters, features and edge features, and calls the model's forward. An error
+/// names the layer it arose in (the model's type for the model's own).
 #[allow(clippy::too_many_arguments)]
 pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
     t: &mut Tape<'a, T>,
@@ -415,7 +528,7 @@ pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
     state: &mut State<T>,
     training: bool,
     rng: &mut StdRng,
-) -> AdResult<Var> {
+) -> GnnResult<Var> {
     let np = names.len();
     let (pv, rest) = handles.split_at(np.min(handles.len()));
     let mut rest = rest.iter().copied();
@@ -434,7 +547,8 @@ pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
         rng,
         arena: inputs.arena,
     };
-    model.forward(
+    forward_sublayer(
+        model,
         t,
         &mut env,
         x,
@@ -498,10 +612,15 @@ pub(crate) fn apply_in<T: Float, L: Layer<T> + ?Sized>(
     let mut st = state.clone();
     let names = params.names();
     let args = model_args(params, None, inputs, None, None);
-    let y = tensor::value(
+    let carry = ErrorCarry::new();
+    let y = carry.land(tensor::value(
         bufs,
-        |t, h: Vec<Var>| forward_model(t, model, names, &h, inputs, &mut st, training, rng),
+        |t, h: Vec<Var>| {
+            carry.lift(forward_model(
+                t, model, names, &h, inputs, &mut st, training, rng,
+            ))
+        },
         args,
-    )?;
+    ))?;
     Ok((y, st))
 }

@@ -29,8 +29,9 @@
 //! `D` is the edge-feature width (`edge_dim`); the layers with an `edge_dim` check the
 //! call's edge features against it. Pooling layers are in [`crate::pool`]. `blocks.rs`
 //! holds the GRU / LSTM cells and option checks shared by these files; `attention.rs`
-//! what the attention layers share (edge set and self-loop edge features,
-//! [`FillValue`]; softmax, dropout, weighted sum, heads, bias).
+//! what the attention layers share (GAT's and GATv2's [`AttentionOptions`] and the
+//! builder methods of every attention layer; edge set and self-loop edge features,
+//! [`FillValue`]; softmax, dropout, weighted sum, heads, skip connection, bias).
 
 mod activation;
 mod agnn;
@@ -61,7 +62,7 @@ mod transformer;
 pub use activation::Activation;
 pub use agnn::AGNNConv;
 pub use appnp::APPNP;
-pub use attention::FillValue;
+pub use attention::{AttentionOptions, FillValue};
 pub use cg::CGConv;
 pub use chain::Chain;
 pub use cheb::{ChebConv, ChebNorm};

@@ -37,7 +37,10 @@
 //!   pooling (returns the pooled graph) and Set2Set.
 //!
 //! Errors are [`GnnError`]s with codes `SHADE-E04xx` (errors of the core and of the
-//! graph crate pass through with their own codes).
+//! graph crate pass through with their own codes). An error raised inside a layer
+//! names the layer's path in the model ([`GnnError::InLayer`], e.g. ``conv1: input
+//! has 1433 features per node but `conv1.lin.weight` expects 16``); [`ErrorCarry`]
+//! carries them out of a tensor program, whose closure returns the core's result type.
 //!
 //! # Adding a layer
 //!
@@ -49,17 +52,23 @@
 //!    initialisers from the given RNG, and the initial state (usually empty). A
 //!    [`Chain`](layers::Chain) prefixes them with the layer's name.
 //! 2. **`forward`** records the computation on the tape: read parameters with
-//!    `p.get("lin.weight")?`, the graph with `env.graph("MyConv")?`, edge sets with
+//!    `p.get("bias")?` (or `p.param("lin.weight")?` for a weight that
+//!    [`Input::linear`] multiplies, so that its shape errors name it), the graph
+//!    with `env.graph("MyConv")?`, edge sets with
 //!    `ctx.edges()` / `ctx.edges_with_self_loops()`; transform with
 //!    [`Input::linear`] (which also handles sparse input) and aggregate with
-//!    [`message`]'s functions. Return coded errors (`?` on tape operations), never
-//!    panic. Nothing structural (self-loops, degrees, normalisation) may be computed
+//!    [`message`]'s functions. Return coded errors ([`GnnResult`]: `?` on a tape
+//!    operation wraps the core's error), never panic; call a sublayer through
+//!    [`forward_sublayer`], so that its errors name its path in the model.
+//!    Nothing structural (self-loops, degrees, normalisation) may be computed
 //!    here: add a cached builder to [`GraphCtx`] / [`EdgeIndex`] instead.
 //!    Edge features arrive as `env.edge_attr` (`[E, D]`, graph edge order); a batch
-//!    of graphs is described by `ctx.batch()` / `ctx.num_graphs()` (pooling). Inside
-//!    the crate, the hot-path helpers of the private `ops` module (`add_bias`,
-//!    `relu`, `transpose2`, `dropout`, `head_dot`, `edge_weighted_sum`) are faster
-//!    than the generic tape operations on `[N, F]` values.
+//!    of graphs is described by `ctx.batch()` / `ctx.num_graphs()` (pooling). Every
+//!    derivative rule lives in the core's tensor layer (`t.add` of a bias row,
+//!    `t.relu`, `t.group_dot` for per-head scores, `t.coo_spmm` for attention
+//!    aggregation, `t.sym_norm_values` for GCN normalisation over edge weights on
+//!    the tape); a layer that needs a new differentiable operation adds it there,
+//!    with its three rules and a gradient check.
 //! 3. **`is_graph_layer`** returns `true` if the layer reads the graph.
 //! 4. **Tests** in the same file: a proptest gradient check over random small graphs
 //!    with isolated nodes, self-loops and multi-edges
@@ -72,9 +81,8 @@
 //!
 //! ```
 //! use rand::rngs::StdRng;
-//! use shade_autodiff::AdResult;
 //! use shade_autodiff::tensor::{Tape, Var};
-//! use shade_gnn::{init, Env, Float, Input, Layer, ParamVars, Params, State, StateScope};
+//! use shade_gnn::{init, Env, Float, GnnResult, Input, Layer, ParamVars, Params, State, StateScope};
 //! use shade_gnn::message::{propagate, Aggr, Message};
 //!
 //! /// `x'_i = W · max_{j -> i} x_j` (a toy layer).
@@ -87,11 +95,11 @@
 //!         (Params::new().with("weight", w), State::new())
 //!     }
 //!     fn forward<'a>(&self, t: &mut Tape<'a, T>, env: &mut Env<'a, '_, T>, x: Input<'a, T>,
-//!                    p: ParamVars<'_>, _st: StateScope<'_, T>) -> AdResult<Var> {
+//!                    p: ParamVars<'_>, _st: StateScope<'_, T>) -> GnnResult<Var> {
 //!         let g = env.graph("MaxConv")?;
 //!         let x = x.dense(t)?;
 //!         let m = propagate(t, g.edges(), x, Message::CopySrc, Aggr::Max)?;
-//!         Input::Dense(m).linear(t, p.get("weight")?)
+//!         Input::Dense(m).linear(t, p.param("weight")?)
 //!     }
 //!     fn is_graph_layer(&self) -> bool { true }
 //! }
@@ -124,7 +132,6 @@ pub mod loss;
 pub mod message;
 pub mod minibatch;
 pub mod models;
-mod ops;
 pub mod optim;
 mod params;
 pub mod pool;
@@ -134,10 +141,13 @@ mod safetensors;
 pub mod testing;
 pub mod train;
 
-pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx};
+pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx, NormEdgeList, ScaledLaplacian};
 pub use error::{GnnError, GnnResult};
-pub use layer::{Arg, Env, Features, Input, Inputs, Layer, apply, forward_model, model_args};
-pub use params::{ParamVars, Params, State, StateScope, Store};
+pub use layer::{
+    Arg, Env, ErrorCarry, Features, Input, Inputs, Layer, apply, forward_model, forward_sublayer,
+    model_args,
+};
+pub use params::{Param, ParamVars, Params, State, StateScope, Store};
 pub use safetensors::{
     from_safetensors_bytes, load_model_safetensors, load_safetensors, model_from_safetensors_bytes,
     model_to_safetensors_bytes, save_model_safetensors, save_safetensors, to_safetensors_bytes,

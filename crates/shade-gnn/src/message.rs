@@ -25,7 +25,7 @@
 //! # Ok::<(), shade_autodiff::AdError>(())
 //! ```
 
-use crate::ctx::EdgeIndex;
+use crate::ctx::{EdgeIndex, Float};
 use shade_autodiff::tensor::{Element, Tape, Var};
 use shade_autodiff::{AdError, AdResult};
 
@@ -63,7 +63,7 @@ pub enum Message {
 }
 
 /// Gathers the source row of every edge: `[E, ...]`.
-pub fn gather_src<'a, T: Element>(
+pub fn gather_src<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     x: Var,
@@ -72,7 +72,7 @@ pub fn gather_src<'a, T: Element>(
 }
 
 /// Gathers the destination row of every edge: `[E, ...]`.
-pub fn gather_dst<'a, T: Element>(
+pub fn gather_dst<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     x: Var,
@@ -90,7 +90,7 @@ fn as_column<T: Element>(t: &mut Tape<'_, T>, e: Var) -> AdResult<Var> {
 }
 
 /// The per-edge messages of a built-in message function on node values `x` (`[N, F]`).
-pub fn apply_edges<'a, T: Element>(
+pub fn apply_edges<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     msg: Message,
@@ -146,7 +146,7 @@ pub struct EdgeInputs {
 ///
 /// The function must return one row per edge; otherwise the error is
 /// [`AdError::ShapeMismatch`].
-pub fn apply_edges_with<'a, T: Element, F>(
+pub fn apply_edges_with<'a, T: Float, F>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     x_src: Var,
@@ -179,7 +179,7 @@ where
 }
 
 /// Aggregates per-edge messages `[E, ...]` into the destination nodes: `[N, ...]`.
-pub fn aggregate<'a, T: Element>(
+pub fn aggregate<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     msgs: Var,
@@ -203,7 +203,7 @@ pub fn aggregate<'a, T: Element>(
 ///
 /// `scores` is `[E, H]`, `msgs` is `[E, H, C]` (or `[E, C]` with `H = 1`); the result
 /// is `[N, H, C]` (or `[N, C]`). Returns the attention coefficients too.
-pub fn aggregate_attention<'a, T: Element>(
+pub fn aggregate_attention<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     scores: Var,
@@ -216,7 +216,7 @@ pub fn aggregate_attention<'a, T: Element>(
 
 /// `out[v] = Σ_{e: dst[e] = v} α_e · msg_e` for given coefficients `α` (`[E, H]`) and
 /// messages (`[E, H, C]`, or `[E, C]` with `H = 1`).
-pub fn weighted_sum<'a, T: Element>(
+pub fn weighted_sum<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     alpha: Var,
@@ -250,12 +250,12 @@ pub fn propagate_weighted<'a, T: crate::Float>(
     alpha: Var,
     x: Var,
 ) -> AdResult<Var> {
-    crate::ops::edge_weighted_sum(t, edges, alpha, x)
+    t.coo_spmm(edges.dst(), edges.src(), edges.num_nodes(), alpha, x)
 }
 
 /// Messages then aggregation. Sum and mean of [`Message::CopySrc`] and
 /// [`Message::WeightedSrc`] run as one sparse × dense product.
-pub fn propagate<'a, T: Element>(
+pub fn propagate<'a, T: Float>(
     t: &mut Tape<'a, T>,
     edges: &'a EdgeIndex<T>,
     x: Var,

@@ -10,12 +10,12 @@
 //! Inside a forward call a layer sees its own entries only, by their local names:
 //! [`ParamVars::get`]`("weight")` inside the layer named `conv1` finds `conv1.weight`.
 //! Containers ([`Chain`](crate::layers::Chain)) narrow the view with
-//! [`ParamVars::scope`] before calling a child; no string is allocated.
+//! [`ParamVars::scope`] before calling a child; no string is allocated (a view keeps
+//! its path as a chain of borrowed names, spelled out only when a message needs it).
 
 use crate::error::{GnnError, GnnResult};
 use ndarray::ArrayD;
 use shade_autodiff::tensor::{Element, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// A named, ordered collection of arrays.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -203,15 +203,55 @@ fn sub_range(names: &[String], skip: usize, prefix: &str) -> (usize, usize) {
     }
 }
 
-fn missing(names: &[String], skip: usize, name: &str) -> AdError {
-    let scope = names
-        .first()
-        .and_then(|n| n.get(..skip))
-        .unwrap_or("")
-        .to_string();
-    AdError::InvalidArgument {
-        op: "parameter lookup",
-        what: format!("no entry `{scope}{name}` in the store (build it with the model's `init`)"),
+/// A scope's name and the scope it was narrowed from: the path of a view (`conv1`,
+/// `conv1.lin`) kept on the stack, so that a message can name it without a string
+/// being built on the happy path.
+#[derive(Clone, Copy, Debug, Default)]
+struct Link<'s> {
+    parent: Option<&'s Link<'s>>,
+    name: &'s str,
+}
+
+impl Link<'_> {
+    /// The dotted path, e.g. `conv1.lin` (empty at the root).
+    fn path(&self) -> String {
+        let mut parts = Vec::new();
+        let mut at = Some(self);
+        while let Some(l) = at {
+            if !l.name.is_empty() {
+                parts.push(l.name);
+            }
+            at = l.parent;
+        }
+        parts.reverse();
+        parts.join(".")
+    }
+
+    /// The full name of the local `name`.
+    fn full(&self, name: &str) -> String {
+        let p = self.path();
+        if p.is_empty() {
+            name.to_string()
+        } else {
+            format!("{p}.{name}")
+        }
+    }
+}
+
+/// A parameter's tape handle with its full name, the weight argument of
+/// [`Input::linear`](crate::Input::linear) (whose shape errors name it). A bare
+/// [`Var`] converts into one without a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Param<'s> {
+    /// The handle.
+    pub var: Var,
+    /// The full name in the store, e.g. `conv1.lin.weight`.
+    pub name: Option<&'s str>,
+}
+
+impl From<Var> for Param<'_> {
+    fn from(var: Var) -> Self {
+        Param { var, name: None }
     }
 }
 
@@ -221,6 +261,7 @@ pub struct ParamVars<'s> {
     names: &'s [String],
     vars: &'s [Var],
     skip: usize,
+    link: Link<'s>,
 }
 
 impl<'s> ParamVars<'s> {
@@ -235,34 +276,61 @@ impl<'s> ParamVars<'s> {
             names,
             vars,
             skip: 0,
+            link: Link::default(),
         }
     }
 
     /// The handle of the entry with local name `name`.
     ///
-    /// Errors with [`AdError::InvalidArgument`] naming the full name when it is absent.
-    pub fn get(&self, name: &str) -> AdResult<Var> {
-        self.opt(name)
-            .ok_or_else(|| missing(self.names, self.skip, name))
+    /// Errors with [`GnnError::MissingParam`] naming the full name when it is absent.
+    pub fn get(&self, name: &str) -> GnnResult<Var> {
+        self.param(name).map(|p| p.var)
+    }
+
+    /// The entry with local name `name` as a named handle (for
+    /// [`Input::linear`](crate::Input::linear), whose shape errors then name it).
+    ///
+    /// Errors with [`GnnError::MissingParam`] naming the full name when it is absent.
+    pub fn param(&self, name: &str) -> GnnResult<Param<'s>> {
+        match self.position(name) {
+            Some(i) => Ok(Param {
+                var: self.vars[i],
+                name: Some(self.names[i].as_str()),
+            }),
+            None => Err(GnnError::MissingParam {
+                name: self.link.full(name),
+            }),
+        }
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        let skip = self.skip;
+        self.names.iter().position(|n| n.get(skip..) == Some(name))
     }
 
     /// The handle of `name`, or `None` (for optional parameters such as a bias).
     pub fn opt(&self, name: &str) -> Option<Var> {
-        let skip = self.skip;
-        self.names
-            .iter()
-            .position(|n| n.get(skip..) == Some(name))
-            .map(|i| self.vars[i])
+        self.position(name).map(|i| self.vars[i])
     }
 
     /// The view of a child called `prefix` (entries `prefix.*`, names relative to it).
-    pub fn scope(&self, prefix: &str) -> ParamVars<'s> {
+    pub fn scope<'p>(&'p self, prefix: &'p str) -> ParamVars<'p> {
         let (lo, hi) = sub_range(self.names, self.skip, prefix);
         ParamVars {
             names: &self.names[lo..hi],
             vars: &self.vars[lo..hi],
             skip: self.skip + prefix.len() + 1,
+            link: Link {
+                parent: Some(&self.link),
+                name: prefix,
+            },
         }
+    }
+
+    /// The view's path in the model, e.g. `conv1` or `conv1.nn` (empty for the whole
+    /// store): what messages call the layer that reads it.
+    pub fn path(&self) -> String {
+        self.link.path()
     }
 
     /// Number of entries in view.
@@ -283,6 +351,7 @@ pub struct StateScope<'s, T> {
     names: &'s [String],
     values: &'s mut [ArrayD<T>],
     skip: usize,
+    link: Link<'s>,
 }
 
 impl<'s, T> StateScope<'s, T> {
@@ -292,39 +361,47 @@ impl<'s, T> StateScope<'s, T> {
             names: &store.names,
             values: &mut store.values,
             skip: 0,
+            link: Link::default(),
         }
     }
 
-    fn pos(&self, name: &str) -> Option<usize> {
+    fn pos(&self, name: &str) -> GnnResult<usize> {
         let skip = self.skip;
-        self.names.iter().position(|n| n.get(skip..) == Some(name))
+        self.names
+            .iter()
+            .position(|n| n.get(skip..) == Some(name))
+            .ok_or_else(|| GnnError::MissingParam {
+                name: self.link.full(name),
+            })
     }
 
     /// The entry with local name `name`.
     ///
-    /// Errors with [`AdError::InvalidArgument`] when it is absent.
-    pub fn get(&self, name: &str) -> AdResult<&ArrayD<T>> {
-        match self.pos(name) {
-            Some(i) => Ok(&self.values[i]),
-            None => Err(missing(self.names, self.skip, name)),
-        }
+    /// Errors with [`GnnError::MissingParam`] naming the full name when it is absent.
+    pub fn get(&self, name: &str) -> GnnResult<&ArrayD<T>> {
+        let i = self.pos(name)?;
+        Ok(&self.values[i])
     }
 
     /// The entry with local name `name`, mutably.
-    pub fn get_mut(&mut self, name: &str) -> AdResult<&mut ArrayD<T>> {
-        match self.pos(name) {
-            Some(i) => Ok(&mut self.values[i]),
-            None => Err(missing(self.names, self.skip, name)),
-        }
+    ///
+    /// Errors with [`GnnError::MissingParam`] naming the full name when it is absent.
+    pub fn get_mut(&mut self, name: &str) -> GnnResult<&mut ArrayD<T>> {
+        let i = self.pos(name)?;
+        Ok(&mut self.values[i])
     }
 
     /// The view of a child called `prefix`.
-    pub fn scope(&mut self, prefix: &str) -> StateScope<'_, T> {
+    pub fn scope<'p>(&'p mut self, prefix: &'p str) -> StateScope<'p, T> {
         let (lo, hi) = sub_range(self.names, self.skip, prefix);
         StateScope {
             names: &self.names[lo..hi],
             values: &mut self.values[lo..hi],
             skip: self.skip + prefix.len() + 1,
+            link: Link {
+                parent: Some(&self.link),
+                name: prefix,
+            },
         }
     }
 }
@@ -355,14 +432,20 @@ mod tests {
                 let p = ParamVars::new(&names, &vs);
                 let c1 = p.scope("conv1");
                 assert_eq!(c1.len(), 2);
-                assert_eq!(c1.get("bias")?, vs[1]);
-                assert_eq!(c1.scope("lin").get("weight")?, vs[0]);
+                assert_eq!(c1.get("bias").unwrap(), vs[1]);
+                assert_eq!(c1.scope("lin").get("weight").unwrap(), vs[0]);
                 assert!(c1.opt("weight").is_none());
-                assert_eq!(p.scope("conv10").get("bias")?, vs[2]);
-                assert_eq!(p.scope("dense").get("weight")?, vs[3]);
+                assert_eq!(p.scope("conv10").get("bias").unwrap(), vs[2]);
+                assert_eq!(p.scope("dense").get("weight").unwrap(), vs[3]);
                 assert!(p.scope("conv").is_empty());
                 let e = p.scope("conv1").get("nope").unwrap_err();
-                assert!(e.to_string().contains("conv1.nope"), "{e}");
+                assert_eq!(e.code(), "SHADE-E0401");
+                assert!(e.to_string().contains("`conv1.nope`"), "{e}");
+                // The name is whole even when nothing of the scope is in the store.
+                let e = p.scope("conv2").scope("lin").get("weight").unwrap_err();
+                assert!(e.to_string().contains("`conv2.lin.weight`"), "{e}");
+                assert_eq!(p.scope("conv2").scope("lin").path(), "conv2.lin");
+                assert_eq!(c1.param("bias").unwrap().name, Some("conv1.bias"));
                 t.sum(vs[0])
             },
             vals.iter().map(shade_autodiff::Const).collect::<Vec<_>>(),

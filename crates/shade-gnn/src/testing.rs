@@ -217,6 +217,20 @@ impl<'g> GradCheck<'g> {
         }
     }
 
+    /// With `width` columns of edge features, one row per edge of the graph, drawn
+    /// with [`random_features`] (seed 7).
+    pub fn with_edge_features(mut self, width: usize) -> Self {
+        let ne = self.graph.map_or(0, Graph::num_edges);
+        self.edge_attr = Some(random_features(ne, width, 7).into_dyn());
+        self
+    }
+
+    /// In training mode (or evaluation mode) with a fixed random stream.
+    pub fn in_training(mut self, training: bool) -> Self {
+        self.training = training;
+        self
+    }
+
     /// Compares the native gradient with central differences; `Err` names the worst
     /// entry.
     pub fn run<L: Layer<f64> + ?Sized>(&self, layer: &L) -> Result<(), String> {
@@ -292,7 +306,7 @@ impl<'g> GradCheck<'g> {
         loss(&params, &x0, e0, Some((&mut gp, &mut gx, ge_slot)))
             .map_err(|e| format!("{}: {e}", layer.name()))?;
         // The loss with one coordinate moved by `d`.
-        let fd_err = |e: shade_autodiff::AdError| format!("{}: {e}", layer.name());
+        let fd_err = |e: crate::GnnError| format!("{}: {e}", layer.name());
         let moved = |c: Coord, d: f64| -> Result<f64, String> {
             let bump = |a: &mut ArrayD<f64>, j: usize| {
                 a.as_slice_mut().expect("standard layout")[j] += d;
@@ -470,18 +484,21 @@ fn weighted_loss<'a, L: Layer<f64> + ?Sized>(
     r: &'a ArrayD<f64>,
     args: Vec<crate::Arg<'a, f64>>,
     grad: bool,
-) -> shade_autodiff::AdResult<f64> {
+) -> crate::GnnResult<f64> {
+    let carry = crate::ErrorCarry::new();
     let program = |t: &mut tensor::Tape<'a, f64>, h: Vec<Var>| {
-        let y = forward_model(t, layer, names, &h, inputs, st, training, rng)?;
+        let y = carry.lift(forward_model(
+            t, layer, names, &h, inputs, st, training, rng,
+        ))?;
         let rv = t.constant(r);
         let m = t.mul(y, rv)?;
         t.sum(m)
     };
-    if grad {
+    carry.land(if grad {
         tensor::gradient(bufs, program, args)
     } else {
         tensor::value(bufs, program, args).map(|v| v.iter().next().copied().unwrap_or(0.0))
-    }
+    })
 }
 
 /// [`GradCheck::new`]`(graph, x).run(layer)`.
@@ -556,13 +573,13 @@ mod tests {
             x: Input<'a, f64>,
             _p: ParamVars<'_>,
             _st: StateScope<'_, f64>,
-        ) -> AdResult<Var> {
+        ) -> crate::GnnResult<Var> {
             let x = x.dense(t)?;
-            match self {
-                Probe::Square => t.mul(x, x),
-                Probe::Relu => t.relu(x),
-                Probe::WrongSquare => t.custom(HalfSquareRule, &[x]),
-            }
+            Ok(match self {
+                Probe::Square => t.mul(x, x)?,
+                Probe::Relu => t.relu(x)?,
+                Probe::WrongSquare => t.custom(HalfSquareRule, &[x])?,
+            })
         }
     }
 

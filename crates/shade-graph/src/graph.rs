@@ -8,6 +8,7 @@ use sprs::CsMat;
 
 use crate::data::{Array, DataStore};
 use crate::error::{GraphError, GraphResult};
+use crate::norm::LaplacianNorm;
 
 /// Largest supported node count: node indices are `u32`.
 pub const MAX_NODES: usize = u32::MAX as usize;
@@ -125,9 +126,27 @@ pub(crate) struct Cache {
     pub(crate) indicator: OnceLock<Vec<u32>>,
     pub(crate) gcn: (OnceLock<CsMat<f32>>, OnceLock<CsMat<f64>>),
     pub(crate) rw: (OnceLock<CsMat<f32>>, OnceLock<CsMat<f64>>),
-    pub(crate) cheb: (OnceLock<CsMat<f32>>, OnceLock<CsMat<f64>>),
     pub(crate) adjacency: (OnceLock<CsMat<f32>>, OnceLock<CsMat<f64>>),
-    pub(crate) lambda_max: OnceLock<f64>,
+    pub(crate) lambda_max: PerNorm<OnceLock<f64>>,
+}
+
+/// One value per Laplacian normalisation.
+#[derive(Debug, Default)]
+pub(crate) struct PerNorm<V> {
+    none: V,
+    sym: V,
+    rw: V,
+}
+
+impl<V> PerNorm<V> {
+    /// The value of `norm`.
+    pub(crate) fn get(&self, norm: LaplacianNorm) -> &V {
+        match norm {
+            LaplacianNorm::None => &self.none,
+            LaplacianNorm::Sym => &self.sym,
+            LaplacianNorm::Rw => &self.rw,
+        }
+    }
 }
 
 /// A directed graph (or a batch of graphs) whose structure is a constant.
@@ -137,9 +156,9 @@ pub(crate) struct Cache {
 /// never join two graphs. Node, edge and graph data are named arrays whose first
 /// dimension is checked against `num_nodes`, `num_edges`, `num_graphs`.
 ///
-/// Derived structures (CSR by destination/source, degrees, GCN and random-walk
-/// normalised adjacencies, scaled Laplacian) are built on first use and shared between
-/// clones.
+/// Derived structures (CSR by destination/source, degrees, the default GCN and
+/// random-walk normalised adjacencies, λ_max per Laplacian) are built on first use and
+/// shared between clones.
 ///
 /// ```
 /// use shade_graph::Graph;
@@ -284,6 +303,36 @@ impl Graph {
             graph_data: DataStore::default(),
             sparse_features: None,
             cache: Arc::default(),
+        }
+    }
+
+    /// The same structure, weights and batch layout without the node, edge and graph
+    /// data and the sparse node features, sharing this graph's derived structures (CSR,
+    /// degrees, normalisations, λ_max): what a consumer of the structure alone keeps
+    /// (shade-gnn's `GraphCtx`) without copying the features.
+    ///
+    /// ```
+    /// use shade_graph::Graph;
+    /// let g = Graph::from_edges(3, &[(0, 1), (1, 2)])?
+    ///     .with_node_data("x", ndarray::Array2::<f32>::zeros((3, 1000)))?;
+    /// let s = g.structure();
+    /// assert_eq!(s.edge_index(), g.edge_index());
+    /// assert!(s.node_data().is_empty());
+    /// assert!(std::ptr::eq(s.csr_by_dst(), g.csr_by_dst())); // one CSR for both
+    /// # Ok::<(), shade_graph::GraphError>(())
+    /// ```
+    pub fn structure(&self) -> Graph {
+        Graph {
+            num_nodes: self.num_nodes,
+            src: self.src.clone(),
+            dst: self.dst.clone(),
+            weights: self.weights.clone(),
+            node_ptr: self.node_ptr.clone(),
+            node_data: DataStore::default(),
+            edge_data: DataStore::default(),
+            graph_data: DataStore::default(),
+            sparse_features: None,
+            cache: Arc::clone(&self.cache),
         }
     }
 

@@ -9,9 +9,13 @@
 //!
 //! - [`Graph`]: COO `src`/`dst` (`u32`), optional `f64` weights, batch layout, named
 //!   [`DataStore`]s and a sparse node-feature slot.
-//! - Normalisation: [`Graph::gcn_adjacency`], [`Graph::gcn_norm`] (PyG's `gcn_norm`),
-//!   [`Graph::random_walk_adjacency`], [`Graph::scaled_laplacian`], [`Graph::lambda_max`].
-//!   Matrices are sprs CSR with rows = destination, in `f32` or `f64`.
+//! - Normalisation, the one home of the degree conventions (PyG's): [`Graph::gcn_norm`]
+//!   / [`Graph::gcn_norm_edges`] / [`Graph::gcn_adjacency`] (PyG's `gcn_norm`, degrees by
+//!   destination), [`Graph::laplacian`] / [`Graph::laplacian_edges`] /
+//!   [`Graph::scaled_laplacian`] (PyG's `get_laplacian` and ChebConv's rescaling,
+//!   degrees by source, [`LaplacianNorm`]), [`Graph::lambda_max`] (PyG's
+//!   `LaplacianLambdaMax`), [`Graph::random_walk_adjacency`]. Matrices are sprs CSR
+//!   with rows = destination, in `f32` or `f64`.
 //! - Transforms on [`Graph`]: self-loops, edges, nodes, `coalesce`, `to_undirected`,
 //!   subgraphs, [`NormalizeFeatures`] (PyG's row normalisation, sparse kept sparse);
 //!   batching with [`Graph::batch`] / [`Graph::unbatch`].
@@ -62,7 +66,7 @@ pub use io::{
     write_npz_arrays, write_npz_arrays_compressed, write_npz_compressed,
 };
 pub use loader::{Batches, DataLoader, GraphBatch, NeighborLoader};
-pub use norm::{GcnNorm, NormEdges};
+pub use norm::{GcnNorm, LaplacianNorm, NormEdges};
 pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};
 pub use split::{NodeSplit, split_per_class};
 pub use transform::{KHop, NormalizeFeatures};

@@ -11,7 +11,6 @@
 mod cli;
 
 use cli::{Args, Spec, coded};
-use shade::autodiff::AdResult;
 use shade::autodiff::tensor::{Tape, Var};
 use shade::gnn::layers::{Activation, Chain, Dense, GINConv};
 use shade::gnn::loss::{NodeTargets, accuracy, cross_entropy};
@@ -19,7 +18,8 @@ use shade::gnn::optim::Optimiser;
 use shade::gnn::report::{Progress, TrainingCurve};
 use shade::gnn::train::{Data, TrainState, single_train_step};
 use shade::gnn::{
-    Env, Features, Float, GraphCtx, Input, Inputs, Layer, ParamVars, Params, State, StateScope,
+    Env, Features, Float, GnnResult, GraphCtx, Input, Inputs, Layer, ParamVars, Params, State,
+    StateScope,
 };
 use shade::graph::Graph;
 use shade::interface::AutoShade;
@@ -50,10 +50,10 @@ impl<T: Float> Layer<T> for GlobalMeanPool {
         x: Input<'a, T>,
         _p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GlobalMeanPool")?;
         let x = x.dense(t)?;
-        t.scatter_mean(x, g.batch(), g.num_graphs())
+        Ok(t.scatter_mean(x, g.batch(), g.num_graphs())?)
     }
     fn is_graph_layer(&self) -> bool {
         true

@@ -4,7 +4,7 @@
 //! The reverse rule sums the incoming adjoint over the stretched axes of each operand,
 //! in one pass without temporaries.
 
-use super::tape::{Bwd, Op, Pool, Sink, Tan};
+use super::tape::{Bwd, Op, Pool, Sink, Tan, wrap};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn, Zip, aview0};
@@ -101,14 +101,22 @@ pub(crate) fn acc_reduced<T: Element>(
         .skip_while(|&&k| k == 1)
         .copied()
         .collect::<SmallVec<[usize; 6]>>();
+    // `+=` (the common case, a sum) or `+= sign ·`, chosen outside the loops.
+    let acc = |d: &mut [T], s: &[T]| {
+        if sign == T::one() {
+            d.iter_mut().zip(s).for_each(|(d, &c)| *d += c);
+        } else {
+            d.iter_mut().zip(s).for_each(|(d, &c)| *d += sign * c);
+        }
+    };
     if dst_shape == out_shape || (dn == src.len()) {
-        d.iter_mut().zip(src).for_each(|(d, &c)| *d += sign * c);
+        acc(d, src);
         return;
     }
     if dn > 0 && out_shape.ends_with(&trailing) {
         // A bias-like operand: the output is rows of `d`'s shape.
         for row in src.chunks_exact(dn) {
-            d.iter_mut().zip(row).for_each(|(d, &c)| *d += sign * c);
+            acc(d, row);
         }
         return;
     }
@@ -147,17 +155,11 @@ fn rows<T: Element>(
     row: &[T],
     f: impl Fn(T, T) -> T,
 ) -> ArrayD<T> {
-    let mut out = pool.zeros(shape);
-    let o = out.as_slice_mut().expect("standard layout");
-    for (orow, frow) in o
-        .chunks_exact_mut(row.len())
-        .zip(full.chunks_exact(row.len()))
-    {
-        for ((o, &a), &b) in orow.iter_mut().zip(frow).zip(row) {
-            *o = f(a, b);
-        }
+    let mut v = pool.vec(full.len());
+    for frow in full.chunks_exact(row.len()) {
+        v.extend(frow.iter().zip(row).map(|(&a, &b)| f(a, b)));
     }
-    out
+    wrap(shape, v)
 }
 
 /// `kind(x, y)` through contiguous slices when both operands are in standard layout
@@ -281,6 +283,14 @@ impl<'a, T: Element> Tape<'a, T> {
             let z = aview0(&zero).into_dyn();
             let ta = self.tans[ia].view().unwrap_or_else(|| z.view());
             let tb = self.tans[ib].view().unwrap_or_else(|| z.view());
+            // A sum or difference is linear: its tangent is the same operation on the
+            // tangents, through the contiguous paths when they apply (a bias row).
+            if matches!(kind, Bin::Add | Bin::Sub)
+                && let Some(t) = fast_binary(&mut self.pool, kind, &ta, &tb, shape.slice())
+            {
+                let rec = Rec { a: ia, b: ib, kind };
+                return Ok(self.push(out, tracked, Op::Binary(rec), Tan::Own(t)));
+            }
             let mut t = self.pool.zeros(shape.slice());
             Zip::from(&mut t)
                 .and_broadcast(&x)

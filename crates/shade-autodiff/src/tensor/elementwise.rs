@@ -45,7 +45,8 @@ const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
 const GELU_A: f64 = 0.044_715;
 
 impl<T: Element> Unary<T> {
-    #[inline]
+    // `inline(always)`: the loops of `unswitch!` rely on the match folding away.
+    #[inline(always)]
     pub(crate) fn f(self, x: T) -> T {
         let z = T::zero();
         match self {
@@ -83,7 +84,7 @@ impl<T: Element> Unary<T> {
     }
 
     /// `f'(x)`, given `y = f(x)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn df(self, x: T, y: T) -> T {
         let (z, one) = (T::zero(), T::one());
         match self {
@@ -145,6 +146,52 @@ impl<T: Element> Unary<T> {
     }
 }
 
+/// Runs `$body` with `$k` bound to `$kind` rebuilt in a branch of its own, so that the
+/// per-element `match` of [`Unary::f`] and [`Unary::df`] folds away after inlining: one
+/// specialised loop per map (the maps of the hot paths; the others share one loop).
+macro_rules! unswitch {
+    ($kind:expr, |$k:ident| $body:expr) => {
+        match $kind {
+            Unary::Relu => {
+                let $k = Unary::Relu;
+                $body
+            }
+            Unary::Tanh => {
+                let $k = Unary::Tanh;
+                $body
+            }
+            Unary::Sigmoid => {
+                let $k = Unary::Sigmoid;
+                $body
+            }
+            Unary::Exp => {
+                let $k = Unary::Exp;
+                $body
+            }
+            Unary::Neg => {
+                let $k = Unary::Neg;
+                $body
+            }
+            Unary::Scale(c) => {
+                let $k = Unary::Scale(c);
+                $body
+            }
+            Unary::LeakyRelu(a) => {
+                let $k = Unary::LeakyRelu(a);
+                $body
+            }
+            Unary::Elu(a) => {
+                let $k = Unary::Elu(a);
+                $body
+            }
+            other => {
+                let $k = other;
+                $body
+            }
+        }
+    };
+}
+
 /// Backward record of an elementwise map.
 #[derive(Debug)]
 pub(crate) struct Rec<T> {
@@ -193,9 +240,11 @@ impl<T: Element> Rec<T> {
                 (ga.as_slice_mut(), g.as_slice(), x.as_slice(), y.as_slice())
             {
                 // All in standard layout: one pass over contiguous slices.
-                for (d, ((&g, &x), &y)) in d.iter_mut().zip(gs.iter().zip(xs).zip(ys)) {
-                    *d += g * k.df(x, y);
-                }
+                unswitch!(k, |k| {
+                    for (d, ((&g, &x), &y)) in d.iter_mut().zip(gs.iter().zip(xs).zip(ys)) {
+                        *d += g * k.df(x, y);
+                    }
+                });
                 return;
             }
             Zip::from(&mut ga)
@@ -212,18 +261,30 @@ impl<'a, T: Element> Tape<'a, T> {
     pub(crate) fn unary(&mut self, a: Var, kind: Unary<T>) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
-        let y = self.pool.map(&x, |x| kind.f(x));
+        let y = unswitch!(kind, |k| self.pool.map(&x, |x| k.f(x)));
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()
             && let Some(ta) = self.tans[ia].view()
         {
-            let mut t = self.pool.zeros(x.shape());
-            Zip::from(&mut t)
-                .and(&ta)
-                .and(&x)
-                .and(&y)
-                .for_each(|t, &ta, &x, &y| *t = ta * kind.df(x, y));
+            let t = match (ta.as_slice(), x.as_slice(), y.as_slice()) {
+                // All in standard layout: one pass over contiguous slices.
+                (Some(ts), Some(xs), Some(ys)) => unswitch!(kind, |k| self.pool.collect(
+                    x.shape(),
+                    ts.iter()
+                        .zip(xs.iter().zip(ys))
+                        .map(|(&ta, (&x, &y))| ta * k.df(x, y)),
+                )),
+                _ => {
+                    let mut t = self.pool.zeros(x.shape());
+                    Zip::from(&mut t)
+                        .and(&ta)
+                        .and(&x)
+                        .and(&y)
+                        .for_each(|t, &ta, &x, &y| *t = ta * kind.df(x, y));
+                    t
+                }
+            };
             tan = Tan::Own(t);
         }
         Ok(self.push(y, tracked, Op::Unary(Rec { a: ia, kind }), tan))

@@ -82,12 +82,29 @@ pub(crate) enum Kind {
     SegmentSoftmax,
 }
 
+/// The index array of an indexing operation: borrowed for the tape's lifetime, or
+/// owned by the record (index sets computed inside the program).
+#[derive(Debug)]
+enum Indices<'a> {
+    Borrowed(&'a [usize]),
+    Owned(Vec<usize>),
+}
+
+impl Indices<'_> {
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Indices::Borrowed(s) => s,
+            Indices::Owned(v) => v,
+        }
+    }
+}
+
 /// Backward record of an indexing operation.
 #[derive(Debug)]
 pub(crate) struct Rec<'a, T> {
     kind: Kind,
     a: usize,
-    idx: &'a [usize],
+    idx: Indices<'a>,
     /// `1 / count` per segment (`scatter_mean`).
     inv: Vec<T>,
     /// Arg-max entry per segment and column, `usize::MAX` when empty (`scatter_max`).
@@ -196,9 +213,13 @@ impl<T: Element> Rec<'_, T> {
     pub(crate) fn release(self, pool: &mut Pool<T>) {
         pool.give_vec(self.inv);
         pool.give_idx(self.arg);
+        if let Indices::Owned(v) = self.idx {
+            pool.give_idx(v);
+        }
     }
 
     pub(crate) fn backward(&self, me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
+        let idx = self.idx.as_slice();
         let x = bw.vals[self.a].view();
         let f = row_len(x.shape());
         let g = g.as_standard_layout();
@@ -207,7 +228,7 @@ impl<T: Element> Rec<'_, T> {
             return;
         }
         let mut scratch = if self.kind == Kind::SegmentSoftmax {
-            let n = self.idx.iter().copied().max().map_or(0, |m| m + 1);
+            let n = idx.iter().copied().max().map_or(0, |m| m + 1);
             Some(bw.gs.pool.zeros(&[n * f]))
         } else {
             None
@@ -217,9 +238,9 @@ impl<T: Element> Rec<'_, T> {
         };
         let d = ga.as_slice_mut().expect("adjoints are in standard layout");
         match self.kind {
-            Kind::Select => scatter_rows(gs, self.idx, f, d, None),
-            Kind::ScatterAdd => gather_rows(gs, self.idx, f, d, None),
-            Kind::ScatterMean => gather_rows(gs, self.idx, f, d, Some(&self.inv)),
+            Kind::Select => scatter_rows(gs, idx, f, d, None),
+            Kind::ScatterAdd => gather_rows(gs, idx, f, d, None),
+            Kind::ScatterMean => gather_rows(gs, idx, f, d, Some(&self.inv)),
             Kind::ScatterMax => {
                 for (p, &e) in self.arg.iter().enumerate() {
                     if e != usize::MAX {
@@ -233,7 +254,7 @@ impl<T: Element> Rec<'_, T> {
                 let y = y.as_standard_layout();
                 if let Some(s) = scratch.as_mut() {
                     let sv = s.as_slice_mut().expect("standard layout");
-                    seg_softmax_apply(flat(&y), gs, self.idx, f, d, sv);
+                    seg_softmax_apply(flat(&y), gs, idx, f, d, sv);
                 }
             }
         }
@@ -250,9 +271,10 @@ impl<'a, T: Element> Tape<'a, T> {
         kind: Kind,
         op: &'static str,
         a: Var,
-        idx: &'a [usize],
+        indices: Indices<'a>,
         n: usize,
     ) -> AdResult<Var> {
+        let idx = indices.as_slice();
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
         if x.ndim() == 0 {
@@ -368,7 +390,7 @@ impl<'a, T: Element> Tape<'a, T> {
         let rec = Rec {
             kind,
             a: ia,
-            idx,
+            idx: indices,
             inv,
             arg,
         };
@@ -379,27 +401,53 @@ impl<'a, T: Element> Tape<'a, T> {
     /// adjoint of a row is the sum over its copies.
     #[track_caller]
     pub fn index_select(&mut self, x: Var, idx: &'a [usize]) -> AdResult<Var> {
-        self.indexed(Kind::Select, "index_select", x, idx, 0)
+        self.indexed(Kind::Select, "index_select", x, Indices::Borrowed(idx), 0)
+    }
+
+    /// [`Tape::index_select`] with indices the tape keeps (for an index set computed
+    /// inside the program, which cannot be borrowed for the tape's lifetime, e.g. the
+    /// nodes a pooling keeps). The vector returns to the tape's storage afterwards.
+    #[track_caller]
+    pub fn index_select_owned(&mut self, x: Var, idx: Vec<usize>) -> AdResult<Var> {
+        self.indexed(Kind::Select, "index_select", x, Indices::Owned(idx), 0)
     }
 
     /// Sums rows into `n` segments: `out[k] = Σ_{e: idx[e] = k} src[e]`.
     /// `idx` has one entry per row of `src`, each `< n`; empty segments are 0.
     #[track_caller]
     pub fn scatter_add(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(Kind::ScatterAdd, "scatter_add", src, idx, n)
+        self.indexed(
+            Kind::ScatterAdd,
+            "scatter_add",
+            src,
+            Indices::Borrowed(idx),
+            n,
+        )
     }
 
     /// Averages rows into `n` segments; empty segments are 0.
     #[track_caller]
     pub fn scatter_mean(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(Kind::ScatterMean, "scatter_mean", src, idx, n)
+        self.indexed(
+            Kind::ScatterMean,
+            "scatter_mean",
+            src,
+            Indices::Borrowed(idx),
+            n,
+        )
     }
 
     /// Column-wise maximum of the rows in each of `n` segments; empty segments are 0.
     /// The adjoint goes to the arg-max (the first on ties).
     #[track_caller]
     pub fn scatter_max(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(Kind::ScatterMax, "scatter_max", src, idx, n)
+        self.indexed(
+            Kind::ScatterMax,
+            "scatter_max",
+            src,
+            Indices::Borrowed(idx),
+            n,
+        )
     }
 
     /// Softmax over the rows that share a segment, column by column (one column per
@@ -407,6 +455,12 @@ impl<'a, T: Element> Tape<'a, T> {
     /// `idx` (e.g. each edge's destination) has one entry per row, each `< n`.
     #[track_caller]
     pub fn segment_softmax(&mut self, scores: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(Kind::SegmentSoftmax, "segment_softmax", scores, idx, n)
+        self.indexed(
+            Kind::SegmentSoftmax,
+            "segment_softmax",
+            scores,
+            Indices::Borrowed(idx),
+            n,
+        )
     }
 }

@@ -1,9 +1,12 @@
 //! Matrix products: `matmul` of 2-D operands, and batched over a leading axis
-//! (`[B, m, k] · [B, k, n]` or `[B, m, k] · [k, n]`).
+//! (`[B, m, k] · [B, k, n]` or `[B, m, k] · [k, n]`); `group_dot`, the product with a
+//! block-diagonal matrix given by its blocks (per-head scores of attention layers).
 //!
 //! Rules: `dA += G · Bᵀ`, `dB += Aᵀ · G` (summed over the batch when `B` is shared);
 //! forward `Ċ = Ȧ · B + A · Ḃ`. Products run on ndarray's `general_mat_mul` over views,
-//! accumulating straight into the adjoints.
+//! accumulating straight into the adjoints. `group_dot` (`s[n, g] = Σ_c x[n, gC + c]
+//! a[gC + c]`) runs over contiguous slices: `dx[n, gC + c] += G[n, g] a[gC + c]`,
+//! `da[gC + c] += Σ_n G[n, g] x[n, gC + c]`, `ṡ = ẋ · a + x · ȧ` per group.
 
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
@@ -192,5 +195,144 @@ impl<'a, T: Element> Tape<'a, T> {
             tan = Tan::Own(t);
         }
         Ok(self.push(out, tracked, Op::Matmul(Rec { a: ia, b: ib }), tan))
+    }
+}
+
+/// Backward record of `group_dot`.
+#[derive(Debug)]
+pub(crate) struct GroupRec {
+    x: usize,
+    a: usize,
+    groups: usize,
+}
+
+/// `s[n, g] (+)= Σ_c x[n, gC + c] a[gC + c]` for row-major `x` (`[N, G·C]`) and `a`
+/// (`G·C` elements) into `s` (`[N, G]`).
+fn group_dot_into<T: Element>(x: &[T], a: &[T], groups: usize, s: &mut [T]) {
+    let f = a.len();
+    let c = f / groups;
+    if f == 0 {
+        return;
+    }
+    for (row, out) in x.chunks_exact(f).zip(s.chunks_exact_mut(groups)) {
+        for (k, o) in out.iter_mut().enumerate() {
+            let r = k * c..(k + 1) * c;
+            *o += row[r.clone()]
+                .iter()
+                .zip(&a[r])
+                .map(|(&p, &q)| p * q)
+                .sum::<T>();
+        }
+    }
+}
+
+impl GroupRec {
+    pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
+        smallvec::smallvec![self.x, self.a]
+    }
+
+    pub(crate) fn backward<T: Element>(
+        &self,
+        _me: usize,
+        g: ArrayViewD<'_, T>,
+        bw: &mut Bwd<'_, '_, T>,
+    ) {
+        let (x, a) = (bw.vals[self.x].view(), bw.vals[self.a].view());
+        let (xs, as_, gs) = (
+            x.as_standard_layout(),
+            a.as_standard_layout(),
+            g.as_standard_layout(),
+        );
+        let (xv, av, gv) = (
+            xs.as_slice().expect("standard layout"),
+            as_.as_slice().expect("standard layout"),
+            gs.as_slice().expect("standard layout"),
+        );
+        let (h, f) = (self.groups, av.len());
+        let c = f / h;
+        if f == 0 {
+            return;
+        }
+        if let Some(mut dx) = bw.gs.acc(self.x, x.shape()) {
+            let d = dx.as_slice_mut().expect("adjoints are in standard layout");
+            for (dr, gr) in d.chunks_exact_mut(f).zip(gv.chunks_exact(h)) {
+                for (k, &gk) in gr.iter().enumerate() {
+                    let r = k * c..(k + 1) * c;
+                    dr[r.clone()]
+                        .iter_mut()
+                        .zip(&av[r])
+                        .for_each(|(d, &q)| *d += gk * q);
+                }
+            }
+        }
+        if let Some(mut da) = bw.gs.acc(self.a, a.shape()) {
+            let d = da.as_slice_mut().expect("adjoints are in standard layout");
+            for (xr, gr) in xv.chunks_exact(f).zip(gv.chunks_exact(h)) {
+                for (k, &gk) in gr.iter().enumerate() {
+                    let r = k * c..(k + 1) * c;
+                    d[r.clone()]
+                        .iter_mut()
+                        .zip(&xr[r])
+                        .for_each(|(d, &p)| *d += gk * p);
+                }
+            }
+        }
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    /// Per-group dot products of the rows of `x` with `a`: `s[n, g] = Σ_c x[n, g·C + c]
+    /// · a[g·C + c]` for `x` `[N, G·C]` (the `groups` blocks side by side, e.g. the heads
+    /// of an attention layer) and `a` holding `G·C` values in any shape (e.g.
+    /// `[1, G, C]`); the result is `[N, G]`. The same as `x · blockdiag(a_0, ..,
+    /// a_{G-1})` without the zeros.
+    ///
+    /// Errors with [`AdError::ShapeMismatch`] unless `x` is 2-D, `groups >= 1` divides
+    /// `a`'s length and `a` has one value per column of `x`.
+    #[track_caller]
+    pub fn group_dot(&mut self, x: Var, a: Var, groups: usize) -> AdResult<Var> {
+        let (ix, ia) = (self.index(x)?, self.index(a)?);
+        let (xv, av) = (self.vals[ix].view(), self.vals[ia].view());
+        if xv.ndim() != 2
+            || xv.shape()[1] != av.len()
+            || groups == 0
+            || !av.len().is_multiple_of(groups)
+        {
+            return Err(AdError::ShapeMismatch {
+                op: "group_dot (x [N, G·C], a with G·C values)",
+                left: xv.shape().to_vec(),
+                right: av.shape().to_vec(),
+            });
+        }
+        let n = xv.shape()[0];
+        let (xs, as_) = (xv.as_standard_layout(), av.as_standard_layout());
+        let (xf, af) = (
+            xs.as_slice().expect("standard layout"),
+            as_.as_slice().expect("standard layout"),
+        );
+        let mut out = self.pool.zeros(&[n, groups]);
+        let o = out.as_slice_mut().expect("standard layout");
+        group_dot_into(xf, af, groups, o);
+        let tracked = self.tracked[ix] || self.tracked[ia];
+        let mut tan = Tan::None;
+        if self.forward() && tracked {
+            let mut t = self.pool.zeros(&[n, groups]);
+            let tv = t.as_slice_mut().expect("standard layout");
+            if let Some(tx) = self.tans[ix].view() {
+                let tx = tx.as_standard_layout();
+                group_dot_into(tx.as_slice().expect("standard layout"), af, groups, tv);
+            }
+            if let Some(ta) = self.tans[ia].view() {
+                let ta = ta.as_standard_layout();
+                group_dot_into(xf, ta.as_slice().expect("standard layout"), groups, tv);
+            }
+            tan = Tan::Own(t);
+        }
+        let rec = GroupRec {
+            x: ix,
+            a: ia,
+            groups,
+        };
+        Ok(self.push(out, tracked, Op::GroupDot(rec), tan))
     }
 }

@@ -5,7 +5,7 @@
 //! array comes from a [`Pool`] of released buffers and goes back to it, so the second
 //! call of the same program allocates nothing.
 
-use super::{Element, broadcast, custom, dropout, elementwise, index, loss, matmul, reduce};
+use super::{Element, broadcast, coo, custom, dropout, elementwise, index, loss, matmul, reduce};
 use super::{shape, softmax, sparse};
 use crate::error::{AdError, AdResult, ValueRange};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
@@ -170,7 +170,7 @@ impl<T> Pool<T> {
 }
 
 #[track_caller]
-fn wrap<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
+pub(crate) fn wrap<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
     // The length is the shape's product by construction.
     ArrayD::from_shape_vec(IxDyn(shape), v).expect("pool buffer has the shape's length")
 }
@@ -233,6 +233,8 @@ pub(crate) enum Op<'a, T: Element> {
     Unary(elementwise::Rec<T>),
     Binary(broadcast::Rec),
     Matmul(matmul::Rec),
+    GroupDot(matmul::GroupRec),
+    Coo(coo::Rec<'a, T>),
     Shape(shape::Rec),
     Reduce(reduce::Rec),
     Softmax(softmax::Rec),
@@ -250,6 +252,8 @@ impl<T: Element> Op<'_, T> {
             Op::Unary(r) => r.backward(me, g, b),
             Op::Binary(r) => r.backward(me, g, b),
             Op::Matmul(r) => r.backward(me, g, b),
+            Op::GroupDot(r) => r.backward(me, g, b),
+            Op::Coo(r) => r.backward(me, g, b),
             Op::Shape(r) => r.backward(me, g, b),
             Op::Reduce(r) => r.backward(me, g, b),
             Op::Softmax(r) => r.backward(me, g, b),
@@ -268,6 +272,8 @@ impl<T: Element> Op<'_, T> {
             Op::Unary(r) => r.name(),
             Op::Binary(r) => r.name(),
             Op::Matmul(_) => "matmul",
+            Op::GroupDot(_) => "group_dot",
+            Op::Coo(r) => r.name(),
             Op::Shape(r) => r.name(),
             Op::Reduce(r) => r.name(),
             Op::Softmax(r) => r.name(),
@@ -286,6 +292,8 @@ impl<T: Element> Op<'_, T> {
             Op::Unary(r) => r.inputs(),
             Op::Binary(r) => r.inputs(),
             Op::Matmul(r) => r.inputs(),
+            Op::GroupDot(r) => r.inputs(),
+            Op::Coo(r) => r.inputs(),
             Op::Shape(r) => r.inputs(),
             Op::Reduce(r) => r.inputs(),
             Op::Softmax(r) => r.inputs(),
@@ -303,6 +311,7 @@ impl<T: Element> Op<'_, T> {
             Op::Loss(r) => r.release(pool),
             Op::Index(r) => r.release(pool),
             Op::Dropout(r) => r.release(pool),
+            Op::Coo(r) => r.release(pool),
             _ => {}
         }
     }

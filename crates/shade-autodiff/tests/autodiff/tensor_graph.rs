@@ -1,12 +1,13 @@
 //! Gradient checks for losses, graph indexing (gather, scatter, segment softmax),
-//! sparse × dense products, dropout and custom rules; plus dense references.
+//! sparse × dense products, coordinate-list products (`coo_spmm`, `sym_norm_values`),
+//! `group_dot`, dropout and custom rules; plus dense references.
 
 use crate::check::{arr, cases, check_op, mat};
 use ndarray::{Array1, Array2, ArrayD, array};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use shade_autodiff::tensor::{self, Rows, SparseMatrix, TapeBuffers};
+use shade_autodiff::tensor::{self, Rows, SparseMatrix, SymNorm, TapeBuffers};
 use shade_autodiff::{Const, Duplicated};
 
 fn leak<T>(v: Vec<T>) -> &'static [T] {
@@ -101,6 +102,17 @@ proptest! {
         let n = x.shape()[0];
         let idx = leak(raw.into_iter().map(|i| i % n).collect());
         check_op(&[x], seed, move |t, v| t.index_select(v[0], idx))?;
+    }
+
+    /// With indices the tape owns: the same values and rules as with borrowed ones.
+    #[test]
+    fn index_select_owned(x in mat(4), raw in prop::collection::vec(0..100usize, 0..7), seed in any::<u64>()) {
+        let n = x.shape()[0];
+        let idx: Vec<usize> = raw.into_iter().map(|i| i % n).collect();
+        let owned = idx.clone();
+        let y = tensor::value(&mut TapeBuffers::new(), |t, (x,)| t.index_select_owned(x, owned), (Const(&x),)).unwrap();
+        prop_assert_eq!(y, x.select(ndarray::Axis(0), &idx));
+        check_op(&[x], seed, move |t, v| t.index_select_owned(v[0], idx.clone()))?;
     }
 
     #[test]
@@ -209,6 +221,235 @@ proptest! {
             t.cross_entropy(h, labels, Rows::All)
         })?;
     }
+}
+
+/// Pairs `(rows[k], cols[k])` over `n` rows and `m` columns (repeats and, for a
+/// square case, loops included), values `[K, G]` and `x` `[m, G·C]`; `K` may be 0.
+fn coo_case() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, usize, ArrayD<f64>, ArrayD<f64>)> {
+    (1..5usize, 1..5usize, 0..9usize, 1..3usize, 1..3usize).prop_flat_map(|(n, m, k, g, c)| {
+        (
+            prop::collection::vec(0..n, k),
+            prop::collection::vec(0..m, k),
+            Just(n),
+            arr(vec![k, g], -2.0, 2.0),
+            arr(vec![m, g * c], -2.0, 2.0),
+        )
+    })
+}
+
+/// A normalisation structure as GCN builds it: `pairs` over `n` nodes, each carrying
+/// graph weight `from[k]` or the fill (an added loop), summed into the distinct
+/// `(row, col)` entries (CSR order); positive weights, some nodes without pairs.
+#[derive(Debug, Clone)]
+struct NormCase {
+    rows: Vec<usize>,
+    cols: Vec<usize>,
+    from: Vec<Option<usize>>,
+    entry: Vec<usize>,
+    num_entries: usize,
+    n: usize,
+    w: ArrayD<f64>,
+}
+
+fn norm_case() -> impl Strategy<Value = NormCase> {
+    (1..6usize, 0..10usize).prop_flat_map(|(n, e)| {
+        (
+            prop::collection::vec((0..n, 0..n), e),
+            prop::collection::vec(any::<bool>(), n),
+            arr(vec![e], 0.2, 2.0),
+        )
+            .prop_map(move |(edges, loops, w)| {
+                let mut rows: Vec<usize> = edges.iter().map(|p| p.1).collect();
+                let mut cols: Vec<usize> = edges.iter().map(|p| p.0).collect();
+                let mut from: Vec<Option<usize>> = (0..edges.len()).map(Some).collect();
+                for (i, _) in loops.iter().enumerate().filter(|(_, l)| **l) {
+                    rows.push(i);
+                    cols.push(i);
+                    from.push(None);
+                }
+                let mut keys: Vec<(usize, usize)> =
+                    rows.iter().copied().zip(cols.iter().copied()).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                let entry = rows
+                    .iter()
+                    .zip(&cols)
+                    .map(|(&r, &c)| keys.binary_search(&(r, c)).unwrap())
+                    .collect();
+                NormCase {
+                    rows,
+                    cols,
+                    from,
+                    entry,
+                    num_entries: keys.len(),
+                    n,
+                    w,
+                }
+            })
+    })
+}
+
+impl NormCase {
+    fn sym(&'static self, fill: f64, normalize: bool) -> SymNorm<'static> {
+        SymNorm {
+            rows: &self.rows,
+            cols: &self.cols,
+            from: &self.from,
+            fill,
+            entry: &self.entry,
+            num_entries: self.num_entries,
+            num_nodes: self.n,
+            normalize,
+        }
+    }
+
+    /// The values written from the definition with plain loops.
+    fn reference(&self, fill: f64, normalize: bool) -> Vec<f64> {
+        let wf: Vec<f64> = self
+            .from
+            .iter()
+            .map(|f| f.map_or(fill, |i| self.w[[i]]))
+            .collect();
+        let mut deg = vec![0.0; self.n];
+        for (k, &r) in self.rows.iter().enumerate() {
+            deg[r] += wf[k];
+        }
+        let s = |i: usize| {
+            if deg[i] == 0.0 {
+                0.0
+            } else {
+                1.0 / deg[i].sqrt()
+            }
+        };
+        let mut out = vec![0.0; self.num_entries];
+        for k in 0..wf.len() {
+            out[self.entry[k]] += if normalize {
+                s(self.rows[k]) * wf[k] * s(self.cols[k])
+            } else {
+                wf[k]
+            };
+        }
+        out
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(64))]
+
+    /// `coo_spmm` against the per-pair definition, and its rules against each other
+    /// and finite differences.
+    #[test]
+    fn coo_spmm((rows, cols, n, v, x) in coo_case(), seed in any::<u64>()) {
+        let (k, g) = (v.shape()[0], v.shape()[1]);
+        let (m, f) = (x.shape()[0], x.shape()[1]);
+        let c = f / g;
+        let mut want = ArrayD::<f64>::zeros(vec![n, f]);
+        for e in 0..k {
+            for h in 0..g {
+                for j in 0..c {
+                    want[[rows[e], h * c + j]] += v[[e, h]] * x[[cols[e], h * c + j]];
+                }
+            }
+        }
+        let (rows, cols) = (leak(rows), leak(cols));
+        let y = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (v, x)| t.coo_spmm(rows, cols, n, v, x),
+            (Const(&v), Const(&x)),
+        )
+        .unwrap();
+        prop_assert!((y - &want).iter().all(|d| d.abs() < 1e-12));
+        check_op(&[v.clone(), x], seed, move |t, a| t.coo_spmm(rows, cols, n, a[0], a[1]))?;
+        // One group given as `[K]`.
+        let v1 = v.index_axis(ndarray::Axis(1), 0).to_owned();
+        let x1 = ArrayD::from_shape_fn(vec![m, 2], |i| (i[0] + i[1]) as f64 * 0.3 - 0.4);
+        check_op(&[v1, x1], seed, move |t, a| t.coo_spmm(rows, cols, n, a[0], a[1]))?;
+    }
+
+    /// `sym_norm_values` against PyG's `gcn_norm` written with plain loops, for every
+    /// option (normalised or not, fill 1 or 2), and its rules against each other and
+    /// finite differences.
+    #[test]
+    fn sym_norm_values(case in norm_case(), seed in any::<u64>()) {
+        let case: &'static NormCase = Box::leak(Box::new(case));
+        let w = case.w.clone();
+        for (fill, normalize) in [(1.0, true), (2.0, true), (1.0, false)] {
+            let s = case.sym(fill, normalize);
+            let y = tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (w,)| t.sym_norm_values(w, s),
+                (Const(&w),),
+            )
+            .unwrap();
+            let want = case.reference(fill, normalize);
+            prop_assert_eq!(y.len(), want.len());
+            prop_assert!(y.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-12));
+            check_op(std::slice::from_ref(&w), seed, move |t, a| t.sym_norm_values(a[0], s))?;
+        }
+    }
+
+    /// `group_dot` against the block definition, and its rules.
+    #[test]
+    fn group_dot(n in 1..5usize, g in 1..4usize, c in 1..4usize, seed in any::<u64>()) {
+        let x = ArrayD::from_shape_fn(vec![n, g * c], |i| ((i[0] * 7 + i[1] * 3) % 11) as f64 * 0.2 - 1.0);
+        let a = ArrayD::from_shape_fn(vec![1, g, c], |i| ((i[1] * 5 + i[2]) % 7) as f64 * 0.3 - 0.9);
+        let y = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (x, a)| t.group_dot(x, a, g),
+            (Const(&x), Const(&a)),
+        )
+        .unwrap();
+        for i in 0..n {
+            for h in 0..g {
+                let want: f64 = (0..c).map(|j| x[[i, h * c + j]] * a[[0, h, j]]).sum();
+                prop_assert!((y[[i, h]] - want).abs() < 1e-12);
+            }
+        }
+        check_op(&[x, a], seed, move |t, v| t.group_dot(v[0], v[1], g))?;
+    }
+}
+
+#[test]
+fn coordinate_list_errors_are_coded() {
+    let v = Array2::<f64>::ones((2, 2));
+    let x = Array2::<f64>::ones((3, 4));
+    let run = |rows: &'static [usize], cols: &'static [usize], n: usize| {
+        tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (v, x)| t.coo_spmm(rows, cols, n, v, x),
+            (Const(&v), Const(&x)),
+        )
+        .unwrap_err()
+        .code()
+    };
+    assert_eq!(run(&[0], &[0, 1], 2), "SHADE-E0110");
+    assert_eq!(run(&[0, 2], &[0, 1], 2), "SHADE-E0111");
+    assert_eq!(run(&[0, 1], &[0, 3], 2), "SHADE-E0111");
+    let e = tensor::value(
+        &mut TapeBuffers::new(),
+        |t, (x, a)| t.group_dot(x, a, 3),
+        (Const(&x), Const(&Array1::<f64>::ones(4))),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
+    let w = Array1::<f64>::ones(2);
+    let s = SymNorm {
+        rows: &[0, 1],
+        cols: &[1, 0],
+        from: &[Some(0), Some(2)],
+        fill: 1.0,
+        entry: &[0, 1],
+        num_entries: 2,
+        num_nodes: 2,
+        normalize: true,
+    };
+    let e = tensor::value(
+        &mut TapeBuffers::new(),
+        |t, (w,)| t.sym_norm_values(w, s),
+        (Const(&w),),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0111");
 }
 
 /// `x ↦ x³` as a user rule.

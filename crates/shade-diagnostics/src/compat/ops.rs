@@ -9,7 +9,7 @@ use ndarray::{ArrayD, IxDyn};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use shade_autodiff::AdResult;
-use shade_autodiff::tensor::{Rows, SparseMatrix, Tape, Var};
+use shade_autodiff::tensor::{Rows, SparseMatrix, SymNorm, Tape, Var};
 
 /// Constants shared by the operation cases.
 struct Consts {
@@ -18,6 +18,25 @@ struct Consts {
     labels: Vec<usize>,
     mask: Vec<bool>,
     a: SparseMatrix<f64>,
+    /// A GCN normalisation structure on 3 nodes: rows (destinations), columns
+    /// (sources), the weight each pair carries (`None`: an added loop), its entry.
+    norm: [Vec<usize>; 3],
+    norm_from: Vec<Option<usize>>,
+}
+
+impl Consts {
+    fn sym_norm(&self) -> SymNorm<'_> {
+        SymNorm {
+            rows: &self.norm[0],
+            cols: &self.norm[1],
+            from: &self.norm_from,
+            fill: 1.0,
+            entry: &self.norm[2],
+            num_entries: 7,
+            num_nodes: 3,
+            normalize: true,
+        }
+    }
 }
 
 impl Consts {
@@ -36,6 +55,13 @@ impl Consts {
             labels: vec![1, 0, 2, 1],
             mask: vec![true, false, true, true],
             a,
+            // 0 -> 1, 1 -> 0, 1 -> 2, 2 -> 1, the loop 0 -> 0, added loops at 1 and 2.
+            norm: [
+                vec![1, 0, 2, 1, 0, 1, 2],
+                vec![0, 1, 1, 2, 0, 1, 2],
+                vec![2, 1, 5, 4, 0, 3, 6],
+            ],
+            norm_from: vec![Some(0), Some(1), Some(2), Some(3), Some(4), None, None],
         }
     }
 }
@@ -269,6 +295,18 @@ fn cases() -> Vec<OpCase> {
         }),
         case!("spmm_values", [[6], [3, 2]], false, |c, t, p| {
             let y = t.spmm_values(&c.a, p[0], p[1])?;
+            wsum(t, y)
+        }),
+        case!("coo_spmm", [[5, 2], [4, 4]], false, |c, t, p| {
+            let y = t.coo_spmm(&c.seg, &c.idx, 3, p[0], p[1])?;
+            wsum(t, y)
+        }),
+        case!("sym_norm_values", [[5]], true, |c, t, p| {
+            let y = t.sym_norm_values(p[0], c.sym_norm())?;
+            wsum(t, y)
+        }),
+        case!("group_dot", [[3, 4], [1, 2, 2]], false, |_c, t, p| {
+            let y = t.group_dot(p[0], p[1], 2)?;
             wsum(t, y)
         }),
         case!("dropout", [[4, 3]], false, |_c, t, p| {

@@ -12,6 +12,8 @@ mod autodiff;
 mod checks;
 #[path = "corpus/gnn.rs"]
 mod gnn;
+#[path = "corpus/gnn_layers.rs"]
+mod gnn_layers;
 #[path = "corpus/graph.rs"]
 mod graph;
 #[path = "corpus/harness.rs"]
@@ -46,6 +48,7 @@ fn corpus() {
         interface::PROGRAMS,
         graph::PROGRAMS,
         gnn::PROGRAMS,
+        gnn_layers::PROGRAMS,
         checks::PROGRAMS,
         io::PROGRAMS,
     ]

@@ -2,6 +2,7 @@
 //! layer.
 
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
@@ -39,7 +40,7 @@ impl Activation {
     pub fn apply<T: Float>(self, t: &mut Tape<'_, T>, x: Var) -> AdResult<Var> {
         match self {
             Activation::Identity => Ok(x),
-            Activation::Relu => crate::ops::relu(t, x),
+            Activation::Relu => t.relu(x),
             Activation::Tanh => t.tanh(x),
             Activation::Sigmoid => t.sigmoid(x),
             Activation::LeakyRelu(s) => t.leaky_relu(x, T::cst(s)),
@@ -66,9 +67,9 @@ impl<T: Float> Layer<T> for Activation {
         x: Input<'a, T>,
         _p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let x = x.dense(t)?;
-        self.apply(t, x)
+        Ok(self.apply(t, x)?)
     }
 }
 

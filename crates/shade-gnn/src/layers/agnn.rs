@@ -2,12 +2,12 @@
 //! defaults.
 
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
 use crate::message::weighted_sum;
 use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::{ArrayD, IxDyn};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Attention-based propagation: `x'_i = Σ_{j ∈ N(i) ∪ {i}} α_ij x_j` with
@@ -62,7 +62,7 @@ impl<T: Float> Layer<T> for AGNNConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("AGNNConv")?;
         let x = x.dense(t)?;
         let n = t.shape(x)?[0];
@@ -89,7 +89,7 @@ impl<T: Float> Layer<T> for AGNNConv {
         };
         let alpha = t.segment_softmax(c, edges.dst(), edges.num_nodes())?;
         let msg = t.index_select(x, edges.src())?;
-        weighted_sum(t, edges, alpha, msg)
+        Ok(weighted_sum(t, edges, alpha, msg)?)
     }
 
     fn is_graph_layer(&self) -> bool {

@@ -1,18 +1,41 @@
-//! Building blocks shared by the part-B layers: option checks, linear maps by
-//! parameter name, the GRU and LSTM cells (composed from matmul, sigmoid, tanh, mul
-//! and add), and a row gather with owned indices (for index sets computed inside a
-//! forward call, e.g. TopK pooling's selection).
+//! Building blocks shared by the layers: option and shape errors in the user's terms,
+//! linear maps by parameter name, and the GRU and LSTM cells (composed from matmul,
+//! sigmoid, tanh, mul and add).
 
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::layer::Input;
 use crate::params::ParamVars;
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis};
-use shade_autodiff::tensor::{Tape, TensorRule, Var};
-use shade_autodiff::{AdError, AdResult};
+use shade_autodiff::tensor::{Tape, Var};
 
-/// [`AdError::InvalidArgument`] for an option of `layer`.
-pub(crate) fn bad_option(layer: &'static str, what: String) -> AdError {
-    AdError::InvalidArgument { op: layer, what }
+/// [`GnnError::InvalidSetting`] for an option of a layer: its name, its value and
+/// what is allowed (the layer's path is added on the way out of the model).
+pub(crate) fn bad_option(name: &str, value: impl std::fmt::Display, expected: &str) -> GnnError {
+    GnnError::setting(name, value, expected)
+}
+
+/// [`GnnError::DataMismatch`] for a layer that needs edge features the call does not
+/// have; `expected` says which (e.g. `` `[E, 4]` edge features (edge_dim = 4) ``).
+pub(crate) fn no_edge_features(expected: String) -> GnnError {
+    GnnError::DataMismatch {
+        what: "edge features".into(),
+        expected,
+        found: "none (give them with `Inputs::with_edge_attr`)".into(),
+    }
+}
+
+/// [`GnnError::InputShape`] for an input of shape `shape` where the layer needs
+/// `[nodes, F]`.
+pub(crate) fn rows_per_node(shape: &[usize], nodes: usize) -> GnnError {
+    GnnError::InputShape {
+        what: "input".into(),
+        found: match shape {
+            [r, _] => format!("{r} rows"),
+            s => format!("shape {s:?}"),
+        },
+        param: None,
+        expected: format!("one row per node of the graph, [{nodes}, features]"),
+    }
 }
 
 /// `x · Wᵀ (+ b)` with `W = p[{name}.weight]` and `b = p[{name}.bias]` when `bias`.
@@ -22,11 +45,11 @@ pub(crate) fn linear<'a, T: Float>(
     p: &ParamVars<'_>,
     name: &str,
     bias: bool,
-) -> AdResult<Var> {
+) -> GnnResult<Var> {
     let p = p.scope(name);
-    let y = x.linear(t, p.get("weight")?)?;
+    let y = x.linear(t, p.param("weight")?)?;
     if bias {
-        t.add(y, p.get("bias")?)
+        Ok(t.add(y, p.get("bias")?)?)
     } else {
         Ok(y)
     }
@@ -41,9 +64,9 @@ fn gates<T: Float>(
     names: [&str; 4],
     (k, c): (usize, usize),
     bias: bool,
-) -> AdResult<(Vec<Var>, Vec<Var>)> {
-    let mut gi = Input::Dense(x).linear(t, p.get(names[0])?)?;
-    let mut gh = Input::Dense(h).linear(t, p.get(names[1])?)?;
+) -> GnnResult<(Vec<Var>, Vec<Var>)> {
+    let mut gi = Input::Dense(x).linear(t, p.param(names[0])?)?;
+    let mut gh = Input::Dense(h).linear(t, p.param(names[1])?)?;
     if bias {
         gi = t.add(gi, p.get(names[2])?)?;
         gh = t.add(gh, p.get(names[3])?)?;
@@ -67,7 +90,7 @@ pub(crate) fn gru_cell<T: Float>(
     p: &ParamVars<'_>,
     c: usize,
     bias: bool,
-) -> AdResult<Var> {
+) -> GnnResult<Var> {
     let (gi, gh) = gates(
         t,
         x,
@@ -87,7 +110,7 @@ pub(crate) fn gru_cell<T: Float>(
     // h' = (1 - z) n + z h = n + z (h - n)
     let d = t.sub(h, n)?;
     let zd = t.mul(z, d)?;
-    t.add(n, zd)
+    Ok(t.add(n, zd)?)
 }
 
 /// PyTorch's `LSTM` layer 0 for one step (gate order i, f, g, o): parameters
@@ -99,7 +122,7 @@ pub(crate) fn lstm_cell<T: Float>(
     (h, cell): (Var, Var),
     p: &ParamVars<'_>,
     c: usize,
-) -> AdResult<(Var, Var)> {
+) -> GnnResult<(Var, Var)> {
     let (gi, gh) = gates(
         t,
         x,
@@ -125,57 +148,7 @@ pub(crate) fn lstm_cell<T: Float>(
     Ok((h, cell))
 }
 
-/// `out[i] = x[idx[i]]` along axis 0 with indices owned by the rule (for index sets
-/// computed inside a forward call, which cannot be borrowed for the tape's lifetime).
-#[derive(Debug)]
-pub(crate) struct RowGather {
-    pub(crate) idx: Vec<usize>,
-}
-
-impl<T: Float> TensorRule<T> for RowGather {
-    fn name(&self) -> &'static str {
-        "row_gather"
-    }
-    fn forward(&self, x: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>> {
-        let x = &x[0];
-        let n = x.shape().first().copied().unwrap_or(0);
-        if let Some((position, &index)) = self.idx.iter().enumerate().find(|(_, i)| **i >= n) {
-            return Err(AdError::IndexOutOfRange {
-                op: "row_gather",
-                position,
-                index,
-                bound: n,
-            });
-        }
-        Ok(x.select(Axis(0), &self.idx))
-    }
-    fn vjp(
-        &self,
-        _x: &[ArrayViewD<'_, T>],
-        _y: ArrayViewD<'_, T>,
-        g: ArrayViewD<'_, T>,
-        _input: usize,
-        mut dx: ArrayViewMutD<'_, T>,
-    ) {
-        for (k, &i) in self.idx.iter().enumerate() {
-            let mut row = dx.index_axis_mut(Axis(0), i);
-            row.zip_mut_with(&g.index_axis(Axis(0), k), |d, &v| *d += v);
-        }
-    }
-    fn jvp(
-        &self,
-        _x: &[ArrayViewD<'_, T>],
-        _y: ArrayViewD<'_, T>,
-        tx: &[Option<ArrayViewD<'_, T>>],
-        mut ty: ArrayViewMutD<'_, T>,
-    ) {
-        if let Some(tx) = &tx[0] {
-            ty.assign(&tx.select(Axis(0), &self.idx));
-        }
-    }
-}
-
-/// Dense helpers for the reference computations of the part-B layer tests.
+/// Dense helpers for the reference computations of the layer tests.
 #[cfg(test)]
 pub(crate) mod reference {
     use crate::params::Params;
@@ -196,6 +169,15 @@ pub(crate) mod reference {
             .unwrap_or_else(|| panic!("parameter {name}"))
             .clone()
             .into_dimensionality::<Ix1>()
+            .unwrap()
+    }
+
+    /// A 3-D parameter.
+    pub(crate) fn t3(p: &Params<f64>, name: &str) -> ndarray::Array3<f64> {
+        p.get(name)
+            .unwrap_or_else(|| panic!("parameter {name}"))
+            .clone()
+            .into_dimensionality::<ndarray::Ix3>()
             .unwrap()
     }
 
@@ -267,6 +249,103 @@ pub(crate) mod reference {
             Array2::from_shape_fn((rows.len(), d), |(i, c)| rows[i][c])
         });
         (edges, attrs)
+    }
+
+    /// A reference case: the graph, the node features and the edge features (if any).
+    pub(crate) type Case<'c> = (
+        &'c shade_graph::Graph,
+        &'c Array2<f64>,
+        Option<&'c Array2<f64>>,
+    );
+
+    /// Attention aggregation from its definition with plain loops: for every node `i`
+    /// and head `k < h`, `α` is the softmax of `score(id, i, j, k)` over the edges
+    /// `id = (j, i)` into `i`, and the output row gets `α · value(id, j, k, q)` in
+    /// column `k·c + q` (`concat`) or its mean over the heads in column `q`.
+    pub(crate) fn attention(
+        n: usize,
+        edges: &[(usize, usize)],
+        (h, c, concat): (usize, usize, bool),
+        score: impl Fn(usize, usize, usize, usize) -> f64,
+        value: impl Fn(usize, usize, usize, usize) -> f64,
+    ) -> Array2<f64> {
+        let mut out = Array2::zeros((n, if concat { h * c } else { c }));
+        for i in 0..n {
+            let inc: Vec<(usize, usize)> = edges
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.1 == i)
+                .map(|(id, e)| (id, e.0))
+                .collect();
+            for k in 0..h {
+                let z: f64 = inc.iter().map(|&(id, j)| score(id, i, j, k).exp()).sum();
+                for &(id, j) in &inc {
+                    let a = score(id, i, j, k).exp() / z;
+                    for q in 0..c {
+                        let v = a * value(id, j, k, q);
+                        if concat {
+                            out[[i, k * c + q]] += v;
+                        } else {
+                            out[[i, q]] += v / h as f64;
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The output of GATConv and GATv2Conv from their definition: [`attention`] over
+    /// `edges` with `score` and, as the messages, the source rows of `values`
+    /// (`[N, H·C]`), then the skip connection `x · resᵀ` (with `residual`) and the
+    /// parameter `bias` (when present), in PyG's order.
+    pub(crate) fn gat_output(
+        (x, p): (&Array2<f64>, &Params<f64>),
+        o: &crate::layers::AttentionOptions,
+        (c, edges): (usize, &[(usize, usize)]),
+        score: impl Fn(usize, usize, usize, usize) -> f64,
+        values: &Array2<f64>,
+    ) -> Array2<f64> {
+        let value = |_id: usize, j: usize, k: usize, q: usize| values[[j, k * c + q]];
+        let mut out = attention(x.nrows(), edges, (o.heads, c, o.concat), score, value);
+        if o.residual {
+            out += &affine(x, &m(p, "res.weight"), None);
+        }
+        if p.get("bias").is_some() {
+            out += &v(p, "bias");
+        }
+        out
+    }
+
+    /// Runs `conv` (parameters drawn from seed 5, the listed biases set to non-zero
+    /// values so that they are checked too) on `g` with features `x` and edge
+    /// features `e`, and compares the output with `reference(params)` to 1e-12.
+    pub(crate) fn check_against<L: crate::Layer<f64>>(
+        conv: &L,
+        (g, x, e): Case<'_>,
+        biases: &[&str],
+        reference: impl Fn(&Params<f64>) -> Array2<f64>,
+    ) {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let (mut p, st) = conv.init(&mut rng);
+        for name in biases {
+            p.get_mut(name)
+                .unwrap_or_else(|| panic!("parameter {name}"))
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = 0.1 * i as f64 - 0.2);
+        }
+        let ctx = crate::GraphCtx::<f64>::new(g);
+        let f = crate::Features::dense(x.clone());
+        let ed = e.map(|e| e.clone().into_dyn());
+        let mut inputs = crate::Inputs::new(&ctx, &f);
+        if let Some(ed) = &ed {
+            inputs = inputs.with_edge_attr(ed);
+        }
+        let (y, _) = crate::apply(conv, &inputs, &p, &st, false, &mut rng).unwrap();
+        let y = y.into_dimensionality::<Ix2>().unwrap();
+        crate::testing::assert_close(&y, &reference(&p), 1e-12);
     }
 
     /// One GRU step from the definition (gate order r, z, n) with parameters under

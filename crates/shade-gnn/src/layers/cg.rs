@@ -2,14 +2,14 @@
 //! options and defaults.
 
 use super::BatchNorm;
-use super::blocks::{bad_option, linear};
+use super::blocks::{linear, no_edge_features};
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
-use crate::layer::{Env, Input, Layer};
+use crate::layer::{Env, Input, Layer, forward_sublayer};
 use crate::message::{Aggr, aggregate, gather_dst, gather_src};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Crystal graph convolution:
@@ -83,18 +83,15 @@ impl<T: Float> Layer<T> for CGConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("CGConv")?;
         let x = x.dense(t)?;
         let xi = gather_dst(t, g.edges(), x)?;
         let xj = gather_src(t, g.edges(), x)?;
         let z = if self.dim > 0 {
-            let e = env.edge_attr.ok_or_else(|| {
-                bad_option(
-                    "CGConv",
-                    format!("dim = {} but the call has no edge features", self.dim),
-                )
-            })?;
+            let e = env
+                .edge_attr
+                .ok_or_else(|| no_edge_features(format!("`[E, {}]` (dim = {0})", self.dim)))?;
             t.concat(&[xi, xj, e], 1)?
         } else {
             t.concat(&[xi, xj], 1)?
@@ -106,15 +103,11 @@ impl<T: Float> Layer<T> for CGConv {
         let m = t.mul(zf, zs)?;
         let mut out = aggregate(t, g.edges(), m, self.aggr)?;
         if self.batch_norm {
-            out = BatchNorm::new(self.channels).forward(
-                t,
-                env,
-                Input::Dense(out),
-                p.scope("bn"),
-                st.scope("bn"),
-            )?;
+            let bn = BatchNorm::new(self.channels);
+            let out_bn = Input::Dense(out);
+            out = forward_sublayer(&bn, t, env, out_bn, p.scope("bn"), st.scope("bn"))?;
         }
-        t.add(out, x)
+        Ok(t.add(out, x)?)
     }
 
     fn is_graph_layer(&self) -> bool {

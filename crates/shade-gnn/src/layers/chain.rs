@@ -1,11 +1,11 @@
 //! `Chain`: layers applied in sequence, each under its own name.
 
 use crate::ctx::Float;
-use crate::layer::{Env, Input, Layer};
+use crate::error::{GnnError, GnnResult};
+use crate::layer::{Env, Input, Layer, forward_sublayer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// Layers applied in order. Each child's parameters are stored under its name
 /// (`conv1.lin.weight`); children added with [`Chain::push`] are named by position
@@ -74,6 +74,15 @@ impl<T: Float> Chain<T> {
     }
 }
 
+/// `path.name`, or `name` at the root.
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
 impl<T: Float> Layer<T> for Chain<T> {
     fn name(&self) -> &'static str {
         "Chain"
@@ -96,37 +105,32 @@ impl<T: Float> Layer<T> for Chain<T> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let mut h = x;
         let mut pooled: Option<&str> = None;
         for (name, l) in &self.layers {
             // With an arena the pooling hands the pooled graph on; without, the layers
             // after it would read the input graph.
+            let (lp, ls) = (p.scope(name), st.scope(name));
             if let Some(pool) = pooled.filter(|_| l.is_graph_layer() && env.arena.is_none()) {
-                return Err(AdError::InvalidArgument {
-                    op: "Chain",
-                    what: format!(
-                        "layer `{name}` ({}) reads the graph, but layer `{pool}` before it \
-                         dropped nodes and the call has no GraphArena to hold the pooled \
-                         graph; give the inputs one (`Inputs::with_arena`) or run the \
-                         model through `apply`, `TrainState::predict` or \
-                         `single_train_step`, which make one",
-                        l.name()
-                    ),
-                });
+                let e = GnnError::NoGraph {
+                    layer: l.name(),
+                    after_pooling: Some(join(&p.path(), pool)),
+                };
+                return Err(e.in_layer(lp.path(), l.name()));
             }
             if l.drops_nodes() {
                 pooled = Some(name);
             }
             let y = if l.is_graph_layer() {
-                l.forward(t, env, h, p.scope(name), st.scope(name))?
+                forward_sublayer(l, t, env, h, lp, ls)?
             } else {
                 // Plain layers see no graph.
-                env.without_graph(|env| l.forward(t, env, h, p.scope(name), st.scope(name)))?
+                env.without_graph(|env| forward_sublayer(l, t, env, h, lp, ls))?
             };
             h = Input::Dense(y);
         }
-        h.dense(t)
+        Ok(h.dense(t)?)
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -248,25 +252,188 @@ mod tests {
         let run = |inputs: &Inputs<'_, f64>| {
             let mut st = st.clone();
             let mut rng = rand::SeedableRng::seed_from_u64(0);
-            tensor::value(
+            let carry = crate::ErrorCarry::new();
+            carry.land(tensor::value(
                 &mut TapeBuffers::new(),
                 |t, h: Vec<Var>| {
-                    forward_model(t, &model, p.names(), &h, inputs, &mut st, false, &mut rng)
+                    carry.lift(forward_model(
+                        t,
+                        &model,
+                        p.names(),
+                        &h,
+                        inputs,
+                        &mut st,
+                        false,
+                        &mut rng,
+                    ))
                 },
                 model_args(&p, None, inputs, None, None),
-            )
+            ))
         };
         let err = run(&Inputs::new(&ctx, &f)).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
-        let msg = err.to_string();
-        assert!(
-            msg.contains("`conv2`") && msg.contains("`pool`") && msg.contains("with_arena"),
-            "{msg}"
+        assert_eq!(err.code(), "SHADE-E0409");
+        assert_eq!(
+            err.to_string(),
+            "conv2: the layer reads the graph, but the call has no graph for it: layer `pool` \
+             before it dropped nodes, and the pooled graph has nowhere to live"
         );
+        assert!(err.help().contains("Inputs::with_arena"), "{}", err.help());
         let arena = GraphArena::new();
         let y = run(&Inputs::new(&ctx, &f).with_arena(&arena)).unwrap();
         assert_eq!(y.shape(), &[4, 2]);
         assert_eq!(y, layer_output(&model, Some(&g), &x, 0).0.into_dyn());
+    }
+
+    /// Every layer with an input weight, run in a chain under the name `c` on features
+    /// of the wrong width, says so in the user's terms: the path, the width found, the
+    /// weight's full name and the width it expects.
+    #[test]
+    fn every_layer_names_its_path_and_weight_on_a_width_mismatch() {
+        use crate::layers::{
+            ChebConv, GATConv, GATv2Conv, GINConv, GraphConv, ResGatedGraphConv, SAGEConv, SGConv,
+            TAGConv, TransformerConv,
+        };
+        use crate::pool::TopKPool;
+        use crate::{Features, GraphCtx, Inputs, apply};
+        let g = random_graph(5, 8, 1);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let x = Features::dense(random_features(6, 5, 2));
+        let cases: Vec<(Box<dyn Layer<f64>>, &str)> = vec![
+            (Box::new(Dense::new(3, 2)), "c.weight"),
+            (Box::new(GCNConv::new(3, 2)), "c.lin.weight"),
+            (Box::new(GCNConv::new(3, 8)), "c.lin.weight"),
+            (Box::new(GATConv::new(3, 2)), "c.lin.weight"),
+            (Box::new(GATv2Conv::new(3, 2)), "c.lin_l.weight"),
+            (Box::new(SAGEConv::new(3, 2)), "c.lin_l.weight"),
+            (Box::new(GraphConv::new(3, 2)), "c.lin_rel.weight"),
+            (Box::new(ChebConv::new(3, 2, 2)), "c.lins.0.weight"),
+            (Box::new(SGConv::new(3, 2)), "c.lin.weight"),
+            (Box::new(TAGConv::new(3, 2)), "c.lins.0.weight"),
+            (Box::new(ResGatedGraphConv::new(3, 2)), "c.lin_key.weight"),
+            (Box::new(TransformerConv::new(3, 2)), "c.lin_query.weight"),
+            (Box::new(TopKPool::new(3, 0.5)), "c.weight"),
+            (
+                Box::new(GINConv::new(Chain::new().add("0", Dense::new(3, 2)))),
+                "c.nn.0.weight",
+            ),
+        ];
+        for (layer, weight) in cases {
+            let name = layer.name();
+            let model = Chain::new().add("c", layer);
+            let mut rng = rand::SeedableRng::seed_from_u64(0);
+            let (p, st) = model.init(&mut rng);
+            let err =
+                apply(&model, &Inputs::new(&ctx, &x), &p, &st, false, &mut rng).expect_err(name);
+            assert_eq!(err.code(), "SHADE-E0410", "{name}: {err}");
+            // The sublayer `nn.0` is a layer of its own; the other weights are the layer's.
+            let path = if weight.starts_with("c.nn.") {
+                "c.nn.0"
+            } else {
+                "c"
+            };
+            assert_eq!(
+                err.to_string(),
+                format!("{path}: input has 5 features per node but `{weight}` expects 3"),
+                "{name}"
+            );
+        }
+    }
+
+    /// Every layer and pool of the crate, for the error checks that hold for all of
+    /// them: a small instance for three input features (edge features of width 2
+    /// where the layer reads them).
+    fn every_layer() -> Vec<Box<dyn Layer<f64>>> {
+        use crate::layers::{
+            AGNNConv, APPNP, BatchNorm, CGConv, ChebConv, EdgeConv, GATConv, GATv2Conv, GINConv,
+            GINEConv, GatedGraphConv, GraphConv, LayerNorm, LayerNormMode, NNConv,
+            ResGatedGraphConv, SAGEConv, SGConv, TAGConv, TransformerConv,
+        };
+        use crate::message::Aggr;
+        use crate::pool::{GlobalAttentionPool, GlobalPool, Set2Set, TopKPool};
+        let dense = |i, o| Chain::new().add("0", Dense::new(i, o));
+        vec![
+            Box::new(Dense::new(3, 2)),
+            Box::new(Activation::Relu),
+            Box::new(Dropout::new(0.5)),
+            Box::new(LayerNorm::new(3)),
+            Box::new(LayerNorm::new(3).with_mode(LayerNormMode::Graph)),
+            Box::new(BatchNorm::new(3)),
+            Box::new(GCNConv::new(3, 2)),
+            Box::new(GATConv::new(3, 2).with_edge_dim(2)),
+            Box::new(GATv2Conv::new(3, 2).with_edge_dim(2)),
+            Box::new(SAGEConv::new(3, 2)),
+            Box::new(GINConv::new(dense(3, 2))),
+            Box::new(GINEConv::new(dense(3, 2)).with_edge_dim(2, 3)),
+            Box::new(GraphConv::new(3, 2)),
+            Box::new(ChebConv::new(3, 2, 2)),
+            Box::new(SGConv::new(3, 2)),
+            Box::new(TAGConv::new(3, 2)),
+            Box::new(APPNP::new(2, 0.1)),
+            Box::new(EdgeConv::new(dense(6, 2))),
+            Box::new(ResGatedGraphConv::new(3, 2)),
+            Box::new(GatedGraphConv::new(3, 2)),
+            Box::new(TransformerConv::new(3, 2).with_edge_dim(2)),
+            Box::new(NNConv::new(3, 2, dense(2, 6))),
+            Box::new(CGConv::new(3, 2)),
+            Box::new(AGNNConv::new()),
+            Box::new(GlobalPool::new(Aggr::Sum)),
+            Box::new(GlobalAttentionPool::new(dense(3, 1))),
+            Box::new(Set2Set::new(3, 2)),
+            Box::new(TopKPool::new(3, 0.5)),
+        ]
+    }
+
+    /// Every layer, run in a chain under the name `c`: without a graph (a graph
+    /// layer), and with its parameters missing (a layer with parameters), the error
+    /// has the GNN crate's code and names the path `c` (or that of the sublayer that
+    /// reads the parameter, `c.nn.0`) and the parameter's full name.
+    #[test]
+    fn every_layer_names_its_path_without_a_graph_or_a_parameter() {
+        use crate::{Features, GraphCtx, Inputs, apply};
+        let g = random_graph(5, 8, 1);
+        let ctx = GraphCtx::<f64>::new(&g);
+        let x = Features::dense(random_features(g.num_nodes(), 3, 2));
+        let e = random_features(g.num_edges(), 2, 3).into_dyn();
+        let with_graph = Inputs::new(&ctx, &x).with_edge_attr(&e);
+        let (mut graph_layers, mut with_params) = (0, 0);
+        for layer in every_layer() {
+            let name = layer.name();
+            let is_graph = layer.is_graph_layer();
+            let model = Chain::new().add("c", layer);
+            let mut rng = rand::SeedableRng::seed_from_u64(0);
+            let (p, st) = model.init(&mut rng);
+            // The layer itself runs.
+            apply(&model, &with_graph, &p, &st, false, &mut rng)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            if is_graph {
+                graph_layers += 1;
+                let err = apply(&model, &Inputs::without_graph(&x), &p, &st, false, &mut rng)
+                    .expect_err(name);
+                assert_eq!(err.code(), "SHADE-E0409", "{name}: {err}");
+                assert_eq!(
+                    err.to_string(),
+                    "c: the layer reads the graph, but the call has no graph",
+                    "{name}"
+                );
+            }
+            if !p.is_empty() {
+                with_params += 1;
+                let err = apply(&model, &with_graph, &Params::new(), &st, false, &mut rng)
+                    .expect_err(name);
+                assert_eq!(err.code(), "SHADE-E0401", "{name}: {err}");
+                // `{path}: parameter `{full name}` is missing from the store`, the path
+                // that of the layer or of its sublayer that reads the parameter.
+                let msg = err.to_string();
+                let (path, missing) = msg
+                    .strip_suffix("` is missing from the store")
+                    .and_then(|m| m.split_once(": parameter `"))
+                    .unwrap_or_else(|| panic!("{name}: {msg}"));
+                assert!(path == "c" || path.starts_with("c."), "{name}: {msg}");
+                assert!(missing.starts_with(&format!("{path}.")), "{name}: {msg}");
+                assert!(p.names().iter().any(|n| n == missing), "{name}: {msg}");
+            }
+        }
+        assert_eq!((graph_layers, with_params), (23, 24));
     }
 
     proptest! {

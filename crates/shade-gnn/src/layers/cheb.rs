@@ -2,24 +2,17 @@
 
 use super::blocks::bad_option;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
-/// The graph Laplacian of [`ChebConv`] (PyG's `normalization`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum ChebNorm {
-    /// `L = D - A`.
-    None,
-    /// `L = I - D^-1/2 A D^-1/2` (the default).
-    #[default]
-    Sym,
-    /// `L = I - D^-1 A`.
-    Rw,
-}
+/// The graph Laplacian of [`ChebConv`] (PyG's `normalization`): shade-graph's
+/// [`LaplacianNorm`](shade_graph::LaplacianNorm), `L = D - A` (`None`),
+/// `I - D^-1/2 A D^-1/2` (`Sym`, the default) or `I - D^-1 A` (`Rw`).
+pub type ChebNorm = shade_graph::LaplacianNorm;
 
 /// Chebyshev spectral convolution: `x' = Σ_{k<K} Θ_k T_k(L̂) x + b` with
 /// `L̂ = 2L / λ_max - I`, `T_0 = x`, `T_1 = L̂ x`, `T_k = 2 L̂ T_{k-1} - T_{k-2}`.
@@ -92,37 +85,38 @@ impl<T: Float> Layer<T> for ChebConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("ChebConv")?;
-        if self.k == 0 || !(self.lambda_max > 0.0 && self.lambda_max.is_finite()) {
+        if self.k == 0 {
+            return Err(bad_option("K", self.k, "at least 1"));
+        }
+        if !(self.lambda_max > 0.0 && self.lambda_max.is_finite()) {
             return Err(bad_option(
-                "ChebConv",
-                format!(
-                    "K = {} and lambda_max = {} (need K >= 1 and a positive lambda_max)",
-                    self.k, self.lambda_max
-                ),
+                "lambda_max",
+                self.lambda_max,
+                "a finite value > 0",
             ));
         }
-        let mut out = x.linear(t, p.get("lins.0.weight")?)?;
+        let mut out = x.linear(t, p.param("lins.0.weight")?)?;
         if self.k > 1 {
-            // Built once per graph and normalisation (see `GraphCtx::cheb_laplacian`).
-            let l = g.cheb_laplacian(self.normalization, self.lambda_max);
+            // Built once per graph and normalisation (see `GraphCtx::scaled_laplacian`).
+            let l = g.scaled_laplacian(self.normalization, self.lambda_max)?;
             let (a, vals) = (l.matrix, l.values.map(|v| t.constant(&v)));
-            let lhat = |t: &mut Tape<'a, T>, h: Var| -> AdResult<Var> {
+            let lhat = |t: &mut Tape<'a, T>, h: Var| -> GnnResult<Var> {
                 match vals {
-                    None => t.spmm(a, h),
-                    Some(v) => t.spmm_values(a, v, h),
+                    None => Ok(t.spmm(a, h)?),
+                    Some(v) => Ok(t.spmm_values(a, v, h)?),
                 }
             };
             let mut t0 = x.dense(t)?;
             let mut t1 = lhat(t, t0)?;
-            let y = Input::Dense(t1).linear(t, p.get("lins.1.weight")?)?;
+            let y = Input::Dense(t1).linear(t, p.param("lins.1.weight")?)?;
             out = t.add(out, y)?;
             for k in 2..self.k {
                 let l = lhat(t, t1)?;
                 let l2 = t.scale(l, T::cst(2.0))?;
                 let t2 = t.sub(l2, t0)?;
-                let y = Input::Dense(t2).linear(t, p.get(&format!("lins.{k}.weight"))?)?;
+                let y = Input::Dense(t2).linear(t, p.param(&format!("lins.{k}.weight"))?)?;
                 out = t.add(out, y)?;
                 (t0, t1) = (t1, t2);
             }
@@ -223,9 +217,9 @@ mod tests {
             .unwrap();
         let ctx = GraphCtx::<f64>::new(&g);
         for norm in [ChebNorm::Sym, ChebNorm::None, ChebNorm::Rw] {
-            let first = ctx.cheb_laplacian(norm, 2.0).matrix as *const _;
+            let first = ctx.scaled_laplacian(norm, 2.0).unwrap().matrix as *const _;
             for lambda in [2.0, 1.5, 3.7, 2.0] {
-                let l = ctx.cheb_laplacian(norm, lambda);
+                let l = ctx.scaled_laplacian(norm, lambda).unwrap();
                 assert!(std::ptr::eq(l.matrix, first), "rebuilt for {lambda}");
                 assert_eq!(l.values.is_some(), lambda != 2.0);
                 let mut dense = l.matrix.csr().to_dense();
@@ -275,7 +269,21 @@ mod tests {
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(random_features(4, 3, 2));
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0404");
+        assert_eq!(
+            err.to_string(),
+            "ChebConv: invalid setting `K` = 0: expected at least 1"
+        );
+        let conv = ChebConv {
+            lambda_max: -1.0,
+            ..ChebConv::new(3, 2, 2)
+        };
+        let (p, st) = Layer::<f64>::init(&conv, &mut rng);
+        let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ChebConv: invalid setting `lambda_max` = -1: expected a finite value > 0"
+        );
     }
 
     proptest! {

@@ -2,11 +2,11 @@
 
 use super::Activation;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// `y = σ(x · Wᵀ + b)` with `weight` `[out, in]` and `bias` `[out]` (PyTorch's names and
@@ -73,12 +73,12 @@ impl<T: Float> Layer<T> for Dense {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
-        let mut y = x.linear(t, p.get("weight")?)?;
+    ) -> GnnResult<Var> {
+        let mut y = x.linear(t, p.param("weight")?)?;
         if self.bias {
-            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
+            y = t.add(y, p.get("bias")?)?;
         }
-        self.activation.apply(t, y)
+        Ok(self.activation.apply(t, y)?)
     }
 }
 

@@ -1,15 +1,15 @@
 //! `Dropout` with inverted scaling; the identity at evaluation.
 
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Zeroes each element with probability `p` (in `[0, 1)`) in training and scales the
-/// rest by `1 / (1 - p)`; the identity at evaluation. The mask comes from a fast
-/// generator seeded by one draw from [`Env::rng`].
+/// rest by `1 / (1 - p)`; the identity at evaluation. The mask is the core's
+/// ([`Tape::dropout`], one draw from [`Env::rng`] per call).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Dropout {
     /// Drop probability in `[0, 1)`.
@@ -37,9 +37,12 @@ impl<T: Float> Layer<T> for Dropout {
         x: Input<'a, T>,
         _p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
+        if !(0.0..1.0).contains(&self.p) {
+            return Err(GnnError::setting("p", self.p, "a value in [0, 1)"));
+        }
         let x = x.dense(t)?;
-        crate::ops::dropout(t, x, self.p, env.rng, env.training)
+        Ok(t.dropout(x, self.p, env.rng, env.training)?)
     }
 }
 
@@ -89,7 +92,11 @@ mod tests {
         assert_eq!(layer_output(&Dropout::new(0.5), None, &x, 0).0, x);
         for p in [1.0, -0.1, f64::NAN] {
             let err = train(p, &x, 0).unwrap_err();
-            assert_eq!(err.code(), "SHADE-E0114", "p = {p}: {err}");
+            assert_eq!(err.code(), "SHADE-E0404", "p = {p}: {err}");
+            assert_eq!(
+                err.to_string(),
+                format!("Dropout: invalid setting `p` = {p}: expected a value in [0, 1)")
+            );
         }
     }
 

@@ -1,11 +1,11 @@
 //! `EdgeConv` (Wang et al., 2019, dynamic graph CNN) as PyTorch Geometric's.
 
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
 use crate::message::{Aggr, aggregate, gather_dst, gather_src};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Edge convolution: `x'_i = aggr_{j -> i} h_Θ([x_i, x_j - x_i])` with a user-given
@@ -65,7 +65,7 @@ impl<T: Float> Layer<T> for EdgeConv<T> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("EdgeConv")?;
         let x = x.dense(t)?;
         let xi = gather_dst(t, g.edges(), x)?;
@@ -76,7 +76,7 @@ impl<T: Float> Layer<T> for EdgeConv<T> {
             self.nn
                 .forward(t, env, Input::Dense(z), p.scope("nn"), st.scope("nn"))
         })?;
-        aggregate(t, g.edges(), m, self.aggr)
+        Ok(aggregate(t, g.edges(), m, self.aggr)?)
     }
 
     fn is_graph_layer(&self) -> bool {

@@ -1,7 +1,8 @@
 //! `GatedGraphConv` (Li et al., 2016) with PyTorch Geometric's options and defaults.
 
-use super::blocks::{bad_option, gru_cell};
+use super::blocks::gru_cell;
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::message::{Aggr, Message, propagate};
@@ -9,7 +10,6 @@ use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::Array2;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// Gated graph sequence layer: `h_0 = x` (zero-padded to `out` columns), then for
 /// `l < num_layers`: `m = aggr_{j -> i} e_ji · h_j Θ_l` and `h = GRU(m, h)`.
@@ -76,30 +76,33 @@ impl<T: Float> Layer<T> for GatedGraphConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GatedGraphConv")?;
         let o = self.out_channels;
         let (n, f) = (x.rows(t)?, x.cols(t)?);
         if f > o {
-            return Err(bad_option(
-                "GatedGraphConv",
-                format!("input width {f} exceeds out_channels {o}"),
-            ));
+            return Err(GnnError::InputShape {
+                what: "input".into(),
+                found: format!("{f} features per node"),
+                param: None,
+                expected: format!("at most out_channels = {o}"),
+            });
         }
         let mut h = x.dense(t)?;
         if f < o {
             let z = t.constant(&Array2::<T>::zeros((n, o - f)));
             h = t.concat(&[h, z], 1)?;
         }
-        let w = p.get("weight")?;
-        let ws = t.shape(w)?.to_vec();
+        let w = p.param("weight")?;
+        let ws = t.shape(w.var)?.to_vec();
         if ws != [self.num_layers, o, o] {
-            return Err(AdError::ShapeMismatch {
-                op: "GatedGraphConv (weight vs [num_layers, out, out])",
-                left: vec![self.num_layers, o, o],
-                right: ws,
+            return Err(GnnError::ParamShape {
+                name: w.name.unwrap_or("weight").to_string(),
+                expected: vec![self.num_layers, o, o],
+                found: ws,
             });
         }
+        let w = w.var;
         let rnn = p.scope("rnn");
         for l in 0..self.num_layers {
             let wl = t.narrow(w, 0, l, 1)?;
@@ -185,7 +188,12 @@ mod tests {
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(random_features(4, 3, 2));
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0410");
+        assert_eq!(
+            err.to_string(),
+            "GatedGraphConv: input has 3 features per node but the layer expects at most \
+             out_channels = 2"
+        );
     }
 
     proptest! {

@@ -1,15 +1,13 @@
 //! `GATv2Conv` (Brody et al., 2022) with PyTorch Geometric's options and defaults.
 
-use super::attention::{
-    Attention, FillValue, Mask, Messages, attention_edges, check_heads, edge_features,
-};
+use super::attention::{AttentionOptions, Messages, attention_builders};
 use super::blocks::linear;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Dynamic graph attention: `x'_i = Σ_{j ∈ N(i) ∪ {i}} α_ij W_l x_j` per head, with
@@ -21,15 +19,16 @@ use shade_autodiff::tensor::{Tape, Var};
 /// `att` `[1, H, C]` (Glorot), with `edge_dim = Some(D)` also `lin_edge.weight`
 /// `[H·C, D]` (Glorot, no bias), with `residual` also `res.weight` `[out, in]`
 /// (Glorot, no bias; added after the aggregation, before the bias), `bias` `[H·C]`
-/// (concat) or `[C]` (zeros). Options and defaults as PyG: `heads = 1`, `concat = true`
-/// (else the heads are averaged), `negative_slope = 0.2`, `dropout = 0.0` (on the
-/// attention coefficients, in training), `add_self_loops = true` (existing loops
-/// removed, one per node added), `edge_dim = None`, `fill_value = Mean` (the edge
-/// features of the added loops, see [`FillValue`]), `bias = true`,
-/// `share_weights = false`, `residual = false`.
+/// (concat) or `[C]` (zeros). Options and defaults as PyG, in [`AttentionOptions`]
+/// (with a builder method each): `heads = 1`, `concat = true` (else the heads are
+/// averaged), `negative_slope = 0.2`, `dropout = 0.0` (on the attention coefficients,
+/// in training), `add_self_loops = true` (existing loops removed, one per node added),
+/// `edge_dim = None`, `fill_value = Mean` (the edge features of the added loops, see
+/// [`FillValue`](super::FillValue)), `bias = true`, `residual = false`; and
+/// `share_weights = false`.
 ///
-/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
-/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0405`), and so
+/// are edge features of another width (`SHADE-E0410`); without it, edge features of
 /// the call are ignored.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GATv2Conv {
@@ -37,24 +36,8 @@ pub struct GATv2Conv {
     pub in_channels: usize,
     /// Output width per head (`C`).
     pub out_channels: usize,
-    /// Number of heads (`H`).
-    pub heads: usize,
-    /// Concatenate the heads (`[N, H·C]`) or average them (`[N, C]`).
-    pub concat: bool,
-    /// Slope of the LeakyReLU inside the score.
-    pub negative_slope: f64,
-    /// Dropout probability on the attention coefficients.
-    pub dropout: f64,
-    /// Replace self-loops by one per node.
-    pub add_self_loops: bool,
-    /// Width of the edge features, if the attention reads them.
-    pub edge_dim: Option<usize>,
-    /// The edge features of the added self-loops (with `edge_dim` and `add_self_loops`).
-    pub fill_value: FillValue,
-    /// Add a bias (also the biases of `lin_l` / `lin_r`).
-    pub bias: bool,
-    /// Add a learned skip connection `x · resᵀ` (PyG's `residual`).
-    pub residual: bool,
+    /// Heads, dropout, self-loops, edge features, bias, skip connection.
+    pub options: AttentionOptions,
     /// Use `W_l` for the target too (`W_r = W_l`).
     pub share_weights: bool,
 }
@@ -65,29 +48,9 @@ impl GATv2Conv {
         GATv2Conv {
             in_channels,
             out_channels,
-            heads: 1,
-            concat: true,
-            negative_slope: 0.2,
-            dropout: 0.0,
-            add_self_loops: true,
-            edge_dim: None,
-            fill_value: FillValue::Mean,
-            bias: true,
-            residual: false,
+            options: AttentionOptions::default(),
             share_weights: false,
         }
-    }
-
-    /// Sets the number of heads.
-    pub fn with_heads(mut self, heads: usize) -> Self {
-        self.heads = heads;
-        self
-    }
-
-    /// Sets whether heads are concatenated.
-    pub fn with_concat(mut self, concat: bool) -> Self {
-        self.concat = concat;
-        self
     }
 
     /// Sets whether source and target share the weight.
@@ -95,34 +58,9 @@ impl GATv2Conv {
         self.share_weights = share;
         self
     }
-
-    /// Reads edge features of width `d` in the attention scores.
-    pub fn with_edge_dim(mut self, d: usize) -> Self {
-        self.edge_dim = Some(d);
-        self
-    }
-
-    /// Sets whether a learned skip connection is added (PyG's `residual`).
-    pub fn with_residual(mut self, residual: bool) -> Self {
-        self.residual = residual;
-        self
-    }
-
-    /// Sets how the edge features of the added self-loops are filled.
-    pub fn with_fill_value(mut self, fill: FillValue) -> Self {
-        self.fill_value = fill;
-        self
-    }
-
-    /// The output width.
-    pub fn out_width(&self) -> usize {
-        if self.concat {
-            self.heads * self.out_channels
-        } else {
-            self.out_channels
-        }
-    }
 }
+
+attention_builders!(gat GATv2Conv);
 
 impl<T: Float> Layer<T> for GATv2Conv {
     fn name(&self) -> &'static str {
@@ -130,7 +68,7 @@ impl<T: Float> Layer<T> for GATv2Conv {
     }
 
     fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
-        let (i, h, c) = (self.in_channels, self.heads, self.out_channels);
+        let (i, h, c) = (self.in_channels, self.options.heads, self.out_channels);
         let mut p = Params::new();
         let sides: &[&str] = if self.share_weights {
             &["lin_l"]
@@ -142,24 +80,12 @@ impl<T: Float> Layer<T> for GATv2Conv {
                 format!("{s}.weight"),
                 init::glorot_uniform(rng, &[h * c, i], i, h * c),
             );
-            if self.bias {
+            if self.options.bias {
                 p.push(format!("{s}.bias"), init::zeros(&[h * c]));
             }
         }
         p.push("att", init::glorot_uniform(rng, &[1, h, c], h, c));
-        if let Some(d) = self.edge_dim {
-            p.push(
-                "lin_edge.weight",
-                init::glorot_uniform(rng, &[h * c, d], d, h * c),
-            );
-        }
-        if self.residual {
-            let o = self.out_width();
-            p.push("res.weight", init::glorot_uniform(rng, &[o, i], i, o));
-        }
-        if self.bias {
-            p.push("bias", init::zeros(&[self.out_width()]));
-        }
+        self.options.push_tail(&mut p, rng, (i, c), false);
         (p, State::new())
     }
 
@@ -170,23 +96,16 @@ impl<T: Float> Layer<T> for GATv2Conv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
-        const NAMES: (&str, &str) = (
-            "GATv2Conv",
-            "GATv2Conv edge features ([E, edge_dim] vs given)",
-        );
-        let g = env.graph("GATv2Conv")?;
-        check_heads("GATv2Conv", self.heads, self.dropout)?;
-        let e = edge_features(t, env, NAMES, self.edge_dim, g.edges().num_edges())?;
-        let (edges, e) = attention_edges(t, g, self.add_self_loops, e, self.fill_value)?;
-        let (h, c) = (self.heads, self.out_channels);
+    ) -> GnnResult<Var> {
+        let (edges, e) = self.options.begin(t, env, "GATv2Conv")?;
+        let (h, c, bias) = (self.options.heads, self.out_channels, self.options.bias);
         let n = x.rows(t)?;
-        let xl = linear(t, x, &p, "lin_l", self.bias)?;
+        let xl = linear(t, x, &p, "lin_l", bias)?;
         let xl = t.reshape(xl, &[n, h, c])?;
         let xr = if self.share_weights {
             xl
         } else {
-            let xr = linear(t, x, &p, "lin_r", self.bias)?;
+            let xr = linear(t, x, &p, "lin_r", bias)?;
             t.reshape(xr, &[n, h, c])?
         };
         let xj = t.index_select(xl, edges.src())?;
@@ -197,32 +116,11 @@ impl<T: Float> Layer<T> for GATv2Conv {
             let we = t.reshape(we, &[edges.num_edges(), h, c])?;
             s = t.add(s, we)?;
         }
-        let s = t.leaky_relu(s, T::cst(self.negative_slope))?;
+        let s = t.leaky_relu(s, T::cst(self.options.negative_slope))?;
         let s = t.mul(s, p.get("att")?)?;
         let logits = t.sum_axis(s, 2)?;
-        let bias = if self.bias {
-            Some(p.get("bias")?)
-        } else {
-            None
-        };
-        let tail = Attention {
-            heads: h,
-            channels: c,
-            concat: self.concat,
-            dropout: self.dropout,
-            mask: Mask::Tape,
-        };
-        if !self.residual {
-            return tail.aggregate(t, env, edges, logits, Messages::Edges(xj), bias);
-        }
-        // PyG's order: attention output, then the skip connection, then the bias.
-        let y = tail.aggregate(t, env, edges, logits, Messages::Edges(xj), None)?;
-        let res = x.linear(t, p.get("res.weight")?)?;
-        let y = t.add(y, res)?;
-        match bias {
-            Some(b) => crate::ops::add_bias(t, y, b),
-            None => Ok(y),
-        }
+        let msgs = Messages::Edges(xj);
+        (self.options).finish(t, env, (x, &p), edges, logits, msgs, c)
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -232,170 +130,66 @@ impl<T: Float> Layer<T> for GATv2Conv {
 
 #[cfg(test)]
 mod tests {
-    use super::super::blocks::reference::{affine, attention_edge_list, m, v};
+    use super::super::attention::{check_gradient_cases, for_each_reference_case};
+    use super::super::blocks::reference::{
+        Case, affine, attention_edge_list, check_against, gat_output, m, t3, v,
+    };
     use super::*;
     use crate::testing::{
-        GradCheck, arb_graph_and_features, assert_close, check_layer_gradient, layer_output,
-        proptest_config, random_features, random_graph,
+        GradCheck, arb_graph_and_features, check_layer_gradient, proptest_config, random_features,
+        random_graph,
     };
     use crate::{Features, GraphCtx, Inputs, apply};
-    use ndarray::{Array2, Ix3};
+    use ndarray::Array2;
     use proptest::prelude::*;
     use rand::SeedableRng;
     use shade_graph::Graph;
 
     /// The definition with loops; `e` are the edge features when `edge_dim` (the
-    /// added self-loops' filled by `conv.fill_value`).
-    fn reference(
-        conv: &GATv2Conv,
-        g: &shade_graph::Graph,
-        x: &Array2<f64>,
-        e: Option<&Array2<f64>>,
-        p: &Params<f64>,
-    ) -> Array2<f64> {
-        let n = x.nrows();
-        let (h, c) = (conv.heads, conv.out_channels);
+    /// added self-loops' filled by the layer's `fill_value`).
+    fn reference(conv: &GATv2Conv, (g, x, e): Case<'_>, p: &Params<f64>) -> Array2<f64> {
+        let o = &conv.options;
+        let (h, c) = (o.heads, conv.out_channels);
         let xl = affine(x, &m(p, "lin_l.weight"), Some(&v(p, "lin_l.bias")));
         let xr = if conv.share_weights {
             xl.clone()
         } else {
             affine(x, &m(p, "lin_r.weight"), Some(&v(p, "lin_r.bias")))
         };
-        let att = p
-            .get("att")
-            .unwrap()
-            .clone()
-            .into_dimensionality::<Ix3>()
-            .unwrap();
-        let (edges, attrs) = attention_edge_list(g, e, conv.add_self_loops, conv.fill_value);
+        let att = t3(p, "att");
+        let (edges, attrs) = attention_edge_list(g, e, o.add_self_loops, o.fill_value);
         // W_e e_ij per edge, or zeros.
         let we = match &attrs {
             Some(a) => affine(a, &m(p, "lin_edge.weight"), None),
             None => Array2::zeros((edges.len(), h * c)),
         };
-        let mut out = Array2::zeros((n, conv.out_width()));
-        for i in 0..n {
-            let inc: Vec<(usize, usize)> = edges
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.1 == i)
-                .map(|(id, e)| (id, e.0))
-                .collect();
-            for k in 0..h {
-                let score = |id: usize, j: usize| -> f64 {
-                    (0..c)
-                        .map(|q| {
-                            let s = xl[[j, k * c + q]] + xr[[i, k * c + q]] + we[[id, k * c + q]];
-                            let s = if s > 0.0 { s } else { conv.negative_slope * s };
-                            att[[0, k, q]] * s
-                        })
-                        .sum()
-                };
-                let z: f64 = inc.iter().map(|&(id, j)| score(id, j).exp()).sum();
-                for &(id, j) in &inc {
-                    let a = score(id, j).exp() / z;
-                    for q in 0..c {
-                        if conv.concat {
-                            out[[i, k * c + q]] += a * xl[[j, k * c + q]];
-                        } else {
-                            out[[i, q]] += a * xl[[j, k * c + q]] / h as f64;
-                        }
-                    }
-                }
-            }
-        }
-        if conv.residual {
-            out += &affine(x, &m(p, "res.weight"), None);
-        }
-        out + v(p, "bias")
+        let score = |id: usize, i: usize, j: usize, k: usize| -> f64 {
+            (0..c)
+                .map(|q| {
+                    let s = xl[[j, k * c + q]] + xr[[i, k * c + q]] + we[[id, k * c + q]];
+                    let s = if s > 0.0 { s } else { o.negative_slope * s };
+                    att[[0, k, q]] * s
+                })
+                .sum()
+        };
+        gat_output((x, p), o, (c, &edges), score, &xl)
     }
 
+    /// Every option set of `for_each_reference_case`, each with own and shared
+    /// weights, with non-zero biases.
     #[test]
     fn matches_dense_reference() {
-        let g = random_graph(7, 15, 2);
-        let x = random_features(8, 3, 3);
-        for conv in [
-            GATv2Conv::new(3, 2).with_heads(3),
-            GATv2Conv::new(3, 4).with_heads(2).with_concat(false),
-            GATv2Conv::new(3, 2).with_heads(3).with_residual(true),
-            GATv2Conv::new(3, 4)
-                .with_heads(2)
-                .with_concat(false)
-                .with_residual(true),
-            GATv2Conv {
-                add_self_loops: false,
-                ..GATv2Conv::new(3, 2).with_share_weights(true)
-            },
-        ] {
-            let (y, p) = layer_output(&conv, Some(&g), &x, 4);
-            // Non-zero biases so that they are checked too.
-            let mut p = p;
-            for name in ["lin_l.bias", "bias"] {
-                let b = p.get_mut(name).unwrap();
-                b.iter_mut()
-                    .enumerate()
-                    .for_each(|(i, v)| *v = 0.1 * i as f64 - 0.2);
+        for_each_reference_case(|options, case| {
+            for share_weights in [false, true] {
+                let conv = GATv2Conv {
+                    options,
+                    share_weights,
+                    ..GATv2Conv::new(3, 2)
+                };
+                let biases = ["lin_l.bias", "bias"];
+                check_against(&conv, case, &biases, |p| reference(&conv, case, p));
             }
-            let ctx = GraphCtx::<f64>::new(&g);
-            let f = Features::dense(x.clone());
-            let mut rng = StdRng::seed_from_u64(0);
-            let (y2, _) = apply(
-                &conv,
-                &Inputs::new(&ctx, &f),
-                &p,
-                &State::new(),
-                false,
-                &mut rng,
-            )
-            .unwrap();
-            assert_eq!(y.ncols(), conv.out_width());
-            assert_close(
-                &y2.into_dimensionality().unwrap(),
-                &reference(&conv, &g, &x, None, &p),
-                1e-12,
-            );
-        }
-    }
-
-    /// `edge_dim` with the fills of the self-loops' edge features, without loops, with
-    /// shared weights; non-zero biases.
-    #[test]
-    fn edge_features_match_dense_reference() {
-        let g = random_graph(7, 15, 2);
-        let x = random_features(8, 3, 3);
-        let e = random_features(g.num_edges(), 2, 5);
-        let ctx = GraphCtx::<f64>::new(&g);
-        let (f, ed) = (Features::dense(x.clone()), e.clone().into_dyn());
-        let base = GATv2Conv::new(3, 2).with_heads(3).with_edge_dim(2);
-        for conv in [
-            base,
-            base.with_fill_value(FillValue::Add),
-            base.with_fill_value(FillValue::Max),
-            base.with_fill_value(FillValue::Const(-0.3)),
-            GATv2Conv::new(3, 4)
-                .with_heads(2)
-                .with_concat(false)
-                .with_share_weights(true)
-                .with_edge_dim(2),
-            GATv2Conv {
-                add_self_loops: false,
-                ..base
-            },
-        ] {
-            let mut rng = StdRng::seed_from_u64(5);
-            let (mut p, st) = Layer::<f64>::init(&conv, &mut rng);
-            for name in ["lin_l.bias", "bias"] {
-                p.get_mut(name)
-                    .unwrap()
-                    .iter_mut()
-                    .enumerate()
-                    .for_each(|(i, v)| *v = 0.1 * i as f64 - 0.2);
-            }
-            let inputs = Inputs::new(&ctx, &f).with_edge_attr(&ed);
-            let (y, _) = apply(&conv, &inputs, &p, &st, false, &mut rng).unwrap();
-            let r = reference(&conv, &g, &x, Some(&e), &p);
-            assert_close(&y.into_dimensionality().unwrap(), &r, 1e-12);
-        }
+        });
     }
 
     #[test]
@@ -408,7 +202,11 @@ mod tests {
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(x);
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0404");
+        assert_eq!(
+            err.to_string(),
+            "GATv2Conv: invalid setting `heads` = 0: expected at least 1"
+        );
     }
 
     /// A case the fuzzer found: with zero features and zero biases the scores sit
@@ -422,10 +220,7 @@ mod tests {
         let mut x = Array2::zeros((5, 3));
         x[[2, 2]] = -0.5792655263654448;
         let conv = GATv2Conv::new(3, 2).with_heads(2);
-        let dropout = GATv2Conv {
-            dropout: 0.4,
-            ..conv
-        };
+        let dropout = conv.with_dropout(0.4);
         check_layer_gradient(&conv, Some(&g), &x).unwrap();
         let train = GradCheck {
             training: true,
@@ -464,30 +259,16 @@ mod tests {
 
     proptest! {
         #![proptest_config(proptest_config(24))]
+        /// Every parameter, the input and the edge features (`check_gradient_cases`,
+        /// with shared weights for the averaged heads).
         #[test]
         fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
-            check_layer_gradient(&GATv2Conv::new(3, 2).with_heads(2), Some(&g), &x).map_err(TestCaseError::fail)?;
-            check_layer_gradient(&GATv2Conv::new(3, 2).with_heads(2).with_residual(true), Some(&g), &x).map_err(TestCaseError::fail)?;
-            check_layer_gradient(&GATv2Conv { add_self_loops: false, ..GATv2Conv::new(3, 2).with_heads(2).with_concat(false).with_share_weights(true) }, Some(&g), &x).map_err(TestCaseError::fail)?;
-            // Attention dropout in training (a fixed random stream per evaluation).
-            GradCheck { training: true, ..GradCheck::new(Some(&g), &x) }
-                .run(&GATv2Conv { dropout: 0.4, ..GATv2Conv::new(3, 2).with_heads(2) }).map_err(TestCaseError::fail)?;
-        }
-
-        /// With edge features: every parameter and the input, the fill by mean and by
-        /// min, shared weights, and attention dropout in training.
-        #[test]
-        fn edge_dim_gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
-            let ne = g.num_edges();
-            let check = |conv: GATv2Conv, training: bool| GradCheck {
-                edge_attr: Some(random_features(ne, 2, 7).into_dyn()),
-                training,
-                ..GradCheck::new(Some(&g), &x)
-            }.run(&conv);
-            let conv = GATv2Conv::new(3, 2).with_heads(2).with_edge_dim(2);
-            check(conv, false).map_err(TestCaseError::fail)?;
-            check(conv.with_concat(false).with_share_weights(true).with_fill_value(FillValue::Min), false).map_err(TestCaseError::fail)?;
-            check(GATv2Conv { dropout: 0.4, ..conv }, true).map_err(TestCaseError::fail)?;
+            check_gradient_cases((&g, &x), |options| GATv2Conv {
+                options,
+                share_weights: !options.concat,
+                ..GATv2Conv::new(3, 2)
+            })
+            .map_err(TestCaseError::fail)?;
         }
     }
 }

@@ -1,14 +1,14 @@
 //! `GCNConv` (Kipf & Welling, 2017) with PyTorch Geometric's options and defaults.
 
-use super::blocks::bad_option;
+use super::blocks::no_edge_features;
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::init;
 use crate::layer::{Env, Input, Layer};
-use crate::ops::gcn_norm_values;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
+use shade_graph::GcnNorm;
 
 /// `X' = Â · X · Wᵀ + b` with `Â = D^-1/2 (A + I) D^-1/2` (PyG's `GCNConv`).
 ///
@@ -81,6 +81,17 @@ impl GCNConv {
     }
 }
 
+impl GCNConv {
+    /// The normalisation options of the graph's adjacency (PyG's `gcn_norm`).
+    fn norm(&self) -> GcnNorm {
+        GcnNorm {
+            add_self_loops: self.add_self_loops,
+            improved: self.improved,
+            weighted: true,
+        }
+    }
+}
+
 impl<T: Float> Layer<T> for GCNConv {
     fn name(&self) -> &'static str {
         "GCNConv"
@@ -102,40 +113,41 @@ impl<T: Float> Layer<T> for GCNConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GCNConv")?;
         // The adjacency: a cached constant, or cached structure with values on the tape.
         let (a, values) = match self.edge_weight {
-            GcnEdgeWeight::Graph if self.normalize => {
-                (g.gcn_adjacency(self.improved, self.add_self_loops), None)
-            }
+            GcnEdgeWeight::Graph if self.normalize => (g.normalized_adjacency(self.norm()), None),
             GcnEdgeWeight::Graph => (g.edges().weighted_sum_matrix(), None),
             GcnEdgeWeight::EdgeAttr => {
+                let ne = g.edges().num_edges();
                 let ew = env.edge_attr.ok_or_else(|| {
-                    bad_option(
-                        "GCNConv",
-                        "edge weights from edge features, but the call has none".into(),
-                    )
+                    no_edge_features(format!("`[{ne}]` or `[{ne}, 1]` edge weights"))
                 })?;
                 let shape = t.shape(ew)?.to_vec();
-                let ne = g.edges().num_edges();
                 if !(shape == [ne] || shape == [ne, 1]) {
-                    return Err(AdError::ShapeMismatch {
-                        op: "GCNConv edge weights",
-                        left: vec![ne, 1],
-                        right: shape,
+                    return Err(GnnError::InputShape {
+                        what: "the edge weight array".into(),
+                        found: format!("shape {shape:?}"),
+                        param: None,
+                        expected: format!("one weight per edge, [{ne}] or [{ne}, 1]"),
                     });
                 }
-                let edges = g.gcn_edges(self.improved, self.normalize && self.add_self_loops);
-                let v = gcn_norm_values(t, edges, g.num_nodes(), self.normalize, ew)?;
-                (&edges.matrix, Some(v))
+                // Without normalisation no loops are added (PyG's `normalize=False`).
+                let opts = GcnNorm {
+                    add_self_loops: self.normalize && self.add_self_loops,
+                    ..self.norm()
+                };
+                let edges = g.normalized_edges(opts);
+                let v = t.sym_norm_values(ew, edges.sym_norm(self.normalize))?;
+                (g.normalized_adjacency(opts), Some(v))
             }
         };
         let prop = |t: &mut Tape<'a, T>, h: Var| match values {
             None => t.spmm(a, h),
             Some(v) => t.spmm_values(a, v, h),
         };
-        let w = p.get("lin.weight")?;
+        let w = p.param("lin.weight")?;
         let transform_first =
             matches!(x, Input::Sparse(_)) || self.out_channels <= self.in_channels;
         let mut y = if transform_first {
@@ -147,7 +159,7 @@ impl<T: Float> Layer<T> for GCNConv {
             Input::Dense(h).linear(t, w)?
         };
         if self.bias {
-            y = crate::ops::add_bias(t, y, p.get("bias")?)?;
+            y = t.add(y, p.get("bias")?)?;
         }
         Ok(y)
     }
@@ -328,7 +340,11 @@ mod tests {
             &mut rng,
         )
         .unwrap_err();
-        assert_eq!(e.code(), "SHADE-E0114", "{e}");
+        assert_eq!(e.code(), "SHADE-E0409", "{e}");
+        assert_eq!(
+            e.to_string(),
+            "GCNConv: the layer reads the graph, but the call has no graph"
+        );
     }
 
     /// Edge weights from the call's edge features give the same output as the same
@@ -386,11 +402,25 @@ mod tests {
         let run = |inputs: &Inputs<'_, f64>| {
             apply(&conv, inputs, &p, &st, false, &mut StdRng::seed_from_u64(0)).unwrap_err()
         };
-        assert_eq!(run(&Inputs::new(&ctx, &f)).code(), "SHADE-E0114");
-        let wide = ndarray::ArrayD::zeros(ndarray::IxDyn(&[g.num_edges(), 2]));
+        let ne = g.num_edges();
+        let e = run(&Inputs::new(&ctx, &f));
+        assert_eq!(e.code(), "SHADE-E0405");
         assert_eq!(
-            run(&Inputs::new(&ctx, &f).with_edge_attr(&wide)).code(),
-            "SHADE-E0110"
+            e.to_string(),
+            format!(
+                "GCNConv: edge features: expected `[{ne}]` or `[{ne}, 1]` edge weights, found \
+                 none (give them with `Inputs::with_edge_attr`)"
+            )
+        );
+        let wide = ndarray::ArrayD::zeros(ndarray::IxDyn(&[ne, 2]));
+        let e = run(&Inputs::new(&ctx, &f).with_edge_attr(&wide));
+        assert_eq!(e.code(), "SHADE-E0410");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "GCNConv: the edge weight array has shape [{ne}, 2] but the layer expects one \
+                 weight per edge, [{ne}] or [{ne}, 1]"
+            )
         );
         // One row per edge is checked for every layer before the call (a data error).
         let short = ndarray::ArrayD::zeros(ndarray::IxDyn(&[g.num_edges() - 1]));

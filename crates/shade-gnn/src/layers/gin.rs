@@ -1,12 +1,12 @@
 //! `GINConv` (Xu et al., 2019) with PyTorch Geometric's options and defaults.
 
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
 use crate::message::{Aggr, Message, propagate};
 use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::{ArrayD, IxDyn};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Graph isomorphism network layer: `x'_i = h_Θ((1 + ε) x_i + Σ_{j -> i} x_j)` with a
@@ -63,7 +63,7 @@ pub(crate) fn gin_update<'a, T: Float>(
     (eps, train_eps): (f64, bool),
     p: ParamVars<'_>,
     mut st: StateScope<'_, T>,
-) -> AdResult<Var> {
+) -> GnnResult<Var> {
     let root = if train_eps {
         let one = t.scalar(T::one());
         let s = t.add(one, p.get("eps")?)?;
@@ -98,7 +98,7 @@ impl<T: Float> Layer<T> for GINConv<T> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GINConv")?;
         let x = x.dense(t)?;
         let agg = propagate(t, g.edges(), x, Message::CopySrc, Aggr::Sum)?;

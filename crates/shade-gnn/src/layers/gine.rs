@@ -1,7 +1,8 @@
 //! `GINEConv` (Hu et al., 2020): GIN with edge features, as PyTorch Geometric's.
 
-use super::blocks::{bad_option, linear};
+use super::blocks::{linear, no_edge_features};
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::message::{Aggr, aggregate, gather_src};
@@ -9,7 +10,6 @@ use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::{ArrayD, IxDyn};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// `x'_i = h_Θ((1 + ε) x_i + Σ_{j -> i} ReLU(x_j + e_ji))` with a user-given network
 /// `h_Θ` and the edge features `e_ji` of the call ([`Env::edge_attr`]).
@@ -94,14 +94,11 @@ impl<T: Float> Layer<T> for GINEConv<T> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GINEConv")?;
-        let e = env.edge_attr.ok_or_else(|| {
-            bad_option(
-                "GINEConv",
-                "this layer needs edge features (`edge_attr`)".into(),
-            )
-        })?;
+        let e = env
+            .edge_attr
+            .ok_or_else(|| no_edge_features("`[E, D]` edge features".into()))?;
         let x = x.dense(t)?;
         let e = if self.edge_dim.is_some() {
             linear(t, Input::Dense(e), &p, "lin", true)?
@@ -109,11 +106,22 @@ impl<T: Float> Layer<T> for GINEConv<T> {
             e
         };
         let (xs, es) = (t.shape(x)?.to_vec(), t.shape(e)?.to_vec());
-        if es.len() != 2 || xs.get(1) != es.get(1) || es[0] != g.edges().num_edges() {
-            return Err(AdError::ShapeMismatch {
-                op: "GINEConv (node features [N, F] vs edge features [E, F])",
-                left: xs,
-                right: es,
+        let ne = g.edges().num_edges();
+        if es.len() != 2 || xs.get(1) != es.get(1) || es[0] != ne {
+            let f = xs.get(1).copied().unwrap_or(0);
+            let via = if self.edge_dim.is_some() {
+                " after `lin`"
+            } else {
+                ""
+            };
+            return Err(GnnError::InputShape {
+                what: format!("the edge feature array{via}"),
+                found: format!("shape {es:?}"),
+                param: None,
+                expected: format!(
+                    "[{ne}, {f}], one row per edge as wide as the node features \
+                     (or set edge_dim to map them)"
+                ),
             });
         }
         let xj = gather_src(t, g.edges(), x)?;
@@ -220,10 +228,24 @@ mod tests {
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(x.clone());
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114", "{err}");
+        assert_eq!(err.code(), "SHADE-E0405", "{err}");
+        assert_eq!(
+            err.to_string(),
+            "GINEConv: edge features: expected `[E, D]` edge features, found none (give them \
+             with `Inputs::with_edge_attr`)"
+        );
         let e = random_features(g.num_edges(), 2, 3);
         let err = run(&conv, &g, &x, &e).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0110", "{err}");
+        assert_eq!(err.code(), "SHADE-E0410", "{err}");
+        let ne = g.num_edges();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "GINEConv: the edge feature array has shape [{ne}, 2] but the layer expects \
+                 [{ne}, 3], one row per edge as wide as the node features (or set edge_dim to \
+                 map them)"
+            )
+        );
     }
 
     proptest! {

@@ -2,12 +2,12 @@
 
 use super::blocks::linear;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::message::{Aggr, Message, propagate};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// `x'_i = W_1 x_i + W_2 · aggr_{j -> i} e_ji · x_j` (edge weights `e_ji`, ones when
@@ -69,9 +69,9 @@ impl<T: Float> Layer<T> for GraphConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GraphConv")?;
-        let w = p.get("lin_rel.weight")?;
+        let w = p.param("lin_rel.weight")?;
         let mut y = if matches!(self.aggr, Aggr::Sum | Aggr::Mean) {
             let h = x.linear(t, w)?;
             propagate(t, g.edges(), h, Message::WeightedSrc, self.aggr)?
@@ -84,7 +84,7 @@ impl<T: Float> Layer<T> for GraphConv {
             y = t.add(y, p.get("lin_rel.bias")?)?;
         }
         let r = linear(t, x, &p, "lin_root", false)?;
-        t.add(y, r)
+        Ok(t.add(y, r)?)
     }
 
     fn is_graph_layer(&self) -> bool {

@@ -1,15 +1,15 @@
 //! `NNConv` (Gilmer et al., 2017; edge-conditioned convolution) with PyTorch
 //! Geometric's options and defaults.
 
-use super::blocks::{bad_option, linear};
+use super::blocks::{linear, no_edge_features};
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::init;
-use crate::layer::{Env, Input, Layer};
+use crate::layer::{Env, Input, Layer, forward_sublayer};
 use crate::message::{Aggr, aggregate, gather_src};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// Edge-conditioned convolution: `x'_i = Θ x_i + aggr_{j -> i} x_j · h_Θ(e_ij) + b`,
 /// where the edge network `h_Θ` maps every edge's features to an `[in, out]` weight
@@ -92,26 +92,26 @@ impl<T: Float> Layer<T> for NNConv<T> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("NNConv")?;
         let (i, o) = (self.in_channels, self.out_channels);
-        let e = env.edge_attr.ok_or_else(|| {
-            bad_option(
-                "NNConv",
-                "this layer needs edge features (`edge_attr`)".into(),
-            )
-        })?;
-        let w = env.without_graph(|env| {
-            self.nn
-                .forward(t, env, Input::Dense(e), p.scope("nn"), st.scope("nn"))
-        })?;
+        let e = env
+            .edge_attr
+            .ok_or_else(|| no_edge_features("`[E, D]` edge features".into()))?;
+        let (np, ns) = (p.scope("nn"), st.scope("nn"));
+        let w =
+            env.without_graph(|env| forward_sublayer(&*self.nn, t, env, Input::Dense(e), np, ns))?;
         let ne = g.edges().num_edges();
         let ws = t.shape(w)?.to_vec();
         if ws != [ne, i * o] {
-            return Err(AdError::ShapeMismatch {
-                op: "NNConv (edge network output vs [E, in·out])",
-                left: vec![ne, i * o],
-                right: ws,
+            return Err(GnnError::InputShape {
+                what: "the output of `nn`".into(),
+                found: format!("shape {ws:?}"),
+                param: None,
+                expected: format!(
+                    "[{ne}, {}] (one in × out = {i} × {o} matrix per edge)",
+                    i * o
+                ),
             });
         }
         let w = t.reshape(w, &[ne, i, o])?;
@@ -232,9 +232,17 @@ mod tests {
             &mut rng,
         )
         .unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0110");
+        assert_eq!(err.code(), "SHADE-E0410");
+        let ne = g.num_edges();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "NNConv: the output of `nn` has shape [{ne}, 6] but the layer expects [{ne}, 4] \
+                 (one in × out = 2 × 2 matrix per edge)"
+            )
+        );
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0405");
     }
 
     proptest! {

@@ -2,13 +2,14 @@
 //! PyG's `LayerNorm(mode="graph")` over each graph of a batch, and `nn.BatchNorm1d`
 //! over the node axis).
 
+use super::blocks::rows_per_node;
 use crate::ctx::{Float, GraphCtx};
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// `(x - mean) / sqrt(var + eps)` over `axis` of a 2-D value, as `[N, 1]` or `[1, F]`
 /// statistics; returns the normalised value, the mean and the (biased) variance.
@@ -17,7 +18,7 @@ fn standardise<T: Float>(
     x: Var,
     axis: usize,
     eps: f64,
-) -> AdResult<(Var, Var, Var)> {
+) -> GnnResult<(Var, Var, Var)> {
     let s = t.shape(x)?.to_vec();
     let keep = if axis == 1 { [s[0], 1] } else { [1, s[1]] };
     let m = t.mean_axis(x, axis)?;
@@ -32,15 +33,14 @@ fn standardise<T: Float>(
     Ok((t.div(xc, d)?, m, v))
 }
 
-fn affine<T: Float>(t: &mut Tape<'_, T>, y: Var, p: &ParamVars<'_>) -> AdResult<Var> {
-    let y = match p.opt("weight") {
-        Some(w) => t.mul(y, w)?,
-        None => y,
-    };
-    match p.opt("bias") {
-        Some(b) => t.add(y, b),
-        None => Ok(y),
+/// `y · weight + bias` with the layer's parameters when `on` (the layer's affine
+/// option; a missing parameter is then [`GnnError::MissingParam`](crate::GnnError::MissingParam)), else `y`.
+fn affine<T: Float>(t: &mut Tape<'_, T>, y: Var, p: &ParamVars<'_>, on: bool) -> GnnResult<Var> {
+    if !on {
+        return Ok(y);
     }
+    let y = t.mul(y, p.get("weight")?)?;
+    Ok(t.add(y, p.get("bias")?)?)
 }
 
 /// What [`LayerNorm`] normalises over (PyG's `mode`).
@@ -68,8 +68,7 @@ pub enum LayerNormMode {
 ///   the square root there too. PyG's call *without* `batch` divides by `σ + ε`
 ///   instead, which differs by `O(ε)`). A graph without nodes contributes nothing.
 ///   Reads the graph: without one the forward pass fails with
-///   [`AdError::InvalidArgument`](shade_autodiff::AdError::InvalidArgument)
-///   (`SHADE-E0114`).
+///   [`GnnError::NoGraph`](crate::GnnError::NoGraph) (`SHADE-E0409`).
 ///
 /// Parameters `weight` (ones) and `bias` (zeros) of shape `[F]` when
 /// `elementwise_affine` (default; PyG's `affine`); `eps = 1e-5`.
@@ -130,14 +129,10 @@ fn standardise_graph<'a, T: Float>(
     ctx: &'a GraphCtx<T>,
     x: Var,
     eps: f64,
-) -> AdResult<Var> {
+) -> GnnResult<Var> {
     let s = t.shape(x)?.to_vec();
     if s.len() != 2 || s[0] != ctx.num_nodes() {
-        return Err(AdError::ShapeMismatch {
-            op: "LayerNorm graph mode (rows of x vs nodes)",
-            left: vec![ctx.num_nodes()],
-            right: s,
-        });
+        return Err(rows_per_node(&s, ctx.num_nodes()));
     }
     let f = s[1] as f64;
     let batch = ctx.batch();
@@ -146,11 +141,11 @@ fn standardise_graph<'a, T: Float>(
         &ctx.graph_sizes()
             .mapv(|c| T::one() / (c.max(T::one()) * T::cst(f))),
     );
-    let per_graph = |t: &mut Tape<'a, T>, v: Var| -> AdResult<Var> {
+    let per_graph = |t: &mut Tape<'a, T>, v: Var| -> GnnResult<Var> {
         let sum = t.scatter_add(v, batch, g)?;
         let sum = t.sum_axis(sum, 1)?;
         let sum = t.reshape(sum, &[g, 1])?;
-        t.mul(sum, inv)
+        Ok(t.mul(sum, inv)?)
     };
     let m = per_graph(t, x)?;
     let mr = t.index_select(m, batch)?;
@@ -161,7 +156,7 @@ fn standardise_graph<'a, T: Float>(
     let ve = t.add(v, e)?;
     let d = t.sqrt(ve)?;
     let dr = t.index_select(d, batch)?;
-    t.div(xc, dr)
+    Ok(t.div(xc, dr)?)
 }
 
 impl<T: Float> Layer<T> for LayerNorm {
@@ -186,19 +181,19 @@ impl<T: Float> Layer<T> for LayerNorm {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let y = match self.mode {
             LayerNormMode::Node => {
                 let x = x.dense(t)?;
                 standardise(t, x, 1, self.eps)?.0
             }
             LayerNormMode::Graph => {
-                let g = env.graph("LayerNorm (mode Graph)")?;
+                let g = env.graph("LayerNorm")?;
                 let x = x.dense(t)?;
                 standardise_graph(t, g, x, self.eps)?
             }
         };
-        affine(t, y, &p)
+        affine(t, y, &p, self.elementwise_affine)
     }
     fn is_graph_layer(&self) -> bool {
         self.mode == LayerNormMode::Graph
@@ -296,7 +291,7 @@ impl<T: Float> Layer<T> for BatchNorm {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let x = x.dense(t)?;
         let y = if !self.track_running_stats {
             standardise(t, x, 0, self.eps)?.0
@@ -326,7 +321,7 @@ impl<T: Float> Layer<T> for BatchNorm {
             let xc = t.sub(x, rm)?;
             t.div(xc, rs)?
         };
-        affine(t, y, &p)
+        affine(t, y, &p, self.affine)
     }
 }
 
@@ -495,7 +490,11 @@ mod tests {
             &mut StdRng::seed_from_u64(0),
         )
         .unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114", "{err}");
+        assert_eq!(err.code(), "SHADE-E0401", "{err}");
+        assert_eq!(
+            err.to_string(),
+            "BatchNorm: parameter `running_mean` is missing from the store"
+        );
         // Affine parameters of the wrong width: a shape error.
         let err = apply(
             &bn,
@@ -632,11 +631,16 @@ mod tests {
             &mut StdRng::seed_from_u64(0),
         )
         .unwrap_err();
-        assert_eq!(e.code(), "SHADE-E0114", "{e}");
+        assert_eq!(e.code(), "SHADE-E0409", "{e}");
+        assert_eq!(
+            e.to_string(),
+            "LayerNorm: the layer reads the graph, but the call has no graph"
+        );
         // Rows that are not the graph's nodes: a shape error, not a panic.
         let ctx = GraphCtx::<f64>::new(&random_graph(4, 3, 2));
         let mut rng = StdRng::seed_from_u64(0);
         let (pp, st) = Layer::<f64>::init(&graph, &mut rng);
+        let carry = crate::ErrorCarry::new();
         let r = tensor::value(
             &mut TapeBuffers::new(),
             |t, h: Vec<Var>| {
@@ -649,13 +653,14 @@ mod tests {
                     arena: None,
                 };
                 let names = pp.names();
-                graph.forward(
+                let r = graph.forward(
                     t,
                     &mut env,
                     Input::Dense(h[2]),
                     ParamVars::new(names, &h[..2]),
                     StateScope::new(&mut st),
-                )
+                );
+                carry.lift(r)
             },
             vec![
                 Const(pp.get("weight").unwrap()),
@@ -664,7 +669,12 @@ mod tests {
             ],
         )
         .unwrap_err();
-        assert_eq!(r.code(), "SHADE-E0110", "{r}");
+        let r = carry.land::<()>(Err(r)).unwrap_err();
+        assert_eq!(r.code(), "SHADE-E0410", "{r}");
+        assert_eq!(
+            r.to_string(),
+            "input has 3 rows but the layer expects one row per node of the graph, [5, features]"
+        );
     }
 
     /// One to three graphs from [`arb_graph`] batched with a single-node graph.

@@ -5,12 +5,12 @@ use super::Activation;
 use super::attention::edge_features;
 use super::blocks::linear;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::message::{Aggr, aggregate, gather_dst, gather_src};
-use crate::params::{ParamVars, Params, State, StateScope};
+use crate::params::{Param, ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Residual gated graph convolution:
@@ -27,8 +27,8 @@ use shade_autodiff::tensor::{Tape, Var};
 /// `root_weight`; `bias` `[out]` (zeros). Options and defaults as PyG:
 /// `act = sigmoid`, `edge_dim = None`, `root_weight = true`, `bias = true`.
 ///
-/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
-/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0405`), and so
+/// are edge features of another width (`SHADE-E0410`); without it, edge features of
 /// the call are ignored.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ResGatedGraphConv {
@@ -83,16 +83,18 @@ fn edge_linear<'a, T: Float>(
     p: ParamVars<'_>,
     in_channels: usize,
     idx: &'a [usize],
-) -> AdResult<Var> {
-    let w = p.get("weight")?;
+) -> GnnResult<Var> {
+    let w = p.param("weight")?;
     let d = t.shape(e)?[1];
-    let wx = t.narrow(w, 1, 0, in_channels)?;
-    let we = t.narrow(w, 1, in_channels, d)?;
+    // The node and edge parts of the weight keep its name for messages.
+    let part = |var| Param { var, name: w.name };
+    let wx = part(t.narrow(w.var, 1, 0, in_channels)?);
+    let we = part(t.narrow(w.var, 1, in_channels, d)?);
     let node = x.linear(t, wx)?;
     let node = t.add(node, p.get("bias")?)?;
     let node = t.index_select(node, idx)?;
     let edge = Input::Dense(e).linear(t, we)?;
-    t.add(node, edge)
+    Ok(t.add(node, edge)?)
 }
 
 impl<T: Float> Layer<T> for ResGatedGraphConv {
@@ -124,14 +126,10 @@ impl<T: Float> Layer<T> for ResGatedGraphConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
-        const NAMES: (&str, &str) = (
-            "ResGatedGraphConv",
-            "ResGatedGraphConv edge features ([E, edge_dim] vs given)",
-        );
+    ) -> GnnResult<Var> {
         let g = env.graph("ResGatedGraphConv")?;
         let edges = g.edges();
-        let e = edge_features(t, env, NAMES, self.edge_dim, edges.num_edges())?;
+        let e = edge_features(t, env, self.edge_dim, edges.num_edges())?;
         let (ki, qj, vj) = match e {
             None => {
                 let k = linear(t, x, &p, "lin_key", true)?;

@@ -2,12 +2,12 @@
 
 use super::blocks::linear;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::message::{Aggr, Message, propagate};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// `x'_i = W_l · aggr_{j -> i} x_j + b + W_r x_i`, optionally L2-normalised per row.
@@ -96,13 +96,13 @@ impl<T: Float> Layer<T> for SAGEConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("SAGEConv")?;
-        let wl = p.get("lin_l.weight")?;
+        let wl = p.param("lin_l.weight")?;
         // The source side: the raw features or their projection.
         let xs = if self.project {
             let h = linear(t, x, &p, "lin", true)?;
-            Input::Dense(crate::ops::relu(t, h)?)
+            Input::Dense(t.relu(h)?)
         } else {
             x
         };
@@ -118,10 +118,10 @@ impl<T: Float> Layer<T> for SAGEConv {
             Input::Dense(a).linear(t, wl)?
         };
         if self.bias {
-            y = crate::ops::add_bias(t, y, p.get("lin_l.bias")?)?;
+            y = t.add(y, p.get("lin_l.bias")?)?;
         }
         if self.root_weight {
-            let r = x.linear(t, p.get("lin_r.weight")?)?;
+            let r = x.linear(t, p.param("lin_r.weight")?)?;
             y = t.add(y, r)?;
         }
         if self.normalize {

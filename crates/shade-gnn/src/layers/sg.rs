@@ -1,13 +1,14 @@
 //! `SGConv` (Wu et al., 2019) with PyTorch Geometric's options and defaults.
 
-use super::blocks::linear;
+use super::blocks::{linear, rows_per_node};
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
+use shade_graph::GcnNorm;
 
 /// Simplified graph convolution: `x' = Θ (Â^K x) + b` with the GCN-normalised
 /// adjacency `Â = D^-1/2 (A + I) D^-1/2`.
@@ -86,9 +87,12 @@ impl<T: Float> Layer<T> for SGConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("SGConv")?;
-        let a = g.gcn_adjacency(false, self.add_self_loops);
+        let a = g.normalized_adjacency(GcnNorm {
+            add_self_loops: self.add_self_loops,
+            ..GcnNorm::default()
+        });
         let (n, f) = (x.rows(t)?, x.cols(t)?);
         if self.cached {
             let hit = st.get("cache")?.shape() == [n, f];
@@ -105,15 +109,11 @@ impl<T: Float> Layer<T> for SGConv {
             return linear(t, Input::Dense(h), &p, "lin", self.bias);
         }
         if n != a.cols() {
-            return Err(AdError::ShapeMismatch {
-                op: "SGConv (rows of x vs nodes)",
-                left: vec![a.cols()],
-                right: vec![n, f],
-            });
+            return Err(rows_per_node(&[n, f], a.cols()));
         }
         let first = matches!(x, Input::Sparse(_)) || self.out_channels < f;
         let mut h = if first {
-            x.linear(t, p.get("lin.weight")?)?
+            x.linear(t, p.param("lin.weight")?)?
         } else {
             x.dense(t)?
         };
@@ -121,7 +121,7 @@ impl<T: Float> Layer<T> for SGConv {
             h = t.spmm(a, h)?;
         }
         if !first {
-            h = Input::Dense(h).linear(t, p.get("lin.weight")?)?;
+            h = Input::Dense(h).linear(t, p.param("lin.weight")?)?;
         }
         if self.bias {
             h = t.add(h, p.get("lin.bias")?)?;

@@ -1,12 +1,13 @@
 //! `TAGConv` (Du et al., 2017) with PyTorch Geometric's options and defaults.
 
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
+use shade_graph::GcnNorm;
 
 /// Topology adaptive graph convolution: `x' = Σ_{k=0}^{K} Θ_k Â^k x + b` with the
 /// GCN-normalised adjacency without added self-loops, `Â = D^-1/2 A D^-1/2` (or the
@@ -75,19 +76,22 @@ impl<T: Float> Layer<T> for TAGConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("TAGConv")?;
         let a = if self.normalize {
-            g.gcn_adjacency(false, false)
+            g.normalized_adjacency(GcnNorm {
+                add_self_loops: false,
+                ..GcnNorm::default()
+            })
         } else {
             g.edges().weighted_sum_matrix()
         };
-        let mut out = x.linear(t, p.get("lins.0.weight")?)?;
+        let mut out = x.linear(t, p.param("lins.0.weight")?)?;
         if self.k > 0 {
             let mut h = x.dense(t)?;
             for k in 1..=self.k {
                 h = t.spmm(a, h)?;
-                let y = Input::Dense(h).linear(t, p.get(&format!("lins.{k}.weight"))?)?;
+                let y = Input::Dense(h).linear(t, p.param(&format!("lins.{k}.weight"))?)?;
                 out = t.add(out, y)?;
             }
         }

@@ -1,13 +1,13 @@
 //! `TransformerConv` (Shi et al., 2021) with PyTorch Geometric's options and defaults.
 
-use super::attention::{Attention, Mask, Messages, check_heads, edge_features};
+use super::attention::{Attention, Messages, attention_builders, begin};
 use super::blocks::linear;
 use crate::ctx::Float;
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Tape, Var};
 
 /// Graph transformer: per head, `x'_i = W_1 x_i + Σ_{j -> i} α_ij (W_2 x_j + W_e e_ij)`
@@ -22,8 +22,8 @@ use shade_autodiff::tensor::{Tape, Var};
 /// PyG: `heads = 1`, `concat = true`, `beta = false`, `dropout = 0` (on `α`, in
 /// training), `edge_dim = None`, `bias = true`, `root_weight = true`.
 ///
-/// With `edge_dim`, a call without edge features is an error (`SHADE-E0114`), and so
-/// are edge features of another width (`SHADE-E0110`); without it, edge features of
+/// With `edge_dim`, a call without edge features is an error (`SHADE-E0405`), and so
+/// are edge features of another width (`SHADE-E0410`); without it, edge features of
 /// the call are ignored.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransformerConv {
@@ -63,39 +63,14 @@ impl TransformerConv {
         }
     }
 
-    /// Sets the number of heads.
-    pub fn with_heads(mut self, heads: usize) -> Self {
-        self.heads = heads;
-        self
-    }
-
-    /// Sets whether heads are concatenated.
-    pub fn with_concat(mut self, concat: bool) -> Self {
-        self.concat = concat;
-        self
-    }
-
     /// Sets the gated skip.
     pub fn with_beta(mut self, beta: bool) -> Self {
         self.beta = beta;
         self
     }
-
-    /// Reads edge features of width `d`.
-    pub fn with_edge_dim(mut self, d: usize) -> Self {
-        self.edge_dim = Some(d);
-        self
-    }
-
-    /// The output width.
-    pub fn out_width(&self) -> usize {
-        if self.concat {
-            self.heads * self.out_channels
-        } else {
-            self.out_channels
-        }
-    }
 }
+
+attention_builders!(TransformerConv);
 
 impl<T: Float> Layer<T> for TransformerConv {
     fn name(&self) -> &'static str {
@@ -138,15 +113,9 @@ impl<T: Float> Layer<T> for TransformerConv {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
-        const NAMES: (&str, &str) = (
-            "TransformerConv",
-            "TransformerConv edge features ([E, edge_dim] vs given)",
-        );
-        let g = env.graph("TransformerConv")?;
-        check_heads("TransformerConv", self.heads, self.dropout)?;
-        let edges = g.edges();
-        let e = edge_features(t, env, NAMES, self.edge_dim, edges.num_edges())?;
+    ) -> GnnResult<Var> {
+        let opts = (self.heads, self.dropout, self.edge_dim);
+        let (edges, e) = begin(t, env, "TransformerConv", opts, None)?;
         let (h, c) = (self.heads, self.out_channels);
         let n = x.rows(t)?;
         let heads = |t: &mut Tape<'a, T>, y: Var| t.reshape(y, &[n, h, c]);
@@ -177,9 +146,8 @@ impl<T: Float> Layer<T> for TransformerConv {
             channels: c,
             concat: self.concat,
             dropout: self.dropout,
-            mask: Mask::Tape,
         };
-        let mut y = tail.aggregate(t, env, edges, logits, msgs, None)?;
+        let mut y = tail.aggregate(t, env, edges, logits, msgs)?;
         if self.root_weight {
             let r = linear(t, x, &p, "lin_skip", self.bias)?;
             if self.beta {
@@ -205,24 +173,19 @@ impl<T: Float> Layer<T> for TransformerConv {
 
 #[cfg(test)]
 mod tests {
-    use super::super::blocks::reference::{affine, edge_list, m, sigmoid, v};
+    use super::super::blocks::reference::{
+        Case, affine, attention, check_against, edge_list, m, sigmoid, v,
+    };
     use super::*;
     use crate::testing::{
-        GradCheck, arb_graph_and_features, assert_close, proptest_config, random_features,
-        random_graph,
+        GradCheck, arb_graph_and_features, proptest_config, random_features, random_graph,
     };
     use crate::{Features, GraphCtx, Inputs, apply};
     use ndarray::Array2;
     use proptest::prelude::*;
     use rand::SeedableRng;
 
-    fn reference(
-        conv: &TransformerConv,
-        g: &shade_graph::Graph,
-        x: &Array2<f64>,
-        e: Option<&Array2<f64>>,
-        p: &Params<f64>,
-    ) -> Array2<f64> {
+    fn reference(conv: &TransformerConv, (g, x, e): Case<'_>, p: &Params<f64>) -> Array2<f64> {
         let n = x.nrows();
         let (h, c) = (conv.heads, conv.out_channels);
         let l = |name: &str| {
@@ -234,39 +197,19 @@ mod tests {
         };
         let (q, k, val) = (l("lin_query"), l("lin_key"), l("lin_value"));
         let ee = e.map(|e| affine(e, &m(p, "lin_edge.weight"), None));
-        let el = edge_list(g);
-        let mut out = Array2::zeros((n, conv.out_width()));
-        for i in 0..n {
-            let inc: Vec<(usize, usize)> = el
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.1 == i)
-                .map(|(id, e)| (id, e.0))
-                .collect();
-            for hh in 0..h {
-                let col = |q: usize| hh * c + q;
-                let kv = |id: usize, j: usize, mat: &Array2<f64>, q: usize| {
-                    mat[[j, col(q)]] + ee.as_ref().map_or(0.0, |ee| ee[[id, col(q)]])
-                };
-                let score = |id: usize, j: usize| {
-                    (0..c)
-                        .map(|qq| q[[i, col(qq)]] * kv(id, j, &k, qq))
-                        .sum::<f64>()
-                        / (c as f64).sqrt()
-                };
-                let z: f64 = inc.iter().map(|&(id, j)| score(id, j).exp()).sum();
-                for &(id, j) in &inc {
-                    let a = score(id, j).exp() / z;
-                    for qq in 0..c {
-                        if conv.concat {
-                            out[[i, col(qq)]] += a * kv(id, j, &val, qq);
-                        } else {
-                            out[[i, qq]] += a * kv(id, j, &val, qq) / h as f64;
-                        }
-                    }
-                }
-            }
-        }
+        let edges: Vec<(usize, usize)> = edge_list(g).iter().map(|e| (e.0, e.1)).collect();
+        // Keys and values of an edge: node rows plus the edge term.
+        let kv = |id: usize, j: usize, mat: &Array2<f64>, col: usize| {
+            mat[[j, col]] + ee.as_ref().map_or(0.0, |ee| ee[[id, col]])
+        };
+        let score = |id: usize, i: usize, j: usize, hh: usize| {
+            (0..c)
+                .map(|qq| q[[i, hh * c + qq]] * kv(id, j, &k, hh * c + qq))
+                .sum::<f64>()
+                / (c as f64).sqrt()
+        };
+        let value = |id: usize, j: usize, hh: usize, qq: usize| kv(id, j, &val, hh * c + qq);
+        let out = attention(n, &edges, (h, c, conv.concat), score, value);
         if !conv.root_weight {
             return out;
         }
@@ -294,9 +237,6 @@ mod tests {
         let g = random_graph(7, 15, 2);
         let x = random_features(8, 3, 3);
         let e = random_features(g.num_edges(), 2, 4);
-        let ctx = GraphCtx::<f64>::new(&g);
-        let f = Features::dense(x.clone());
-        let ed = e.clone().into_dyn();
         for conv in [
             TransformerConv::new(3, 2).with_heads(3),
             TransformerConv::new(3, 4)
@@ -312,12 +252,10 @@ mod tests {
                 ..TransformerConv::new(3, 2)
             },
         ] {
-            let mut rng = StdRng::seed_from_u64(5);
-            let (p, st) = Layer::<f64>::init(&conv, &mut rng);
-            let inputs = Inputs::new(&ctx, &f).with_edge_attr(&ed);
-            let (y, _) = apply(&conv, &inputs, &p, &st, false, &mut rng).unwrap();
-            let r = reference(&conv, &g, &x, conv.edge_dim.map(|_| &e), &p);
-            assert_close(&y.into_dimensionality().unwrap(), &r, 1e-12);
+            let ed = conv.edge_dim.map(|_| &e);
+            check_against(&conv, (&g, &x, Some(&e)), &[], |p| {
+                reference(&conv, (&g, &x, ed), p)
+            });
         }
     }
 
@@ -330,23 +268,19 @@ mod tests {
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(random_features(4, 3, 2));
         let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0405");
     }
 
     proptest! {
         #![proptest_config(proptest_config(24))]
         #[test]
         fn gradient_matches_finite_differences((g, x) in arb_graph_and_features(6, 10, 3)) {
-            let ne = g.num_edges();
-            let check = |conv: TransformerConv| GradCheck {
-                edge_attr: Some(random_features(ne, 2, 7).into_dyn()),
-                ..GradCheck::new(Some(&g), &x)
-            }.run(&conv);
+            let check = |conv: TransformerConv| GradCheck::new(Some(&g), &x).with_edge_features(2).run(&conv);
             check(TransformerConv::new(3, 2).with_heads(2)).map_err(TestCaseError::fail)?;
             check(TransformerConv::new(3, 2).with_heads(2).with_concat(false).with_beta(true).with_edge_dim(2)).map_err(TestCaseError::fail)?;
             // Attention dropout in training (a fixed random stream per evaluation).
             GradCheck { training: true, ..GradCheck::new(Some(&g), &x) }
-                .run(&TransformerConv { dropout: 0.4, ..TransformerConv::new(3, 2).with_heads(2) }).map_err(TestCaseError::fail)?;
+                .run(&TransformerConv::new(3, 2).with_heads(2).with_dropout(0.4)).map_err(TestCaseError::fail)?;
         }
     }
 }

@@ -2,11 +2,11 @@
 //! `AttentionalAggregation`).
 
 use crate::ctx::Float;
-use crate::layer::{Env, Input, Layer};
+use crate::error::{GnnError, GnnResult};
+use crate::layer::{Env, Input, Layer, forward_sublayer};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// Soft-attention readout: `out[g] = Σ_{v in g} softmax_g(h_gate(x_v)) ⊙ h(x_v)`, the
 /// softmax running over the nodes of each graph (per column of the gate).
@@ -70,17 +70,16 @@ impl<T: Float> Layer<T> for GlobalAttentionPool<T> {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GlobalAttentionPool")?;
         let (gate, h) = env.without_graph(|env| {
-            let gate = self
-                .gate_nn
-                .forward(t, env, x, p.scope("gate_nn"), st.scope("gate_nn"))?;
+            let (gp, gs) = (p.scope("gate_nn"), st.scope("gate_nn"));
+            let gate = forward_sublayer(&*self.gate_nn, t, env, x, gp, gs)?;
             let h = match &self.nn {
-                Some(nn) => nn.forward(t, env, x, p.scope("nn"), st.scope("nn"))?,
+                Some(nn) => forward_sublayer(&**nn, t, env, x, p.scope("nn"), st.scope("nn"))?,
                 None => x.dense(t)?,
             };
-            Ok::<_, AdError>((gate, h))
+            Ok::<_, GnnError>((gate, h))
         })?;
         let (gs, hs) = (t.shape(gate)?.to_vec(), t.shape(h)?.to_vec());
         let n = g.num_nodes();
@@ -90,15 +89,19 @@ impl<T: Float> Layer<T> for GlobalAttentionPool<T> {
             || hs[0] != n
             || (gs[1] != 1 && gs[1] != hs[1])
         {
-            return Err(AdError::ShapeMismatch {
-                op: "GlobalAttentionPool (gate [N, 1] or [N, F] vs features [N, F])",
-                left: gs,
-                right: hs,
+            return Err(GnnError::InputShape {
+                what: "the output of `gate_nn`".into(),
+                found: format!("shape {gs:?}"),
+                param: None,
+                expected: format!(
+                    "[{n}, 1] or [{n}, F] beside the node features of shape {hs:?} \
+                     (one row per node)"
+                ),
             });
         }
         let a = t.segment_softmax(gate, g.batch(), g.num_graphs())?;
         let w = t.mul(a, h)?;
-        t.scatter_add(w, g.batch(), g.num_graphs())
+        Ok(t.scatter_add(w, g.batch(), g.num_graphs())?)
     }
 
     fn is_graph_layer(&self) -> bool {
@@ -181,7 +184,7 @@ mod tests {
             &mut rng,
         )
         .unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0110");
+        assert_eq!(err.code(), "SHADE-E0410");
     }
 
     proptest! {

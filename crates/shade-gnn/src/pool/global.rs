@@ -1,64 +1,56 @@
 //! Global add / mean / max pooling over the graphs of a batch.
 
 use crate::ctx::{Float, GraphCtx};
+use crate::error::GnnResult;
 use crate::layer::{Env, Input, Layer};
+use crate::layers::blocks::rows_per_node;
 use crate::message::Aggr;
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
-fn check_rows<T: Float>(
-    t: &Tape<'_, T>,
-    ctx: &GraphCtx<T>,
-    x: Var,
-    op: &'static str,
-) -> AdResult<()> {
+fn check_rows<T: Float>(t: &Tape<'_, T>, ctx: &GraphCtx<T>, x: Var) -> GnnResult<()> {
     let s = t.shape(x)?;
     if s.first() != Some(&ctx.num_nodes()) {
-        return Err(AdError::ShapeMismatch {
-            op,
-            left: vec![ctx.num_nodes()],
-            right: s.to_vec(),
-        });
+        return Err(rows_per_node(s, ctx.num_nodes()));
     }
     Ok(())
 }
 
 /// `out[g] = Σ_{v in graph g} x_v`: `[num_graphs, F]`.
 ///
-/// Errors with [`AdError::ShapeMismatch`] when `x` does not have one row per node.
+/// Errors with [`GnnError::InputShape`](crate::GnnError::InputShape) when `x` does not have one row per node.
 pub fn global_add_pool<'a, T: Float>(
     t: &mut Tape<'a, T>,
     ctx: &'a GraphCtx<T>,
     x: Var,
-) -> AdResult<Var> {
-    check_rows(t, ctx, x, "global_add_pool (rows of x vs nodes)")?;
-    t.scatter_add(x, ctx.batch(), ctx.num_graphs())
+) -> GnnResult<Var> {
+    check_rows(t, ctx, x)?;
+    Ok(t.scatter_add(x, ctx.batch(), ctx.num_graphs())?)
 }
 
 /// `out[g]` = mean of the rows of graph `g` (zeros for an empty graph).
 ///
-/// Errors with [`AdError::ShapeMismatch`] when `x` does not have one row per node.
+/// Errors with [`GnnError::InputShape`](crate::GnnError::InputShape) when `x` does not have one row per node.
 pub fn global_mean_pool<'a, T: Float>(
     t: &mut Tape<'a, T>,
     ctx: &'a GraphCtx<T>,
     x: Var,
-) -> AdResult<Var> {
-    check_rows(t, ctx, x, "global_mean_pool (rows of x vs nodes)")?;
-    t.scatter_mean(x, ctx.batch(), ctx.num_graphs())
+) -> GnnResult<Var> {
+    check_rows(t, ctx, x)?;
+    Ok(t.scatter_mean(x, ctx.batch(), ctx.num_graphs())?)
 }
 
 /// `out[g]` = column-wise maximum of the rows of graph `g` (zeros for an empty graph).
 ///
-/// Errors with [`AdError::ShapeMismatch`] when `x` does not have one row per node.
+/// Errors with [`GnnError::InputShape`](crate::GnnError::InputShape) when `x` does not have one row per node.
 pub fn global_max_pool<'a, T: Float>(
     t: &mut Tape<'a, T>,
     ctx: &'a GraphCtx<T>,
     x: Var,
-) -> AdResult<Var> {
-    check_rows(t, ctx, x, "global_max_pool (rows of x vs nodes)")?;
-    t.scatter_max(x, ctx.batch(), ctx.num_graphs())
+) -> GnnResult<Var> {
+    check_rows(t, ctx, x)?;
+    Ok(t.scatter_max(x, ctx.batch(), ctx.num_graphs())?)
 }
 
 /// Global pooling as a layer (no parameters): sum, mean or max over each graph of
@@ -92,7 +84,7 @@ impl<T: Float> Layer<T> for GlobalPool {
         x: Input<'a, T>,
         _p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("GlobalPool")?;
         let x = x.dense(t)?;
         match self.aggr {
@@ -102,7 +94,7 @@ impl<T: Float> Layer<T> for GlobalPool {
             Aggr::Min => {
                 let n = t.neg(x)?;
                 let m = global_max_pool(t, g, n)?;
-                t.neg(m)
+                Ok(t.neg(m)?)
             }
         }
     }
@@ -151,13 +143,19 @@ mod tests {
         let (g, _) = batch3();
         let ctx = GraphCtx::<f64>::new(&g);
         let x = Array2::<f64>::zeros((2, 3));
-        let err = tensor::value(
-            &mut TapeBuffers::new(),
-            |t, (x,)| global_add_pool(t, &ctx, x),
-            (shade_autodiff::Const(&x),),
-        )
-        .unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0110");
+        let carry = crate::ErrorCarry::new();
+        let err = carry
+            .land(tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (x,)| carry.lift(global_add_pool(t, &ctx, x)),
+                (shade_autodiff::Const(&x),),
+            ))
+            .unwrap_err();
+        assert_eq!(err.code(), "SHADE-E0410");
+        assert_eq!(
+            err.to_string(),
+            "input has 2 rows but the layer expects one row per node of the graph, [13, features]"
+        );
     }
 
     proptest! {

@@ -1,14 +1,14 @@
 //! `Set2Set` (Vinyals et al., 2016) readout, as PyTorch Geometric's.
 
 use crate::ctx::Float;
+use crate::error::{GnnError, GnnResult};
 use crate::init;
 use crate::layer::{Env, Input, Layer};
-use crate::layers::blocks::{bad_option, lstm_cell};
+use crate::layers::blocks::{bad_option, lstm_cell, rows_per_node};
 use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::Array2;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 
 /// Set2Set readout: starting from `q* = 0`, `processing_steps` times
 /// `q = LSTM(q*)`, `e_v = ⟨x_v, q_{g(v)}⟩`, `a = softmax_g(e)`,
@@ -59,22 +59,23 @@ impl<T: Float> Layer<T> for Set2Set {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("Set2Set")?;
         if self.processing_steps == 0 {
-            return Err(bad_option(
-                "Set2Set",
-                "processing_steps = 0 (need at least 1)".into(),
-            ));
+            return Err(bad_option("processing_steps", 0, "at least 1"));
         }
         let f = self.in_channels;
         let x = x.dense(t)?;
         let xs = t.shape(x)?.to_vec();
-        if xs != [g.num_nodes(), f] {
-            return Err(AdError::ShapeMismatch {
-                op: "Set2Set (x vs [nodes, in_channels])",
-                left: vec![g.num_nodes(), f],
-                right: xs,
+        if xs.len() != 2 || xs[0] != g.num_nodes() {
+            return Err(rows_per_node(&xs, g.num_nodes()));
+        }
+        if xs[1] != f {
+            return Err(GnnError::InputShape {
+                what: "input".into(),
+                found: format!("{} features per node", xs[1]),
+                param: None,
+                expected: format!("in_channels = {f}"),
             });
         }
         let (b, batch) = (g.num_graphs(), g.batch());
@@ -144,8 +145,8 @@ mod tests {
         let f = crate::Features::dense(x);
         let mut rng = <StdRng as rand::SeedableRng>::seed_from_u64(0);
         for (s, code) in [
-            (Set2Set::new(3, 0), "SHADE-E0114"),
-            (Set2Set::new(2, 1), "SHADE-E0110"),
+            (Set2Set::new(3, 0), "SHADE-E0404"),
+            (Set2Set::new(2, 1), "SHADE-E0410"),
         ] {
             let (p, st) = Layer::<f64>::init(&s, &mut rng);
             let err = crate::apply(&s, &crate::Inputs::new(&ctx, &f), &p, &st, false, &mut rng)

@@ -3,14 +3,14 @@
 //! nodes above a softmax score.
 
 use crate::ctx::{Float, GraphArena, GraphCtx};
+use crate::error::GnnResult;
 use crate::init;
 use crate::layer::{Env, Input, Layer};
 use crate::layers::Activation;
-use crate::layers::blocks::{RowGather, bad_option};
+use crate::layers::blocks::{bad_option, rows_per_node};
 use crate::params::{ParamVars, Params, State, StateScope};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
-use shade_autodiff::{AdError, AdResult};
 use shade_graph::Graph;
 
 /// The tolerance of PyG's `topk` under `min_score`: a graph keeps the nodes scoring
@@ -170,19 +170,18 @@ impl TopKPool {
 
     /// The options in effect, checked: `ratio` (without `min_score`), `min_score`,
     /// `multiplier`.
-    fn check(&self) -> AdResult<()> {
-        let what = match (self.min_score, self.ratio) {
-            (Some(m), _) if !m.is_finite() => format!("min_score = {m} (need a finite value)"),
+    fn check(&self) -> GnnResult<()> {
+        Err(match (self.min_score, self.ratio) {
+            (Some(m), _) if !m.is_finite() => bad_option("min_score", m, "a finite value"),
             (None, Ratio::Fraction(r)) if !(r > 0.0 && r <= 1.0) => {
-                format!("ratio = {r} (need 0 < ratio <= 1, or a count k >= 1)")
+                bad_option("ratio", r, "0 < ratio <= 1, or a count k >= 1")
             }
-            (None, Ratio::Count(0)) => "ratio = Count(0) (need k >= 1)".to_string(),
+            (None, Ratio::Count(0)) => bad_option("ratio", "Count(0)", "a count k >= 1"),
             _ if !self.multiplier.is_finite() => {
-                format!("multiplier = {} (need a finite value)", self.multiplier)
+                bad_option("multiplier", self.multiplier, "a finite value")
             }
             _ => return Ok(()),
-        };
-        Err(bad_option("TopKPool", what))
+        })
     }
 
     /// The kept nodes, grouped by graph: each graph's `ratio` best by descending score
@@ -220,28 +219,25 @@ impl TopKPool {
 
     /// Pools `x` on the graph `ctx` with the parameter `weight` in `p`.
     ///
-    /// Errors: [`AdError::InvalidArgument`] for an option out of range (a fraction
-    /// outside `(0, 1]`, a count of 0, a non-finite `min_score` or `multiplier`),
-    /// [`AdError::ShapeMismatch`] when `x` does not have one row per node or its width
-    /// differs from the weight's.
+    /// Errors: [`GnnError::InvalidSetting`](crate::GnnError::InvalidSetting) for an
+    /// option out of range (a fraction outside `(0, 1]`, a count of 0, a non-finite
+    /// `min_score` or `multiplier`), [`GnnError::InputShape`](crate::GnnError::InputShape)
+    /// when `x` does not have one row per node or its width differs from the weight's.
     pub fn pool<'a, T: Float>(
         &self,
         t: &mut Tape<'a, T>,
         ctx: &'a GraphCtx<T>,
         x: Input<'a, T>,
         p: ParamVars<'_>,
-    ) -> AdResult<TopKOutput> {
+    ) -> GnnResult<TopKOutput> {
         self.check()?;
         let n = ctx.num_nodes();
         if x.rows(t)? != n {
-            return Err(AdError::ShapeMismatch {
-                op: "TopKPool (rows of x vs nodes)",
-                left: vec![n],
-                right: vec![x.rows(t)?, x.cols(t)?],
-            });
+            return Err(rows_per_node(&[x.rows(t)?, x.cols(t)?], n));
         }
-        let w = p.get("weight")?;
+        let w = p.param("weight")?;
         let s = x.linear(t, w)?;
+        let w = w.var;
         let batch = ctx.batch();
         let score = if self.min_score.is_some() {
             t.segment_softmax(s, batch, ctx.num_graphs())?
@@ -259,12 +255,10 @@ impl TopKPool {
         let perm = self.select(batch, ctx.num_graphs(), &sv);
         let new_batch: Vec<u32> = perm.iter().map(|&v| batch[v] as u32).collect();
         let ids: Vec<u32> = perm.iter().map(|&v| v as u32).collect();
-        let graph_err = |e: shade_graph::GraphError| bad_option("TopKPool", e.to_string());
         let graph = ctx
             .graph()
             .induced_subgraph(&ids)
-            .and_then(|g| g.with_graph_indicator(&new_batch, ctx.num_graphs()))
-            .map_err(graph_err)?;
+            .and_then(|g| g.with_graph_indicator(&new_batch, ctx.num_graphs()))?;
         // The edges `induced_subgraph` keeps, in its (the graph's) order.
         let mut kept = vec![false; n];
         perm.iter().for_each(|&v| kept[v] = true);
@@ -273,8 +267,8 @@ impl TopKPool {
             .filter(|&e| kept[src[e]] && kept[dst[e]])
             .collect();
         let xd = x.dense(t)?;
-        let xk = t.custom(RowGather { idx: perm.clone() }, &[xd])?;
-        let sk = t.custom(RowGather { idx: perm.clone() }, &[score])?;
+        let xk = t.index_select_owned(xd, perm.clone())?;
+        let sk = t.index_select_owned(score, perm.clone())?;
         let mut y = t.mul(xk, sk)?;
         if self.multiplier != 1.0 {
             y = t.scale(y, T::cst(self.multiplier))?;
@@ -310,24 +304,23 @@ impl<T: Float> Layer<T> for TopKPool {
         x: Input<'a, T>,
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
-    ) -> AdResult<Var> {
+    ) -> GnnResult<Var> {
         let g = env.graph("TopKPool")?;
         let o = self.pool(t, g, x, p)?;
         // With an arena, the layers after this one read the pooled graph and the kept
         // edges' features (a Chain passes `env` on).
         if let Some(arena) = env.arena {
             let pooled = arena.hold(GraphCtx::new(&o.graph)).ok_or_else(|| {
+                let cap = GraphArena::<T>::CAPACITY;
                 bad_option(
-                    "TopKPool",
-                    format!(
-                        "more than {} node-dropping poolings in one program",
-                        GraphArena::<T>::CAPACITY
-                    ),
+                    "node-dropping poolings per program",
+                    format!("more than {cap}"),
+                    &format!("at most {cap} (GraphArena::CAPACITY)"),
                 )
             })?;
             env.graph = Some(pooled);
             env.edge_attr = match env.edge_attr {
-                Some(e) => Some(t.custom(RowGather { idx: o.edges }, &[e])?),
+                Some(e) => Some(t.index_select_owned(e, o.edges)?),
                 None => None,
             };
         }
@@ -410,7 +403,8 @@ mod tests {
                 &mut TapeBuffers::new(),
                 |t, (xv, wv)| {
                     let names = ["weight".to_string()];
-                    let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]))?;
+                    let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]));
+                    let o = o.expect("the pooling runs");
                     assert_eq!(o.perm, perm);
                     let pos = |u: usize| perm.iter().position(|&q| q == u);
                     let mut edges = Vec::new();
@@ -449,20 +443,22 @@ mod tests {
         g: &Graph,
         x: &Array2<f64>,
         w: &ArrayD<f64>,
-    ) -> AdResult<(Array2<f64>, Vec<usize>, Graph)> {
+    ) -> GnnResult<(Array2<f64>, Vec<usize>, Graph)> {
         let ctx = GraphCtx::<f64>::new(g);
         let xd = x.clone().into_dyn();
         let mut kept = None;
-        let y = tensor::value(
+        let carry = crate::ErrorCarry::new();
+        let y = carry.land(tensor::value(
             &mut TapeBuffers::new(),
             |t, (xv, wv)| {
                 let names = ["weight".to_string()];
-                let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]))?;
+                let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]));
+                let o = carry.lift(o)?;
                 kept = Some((o.perm, o.graph));
                 Ok(o.x)
             },
             (shade_autodiff::Const(&xd), shade_autodiff::Const(w)),
-        )?;
+        ))?;
         let (perm, graph) = kept.expect("the program ran");
         Ok((y.into_dimensionality().unwrap(), perm, graph))
     }
@@ -559,7 +555,7 @@ mod tests {
         ];
         for pool in bad {
             let err = pooled(&pool, &g, &x, &w).unwrap_err();
-            assert_eq!(err.code(), "SHADE-E0114", "{pool:?}");
+            assert_eq!(err.code(), "SHADE-E0404", "{pool:?}");
         }
         // Through `apply` too.
         let ctx = GraphCtx::<f64>::new(&g);
@@ -576,7 +572,11 @@ mod tests {
             &mut rng,
         )
         .unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0114");
+        assert_eq!(err.code(), "SHADE-E0404");
+        assert_eq!(
+            err.to_string(),
+            "TopKPool: invalid setting `ratio` = Count(0): expected a count k >= 1"
+        );
         // A ratio that `min_score` overrides is not checked (PyG ignores it).
         let pool = TopKPool {
             ratio: Ratio::Count(0),
@@ -597,10 +597,11 @@ mod tests {
         r: &Array2<f64>,
         xv: Var,
         wv: Var,
-    ) -> AdResult<Var> {
-        let o = pool.pool(t, ctx, Input::Dense(xv), ParamVars::new(names, &[wv]))?;
+    ) -> shade_autodiff::AdResult<Var> {
+        let o = pool.pool(t, ctx, Input::Dense(xv), ParamVars::new(names, &[wv]));
+        let o = o.expect("the pooling runs");
         let pooled = slot.get_or_init(|| GraphCtx::new(&o.graph));
-        let y = global_add_pool(t, pooled, o.x)?;
+        let y = global_add_pool(t, pooled, o.x).expect("one row per node");
         let rv = t.constant(r);
         let yr = t.mul(y, rv)?;
         t.sum(yr)
@@ -654,7 +655,8 @@ mod tests {
         tensor::value(
             &mut TapeBuffers::new(),
             |t, (xv, wv)| {
-                let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]))?;
+                let o = pool.pool(t, &ctx, Input::Dense(xv), ParamVars::new(&names, &[wv]));
+                let o = o.expect("the pooling runs");
                 out = Some((o.graph, o.edges));
                 Ok(o.x)
             },

@@ -150,9 +150,28 @@ fn gcn_normalisation_by_hand() {
 
 #[test]
 fn lambda_max_of_known_spectra() {
-    // Triangle: normalised Laplacian eigenvalues 0, 3/2, 3/2.
+    use shade_graph::LaplacianNorm::{None as Plain, Rw, Sym};
+    let close = |g: &Graph, norm, want: f64| {
+        let l = g.lambda_max(norm);
+        assert!((l - want).abs() < 1e-9, "{norm:?}: {l} vs {want}");
+    };
+    // Triangle: L = 3I - J has eigenvalues 0, 3, 3; the normalised ones 0, 3/2, 3/2.
     let k3 = Graph::from_edges(3, &[(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0)]).unwrap();
-    assert!((k3.lambda_max() - 1.5).abs() < 1e-9, "{}", k3.lambda_max());
+    close(&k3, Plain, 3.0);
+    close(&k3, Sym, 1.5);
+    close(&k3, Rw, 1.5);
+    // A star with 3 leaves: L has eigenvalues 0, 1, 1, 4; the normalised ones 0, 1, 1, 2.
+    let star = Graph::from_edges(4, &[(0, 1), (1, 0), (0, 2), (2, 0), (0, 3), (3, 0)]).unwrap();
+    close(&star, Plain, 4.0);
+    close(&star, Sym, 2.0);
+    close(&star, Rw, 2.0);
+    // A path 0 - 1 - 2 with weights 1 and 3: L = [[1, -1, 0], [-1, 4, -3], [0, -3, 3]],
+    // eigenvalues 0 and 4 ± √7.
+    let path = Graph::from_edges(3, &[(0, 1), (1, 0), (1, 2), (2, 1)])
+        .unwrap()
+        .with_weights(vec![1.0, 1.0, 3.0, 3.0])
+        .unwrap();
+    close(&path, Plain, 4.0 + 7f64.sqrt());
     // A 4-cycle is bipartite: λ_max = 2.
     let c4 = Graph::from_edges(
         4,
@@ -168,12 +187,94 @@ fn lambda_max_of_known_spectra() {
         ],
     )
     .unwrap();
-    assert!((c4.lambda_max() - 2.0).abs() < 1e-9, "{}", c4.lambda_max());
+    // A 4-cycle is bipartite: the normalised λ_max is 2; L has eigenvalues 0, 2, 2, 4.
+    close(&c4, Sym, 2.0);
+    close(&c4, Plain, 4.0);
     // Scaled with the estimate: spectrum of 2L/λ - I within [-1, 1]; diagonal 2/λ - 1.
-    let s = k3.scaled_laplacian::<f64>(k3.lambda_max()).to_dense();
+    let s = k3
+        .scaled_laplacian::<f64>(Sym, k3.lambda_max(Sym))
+        .unwrap()
+        .to_dense();
     assert!((s[[0, 0]] - (2.0 / 1.5 - 1.0)).abs() < 1e-9);
-    assert_eq!(k3.cheb_laplacian::<f32>().get(0, 0), Some(&0.0));
-    assert_eq!(Graph::empty(0).unwrap().lambda_max(), 2.0);
+    let s2 = k3.scaled_laplacian::<f32>(Sym, 2.0).unwrap();
+    assert_eq!(s2.get(0, 0), Some(&0.0));
+    // Edges without nodes: isolated nodes have L = 0 (plain) or 1 (normalised).
+    close(&Graph::empty(3).unwrap(), Sym, 1.0);
+    assert_eq!(Graph::empty(0).unwrap().lambda_max(Sym), 2.0);
+}
+
+/// The values PyTorch Geometric's own tests publish, as the independent reference:
+/// `get_laplacian` on `[[0, 1, 1, 2], [1, 0, 2, 1]]` with weights `[1, 2, 2, 4]`
+/// (test/utils/test_laplacian.py: entries in edge order, then the diagonal), and
+/// `add_remaining_self_loops` on `[[0, 1, 0], [1, 0, 0]]` with weights 0.5
+/// (test/utils/test_loop.py: `[[0, 1, 0, 1], [1, 0, 0, 1]]`, `[0.5, 0.5, 0.5, 1]`),
+/// which `gcn_norm` then scales by the in-degrees 1 and 1.5.
+#[test]
+fn normalisations_match_the_values_of_pygs_tests() {
+    use shade_graph::LaplacianNorm::{None as Plain, Rw, Sym};
+    let g = Graph::try_new(3, vec![0, 1, 1, 2], vec![1, 0, 2, 1])
+        .unwrap()
+        .with_weights(vec![1.0, 2.0, 2.0, 4.0])
+        .unwrap();
+    for (norm, want) in [
+        (Plain, [-1.0, -2.0, -2.0, -4.0, 1.0, 4.0, 4.0]),
+        (Sym, [-0.5, -1.0, -0.5, -1.0, 1.0, 1.0, 1.0]),
+        (Rw, [-1.0, -0.5, -0.5, -1.0, 1.0, 1.0, 1.0]),
+    ] {
+        let l = g.laplacian_edges(norm);
+        assert_eq!(l.src, [0, 1, 1, 2, 0, 1, 2], "{norm:?}");
+        assert_eq!(l.dst, [1, 0, 2, 1, 0, 1, 2], "{norm:?}");
+        assert_eq!(l.weight, want, "{norm:?}");
+    }
+    let g = Graph::try_new(2, vec![0, 1, 0], vec![1, 0, 0])
+        .unwrap()
+        .with_weights(vec![0.5; 3])
+        .unwrap();
+    let e = g.gcn_norm_edges(GcnNorm::default());
+    assert_eq!((e.src, e.dst), (vec![0, 1, 0, 1], vec![1, 0, 0, 1]));
+    assert_eq!(e.edge, [Some(0), Some(1), Some(2), None]);
+    let want = [0.5 / 1.5f64.sqrt(), 0.5 / 1.5f64.sqrt(), 0.5, 1.0 / 1.5];
+    for (k, (a, b)) in e.weight.iter().zip(want).enumerate() {
+        assert!((a - b).abs() < 1e-15, "entry {k}: {a} vs {b}");
+    }
+}
+
+/// The degree of a Laplacian is the out-degree (PyG's `get_laplacian` scatters the
+/// weights by `row`, the source), that of the GCN normalisation the in-degree (PyG's
+/// `gcn_norm` by `col`, the target): on the directed path 0 -> 1 -> 2 with weights 2
+/// and 5 the two differ, and each matches PyG's numbers.
+#[test]
+fn laplacian_and_gcn_degrees_follow_pyg_on_a_directed_graph() {
+    use shade_graph::LaplacianNorm::{None as Plain, Rw, Sym};
+    let g = Graph::try_new(3, vec![0, 1], vec![1, 2])
+        .unwrap()
+        .with_weights(vec![2.0, 5.0])
+        .unwrap();
+    // Out-degrees 2, 5, 0: L = D - A with A[dst, src].
+    let l = g.laplacian::<f64>(Plain).to_dense();
+    assert_eq!(
+        l,
+        array![[2.0, 0.0, 0.0], [-2.0, 5.0, 0.0], [0.0, -5.0, 0.0]]
+    );
+    // Sym: -d(src)^-1/2 w d(dst)^-1/2: (1, 0) -> -2 / √(2·5); (2, 1) -> 0 (node 2 has
+    // out-degree 0).
+    let s = g.laplacian::<f64>(Sym).to_dense();
+    assert!(
+        (s[[1, 0]] + 2.0 / 10f64.sqrt()).abs() < 1e-15 && s[[2, 1]] == 0.0,
+        "{s}"
+    );
+    assert_eq!(s.diag().to_vec(), vec![1.0, 1.0, 1.0]);
+    // Rw: -w / d(src): -1 at (1, 0) and (2, 1).
+    let r = g.laplacian::<f64>(Rw).to_dense();
+    assert_eq!(
+        r,
+        array![[1.0, 0.0, 0.0], [-1.0, 1.0, 0.0], [0.0, -1.0, 1.0]]
+    );
+    // GCN: in-degrees with loops 1, 3, 6: Â[1, 0] = 2 / √(1·3), Â[2, 1] = 5 / √(3·6).
+    let a = g.gcn_norm::<f64>(GcnNorm::default()).to_dense();
+    assert!((a[[1, 0]] - 2.0 / 3f64.sqrt()).abs() < 1e-15, "{a}");
+    assert!((a[[2, 1]] - 5.0 / 18f64.sqrt()).abs() < 1e-15, "{a}");
+    assert!((a[[2, 2]] - 1.0 / 6.0).abs() < 1e-15, "{a}");
 }
 
 #[test]

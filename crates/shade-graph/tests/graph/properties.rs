@@ -1,9 +1,12 @@
-//! Property tests of the graph invariants: transforms, batching, degrees, caches and
-//! the GCN normalisation against a dense reference.
+//! Property tests of the graph invariants: transforms, batching, degrees, caches, and
+//! the normalisations (GCN, Laplacians) against dense references written from PyTorch
+//! Geometric's `gcn_norm`, `get_laplacian` and `ChebConv` on directed graphs with
+//! self-loops, multi-edges and isolated nodes (where the in- and out-degree
+//! conventions of the two families differ).
 
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
-use shade_graph::{GcnNorm, Graph, Reduce};
+use shade_graph::{GcnNorm, Graph, LaplacianNorm, Reduce};
 use sprs::CsMat;
 
 /// A random small graph: self-loops and multi-edges allowed, weights optional, one
@@ -44,22 +47,27 @@ fn dense(a: &CsMat<f64>) -> Array2<f64> {
     a.to_dense()
 }
 
-/// PyG's gcn_norm written densely: M[dst, src] = Σ w over non-loop edges, diagonal =
-/// the last existing loop's weight or the fill value, deg = row sums, Â = D^-½ M D^-½.
-fn dense_gcn(g: &Graph, improved: bool) -> Array2<f64> {
+/// PyG's gcn_norm written densely: with `add_self_loops`, M[dst, src] = Σ w over the
+/// non-loop edges and the diagonal the last existing loop's weight or the fill value
+/// (2 when `improved`); without, M[dst, src] = Σ w over every edge; w = 1 unless
+/// `weighted`; deg = row sums (in-degrees), Â = D^-½ M D^-½ with 0 for a zero degree.
+fn dense_gcn(g: &Graph, opts: GcnNorm) -> Array2<f64> {
     let n = g.num_nodes();
+    let w = |e: usize| if opts.weighted { g.weight(e) } else { 1.0 };
     let mut m = Array2::<f64>::zeros((n, n));
-    let mut diag = vec![if improved { 2.0 } else { 1.0 }; n];
+    let mut diag = vec![if opts.improved { 2.0 } else { 1.0 }; n];
     for e in 0..g.num_edges() {
         let (s, d) = (g.src()[e] as usize, g.dst()[e] as usize);
-        if s == d {
-            diag[s] = g.weight(e);
+        if opts.add_self_loops && s == d {
+            diag[s] = w(e);
         } else {
-            m[[d, s]] += g.weight(e);
+            m[[d, s]] += w(e);
         }
     }
-    for i in 0..n {
-        m[[i, i]] = diag[i];
+    if opts.add_self_loops {
+        for i in 0..n {
+            m[[i, i]] = diag[i];
+        }
     }
     let deg: Vec<f64> = (0..n).map(|i| m.row(i).sum()).collect();
     let dis: Vec<f64> = deg
@@ -133,12 +141,32 @@ proptest! {
         prop_assert!((g.weighted_out_degree().iter().sum::<f64>() - total).abs() < 1e-9);
     }
 
+    /// The aggregation matrices: `A[dst, src]` sums the (weighted) messages, and the
+    /// mean matrix divides each row by the node's number of incoming edges.
     #[test]
-    fn gcn_norm_matches_dense_reference(g in small_graph(), improved in any::<bool>()) {
-        let opts = GcnNorm { improved, ..GcnNorm::default() };
+    fn aggregation_matrices_match_dense(g in small_graph(), weighted in any::<bool>()) {
+        let n = g.num_nodes();
+        let mut sum = Array2::<f64>::zeros((n, n));
+        let mut count = vec![0.0; n];
+        for e in 0..g.num_edges() {
+            let (s, d) = (g.src()[e] as usize, g.dst()[e] as usize);
+            sum[[d, s]] += if weighted { g.weight(e) } else { 1.0 };
+            count[d] += 1.0;
+        }
+        let mean = Array2::from_shape_fn((n, n), |(i, j)| if count[i] == 0.0 { 0.0 } else { sum[[i, j]] / count[i] });
+        prop_assert!(close(&dense(&g.adjacency_matrix::<f64>(weighted)), &sum));
+        prop_assert!(close(&dense(&g.mean_adjacency_matrix::<f64>(weighted)), &mean));
+    }
+
+    #[test]
+    fn gcn_norm_matches_dense_reference(
+        g in small_graph(),
+        (improved, add_self_loops, weighted) in any::<(bool, bool, bool)>(),
+    ) {
+        let opts = GcnNorm { improved, add_self_loops, weighted };
         let a = dense(&g.gcn_norm::<f64>(opts));
-        prop_assert!(close(&a, &dense_gcn(&g, improved)), "{a:?}\nvs\n{:?}", dense_gcn(&g, improved));
-        if !improved {
+        prop_assert!(close(&a, &dense_gcn(&g, opts)), "{a:?}\nvs\n{:?}", dense_gcn(&g, opts));
+        if opts == GcnNorm::default() {
             prop_assert!(close(&dense(g.gcn_adjacency::<f64>()), &a));
             let a32 = g.gcn_adjacency::<f32>().to_dense().mapv(f64::from);
             prop_assert!(a32.iter().zip(&a).all(|(x, y)| (x - y).abs() < 1e-6));
@@ -198,16 +226,63 @@ proptest! {
         }
     }
 
+    /// PyG's `get_laplacian` and ChebConv's `2L/λ - I`, written densely: self-loops
+    /// removed, `deg = scatter(w, row)` (row = source: the out-degree, the column sums
+    /// of `A[dst, src]`), `L = D - A`, `I - D^-1/2 A D^-1/2` or `I - D^-1 A` with
+    /// `A_norm[dst, src] = deg_inv[src] · w` for `rw`; a zero degree gives 0.
     #[test]
-    fn scaled_laplacian_matches_dense(g in small_graph(), lambda in 0.5f64..3.0) {
+    fn laplacians_match_pyg_dense(g in small_graph(), lambda in 0.5f64..3.0) {
         let n = g.num_nodes();
         let a = dense(&g.remove_self_loops().adjacency_matrix::<f64>(true));
-        let deg: Vec<f64> = (0..n).map(|i| a.row(i).sum()).collect();
-        let dis: Vec<f64> = deg.iter().map(|&d| if d == 0.0 { 0.0 } else { 1.0 / d.sqrt() }).collect();
-        let l = Array2::from_shape_fn((n, n), |(i, j)| f64::from(u8::from(i == j)) - dis[i] * a[[i, j]] * dis[j]);
-        prop_assert!(close(&dense(&g.normalized_laplacian::<f64>()), &l));
-        let s = &l * (2.0 / lambda) - Array2::<f64>::eye(n);
-        prop_assert!(close(&dense(&g.scaled_laplacian::<f64>(lambda)), &s));
+        let deg: Vec<f64> = (0..n).map(|j| a.column(j).sum()).collect();
+        let p = |d: f64, e: f64| if d == 0.0 { 0.0 } else { d.powf(e) };
+        let eye = Array2::<f64>::eye(n);
+        for norm in LaplacianNorm::ALL {
+            let l = match norm {
+                LaplacianNorm::None => Array2::from_diag(&Array1::from(deg.clone())) - &a,
+                LaplacianNorm::Sym => &eye - &Array2::from_shape_fn((n, n), |(i, j)| p(deg[i], -0.5) * a[[i, j]] * p(deg[j], -0.5)),
+                LaplacianNorm::Rw => &eye - &Array2::from_shape_fn((n, n), |(i, j)| a[[i, j]] * p(deg[j], -1.0)),
+            };
+            prop_assert!(close(&dense(&g.laplacian::<f64>(norm)), &l), "{norm:?}");
+            let s = &l * (2.0 / lambda) - &eye;
+            prop_assert!(close(&dense(&g.scaled_laplacian::<f64>(norm, lambda).unwrap()), &s), "{norm:?}");
+            // The edge-array form sums to the matrix and names the graph edge of every
+            // off-diagonal entry.
+            let e = g.laplacian_edges(norm);
+            let mut m = Array2::<f64>::zeros((n, n));
+            for k in 0..e.src.len() {
+                m[[e.dst[k] as usize, e.src[k] as usize]] += e.weight[k];
+                match e.edge[k] {
+                    Some(i) => prop_assert!(g.src()[i] == e.src[k] && g.dst()[i] == e.dst[k] && e.src[k] != e.dst[k]),
+                    None => prop_assert_eq!(e.src[k], e.dst[k]),
+                }
+            }
+            prop_assert!(close(&m, &l), "{norm:?}");
+        }
+        // Every diagonal entry is stored (a structure any λ fits).
+        let s = g.scaled_laplacian::<f64>(LaplacianNorm::Sym, 2.0).unwrap();
+        prop_assert!((0..n).all(|i| s.get(i, i).is_some()));
+        prop_assert!(g.scaled_laplacian::<f64>(LaplacianNorm::Sym, 0.0).is_err());
+        prop_assert!(g.scaled_laplacian::<f64>(LaplacianNorm::Sym, f64::NAN).is_err());
+    }
+
+    /// The GCN edge list: its entries sum to the matrix, each names the graph edge whose
+    /// weight it carries (an added loop none), and the degrees are by destination.
+    #[test]
+    fn gcn_norm_edges_match_the_matrix(g in small_graph(), improved in any::<bool>(), loops in any::<bool>()) {
+        let n = g.num_nodes();
+        let opts = GcnNorm { improved, add_self_loops: loops, ..GcnNorm::default() };
+        let e = g.gcn_norm_edges(opts);
+        let mut m = Array2::<f64>::zeros((n, n));
+        for k in 0..e.src.len() {
+            m[[e.dst[k] as usize, e.src[k] as usize]] += e.weight[k];
+            match e.edge[k] {
+                Some(i) => prop_assert!(g.src()[i] == e.src[k] && g.dst()[i] == e.dst[k]),
+                None => prop_assert!(loops && e.src[k] == e.dst[k]),
+            }
+        }
+        prop_assert!(close(&m, &dense(&g.gcn_norm::<f64>(opts))));
+        prop_assert!(close(&m, &dense_gcn(&g, opts)));
     }
 
     #[test]

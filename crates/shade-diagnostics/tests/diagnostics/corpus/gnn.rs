@@ -38,13 +38,13 @@ fn one_layer() -> Chain<f64> {
     Chain::new().add("conv1", GCNConv::new(3, 4))
 }
 
-fn two_layers(hidden: usize) -> Chain<f64> {
+pub(crate) fn two_layers(hidden: usize) -> Chain<f64> {
     Chain::new()
         .add("conv1", GCNConv::new(3, hidden))
         .add("out", Dense::new(hidden, 2))
 }
 
-fn params_of(model: &Chain<f64>) -> Result<Params<f64>, Seen> {
+pub(crate) fn params_of(model: &Chain<f64>) -> Result<Params<f64>, Seen> {
     Ok(TrainState::new(model, Optimiser::adam(0.01), 0)?.params)
 }
 
@@ -74,7 +74,7 @@ fn negative_learning_rate() -> Result<(), Seen> {
     Ok(())
 }
 
-fn ring(n: u32) -> Result<Graph, Seen> {
+pub(crate) fn ring(n: u32) -> Result<Graph, Seen> {
     let edges: Vec<(u32, u32)> = (0..n)
         .flat_map(|i| [(i, (i + 1) % n), ((i + 1) % n, i)])
         .collect();

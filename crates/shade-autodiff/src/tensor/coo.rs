@@ -1,0 +1,409 @@
+//! Operations over coordinate lists: a sparse structure given as the pairs
+//! `(rows[k], cols[k])` (constant index arrays, e.g. a graph's edges `dst ← src`) with
+//! values on the tape.
+//!
+//! - `coo_spmm`: `out[rows[k], g, :] += v[k, g] · x[cols[k], g, :]`, a sparse × dense
+//!   product whose nonzeros carry one value per column group (`G` groups of `C`
+//!   columns side by side, e.g. attention heads), without materialising the per-pair
+//!   rows. Rules: `dx[cols[k], g, :] += v[k, g] · G[rows[k], g, :]`,
+//!   `dv[k, g] += ⟨G[rows[k], g, :], x[cols[k], g, :]⟩`, `ẏ = A(v̇) x + A(v) ẋ`.
+//! - `sym_norm_values`: the values `d[rows[k]]^-1/2 · w'[k] · d[cols[k]]^-1/2` of a
+//!   symmetrically normalised matrix as a function of pair weights `w` on the tape,
+//!   summed into the stored entries of a CSR structure (`d[i] = Σ_{rows[k] = i} w'[k]`,
+//!   `d^-1/2 = 0` where `d = 0`; `w'[k]` is `w[from[k]]`, or a constant fill for a pair
+//!   that carries none): PyG's `gcn_norm` over differentiable edge weights. Rules
+//!   through the degrees: `∂c_k/∂w'_k = s_r s_c`, `∂s_i/∂d_i = -s_i³ / 2`.
+//!
+//! Indices are checked once at the entry; the kernels then run over contiguous slices.
+
+use super::tape::{Bwd, Op, Pool, Tan};
+use super::{Element, Tape, Var};
+use crate::error::{AdError, AdResult};
+use ndarray::ArrayViewD;
+use smallvec::SmallVec;
+
+/// The structure of [`Tape::sym_norm_values`]: the pairs, where each pair's weight
+/// comes from, and the stored entry of the result that each pair adds to.
+#[derive(Clone, Copy, Debug)]
+pub struct SymNorm<'a> {
+    /// Row (e.g. destination) of every pair; the degrees are summed by row.
+    pub rows: &'a [usize],
+    /// Column (e.g. source) of every pair.
+    pub cols: &'a [usize],
+    /// The weight each pair carries: `Some(i)` for `w[i]`, `None` for `fill`.
+    pub from: &'a [Option<usize>],
+    /// The weight of a pair without one (e.g. an added self-loop).
+    pub fill: f64,
+    /// The stored entry (position in the result) each pair adds to.
+    pub entry: &'a [usize],
+    /// Number of stored entries of the result.
+    pub num_entries: usize,
+    /// Number of rows (and columns) of the normalised matrix.
+    pub num_nodes: usize,
+    /// Normalise (`false`: the values are the weights themselves, summed into the
+    /// entries).
+    pub normalize: bool,
+}
+
+impl SymNorm<'_> {
+    fn validate(&self, w_len: usize) -> AdResult<()> {
+        let op = "sym_norm_values";
+        let k = self.rows.len();
+        for (len, _) in [
+            (self.cols.len(), "cols"),
+            (self.from.len(), "from"),
+            (self.entry.len(), "entry"),
+        ] {
+            if len != k {
+                return Err(AdError::ShapeMismatch {
+                    op,
+                    left: vec![k],
+                    right: vec![len],
+                });
+            }
+        }
+        check(op, self.rows, self.num_nodes)?;
+        check(op, self.cols, self.num_nodes)?;
+        check(op, self.entry, self.num_entries)?;
+        if let Some((position, &Some(index))) = self
+            .from
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.is_some_and(|i| i >= w_len))
+        {
+            return Err(AdError::IndexOutOfRange {
+                op,
+                position,
+                index,
+                bound: w_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// The pairs' weights `w'`, the degrees and `d^-1/2` (pool buffers).
+    fn prepare<T: Element>(&self, w: &[T], pool: &mut Pool<T>) -> [Vec<T>; 3] {
+        let fill = T::cst(self.fill);
+        let mut wf = pool.vec(self.from.len());
+        wf.extend(self.from.iter().map(|f| f.map_or(fill, |i| w[i])));
+        let mut deg = pool.vec(self.num_nodes);
+        deg.resize(self.num_nodes, T::zero());
+        if self.normalize {
+            self.rows.iter().zip(&wf).for_each(|(&r, &x)| deg[r] += x);
+        }
+        let mut dis = pool.vec(self.num_nodes);
+        dis.extend(deg.iter().map(|&d| {
+            if d == T::zero() {
+                T::zero()
+            } else {
+                d.powf(T::cst(-0.5))
+            }
+        }));
+        [wf, deg, dis]
+    }
+}
+
+fn check(op: &'static str, idx: &[usize], bound: usize) -> AdResult<()> {
+    match idx.iter().position(|&i| i >= bound) {
+        Some(position) => Err(AdError::IndexOutOfRange {
+            op,
+            position,
+            index: idx[position],
+            bound,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Which coordinate-list operation, with its structure.
+#[derive(Debug)]
+enum Kind<'a> {
+    Spmm {
+        rows: &'a [usize],
+        cols: &'a [usize],
+        groups: usize,
+    },
+    SymNorm(SymNorm<'a>),
+}
+
+/// Backward record of a coordinate-list operation.
+#[derive(Debug)]
+pub(crate) struct Rec<'a, T> {
+    kind: Kind<'a>,
+    inputs: SmallVec<[usize; 4]>,
+    /// `sym_norm_values`: the pairs' weights, the degrees and `d^-1/2`.
+    prepared: [Vec<T>; 3],
+}
+
+fn std<'v, T: Element>(v: &'v ndarray::CowArray<'_, T, ndarray::IxDyn>) -> &'v [T] {
+    v.as_slice().expect("standard layout")
+}
+
+/// `out[rows[k], g, :] += v[k, g] · x[cols[k], g, :]` for `x` rows of `f = groups · c`.
+fn spmm_into<T: Element>(
+    (rows, cols, groups): (&[usize], &[usize], usize),
+    v: &[T],
+    x: &[T],
+    f: usize,
+    out: &mut [T],
+) {
+    let c = f / groups;
+    for (k, (&r, &s)) in rows.iter().zip(cols).enumerate() {
+        for g in 0..groups {
+            let w = v[k * groups + g];
+            let (o, i) = (r * f + g * c, s * f + g * c);
+            out[o..o + c]
+                .iter_mut()
+                .zip(&x[i..i + c])
+                .for_each(|(o, &x)| *o += w * x);
+        }
+    }
+}
+
+/// `c_k` summed into the entries: `s[r] w'[k] s[c]` (or `w'[k]` unnormalised).
+fn sym_norm_into<T: Element>(s: &SymNorm<'_>, wf: &[T], dis: &[T], out: &mut [T]) {
+    for k in 0..wf.len() {
+        out[s.entry[k]] += if s.normalize {
+            dis[s.rows[k]] * wf[k] * dis[s.cols[k]]
+        } else {
+            wf[k]
+        };
+    }
+}
+
+impl<T: Element> Rec<'_, T> {
+    pub(crate) fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::Spmm { .. } => "coo_spmm",
+            Kind::SymNorm(_) => "sym_norm_values",
+        }
+    }
+
+    pub(crate) fn inputs(&self) -> SmallVec<[usize; 4]> {
+        self.inputs.clone()
+    }
+
+    pub(crate) fn release(self, pool: &mut Pool<T>) {
+        for v in self.prepared {
+            pool.give_vec(v);
+        }
+    }
+
+    pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
+        let gs = g.as_standard_layout();
+        let gv = std(&gs);
+        match self.kind {
+            Kind::Spmm { rows, cols, groups } => {
+                let (iv, ix) = (self.inputs[0], self.inputs[1]);
+                let (v, x) = (bw.vals[iv].view(), bw.vals[ix].view());
+                let (vs, xs) = (v.as_standard_layout(), x.as_standard_layout());
+                let (vv, xv) = (std(&vs), std(&xs));
+                let f = x.shape()[1];
+                let c = f / groups;
+                if let Some(mut dx) = bw.gs.acc(ix, x.shape()) {
+                    let d = dx.as_slice_mut().expect("adjoints are in standard layout");
+                    // The transpose: gather from the rows, scatter into the columns.
+                    spmm_into((cols, rows, groups), vv, gv, f, d);
+                }
+                if let Some(mut dv) = bw.gs.acc(iv, v.shape()) {
+                    let d = dv.as_slice_mut().expect("adjoints are in standard layout");
+                    for (k, (&r, &s)) in rows.iter().zip(cols).enumerate() {
+                        for q in 0..groups {
+                            let (o, i) = (r * f + q * c, s * f + q * c);
+                            d[k * groups + q] += gv[o..o + c]
+                                .iter()
+                                .zip(&xv[i..i + c])
+                                .map(|(&p, &q)| p * q)
+                                .sum::<T>();
+                        }
+                    }
+                }
+            }
+            Kind::SymNorm(s) => {
+                let iw = self.inputs[0];
+                if !bw.gs.wants(iw) {
+                    return;
+                }
+                let [wf, deg, dis] = &self.prepared;
+                let n = s.num_nodes;
+                // The adjoint of each pair's weight: directly, and through the degree
+                // of its row.
+                let mut gwf = bw.gs.pool.vec(wf.len());
+                gwf.extend(s.entry.iter().map(|&e| gv[e]));
+                if s.normalize {
+                    let mut gdis = bw.gs.pool.vec(n);
+                    gdis.resize(n, T::zero());
+                    for k in 0..wf.len() {
+                        let (r, c) = (s.rows[k], s.cols[k]);
+                        gdis[r] += gwf[k] * wf[k] * dis[c];
+                        gdis[c] += gwf[k] * wf[k] * dis[r];
+                        gwf[k] = gwf[k] * dis[r] * dis[c];
+                    }
+                    let half = T::cst(-0.5);
+                    for i in 0..n {
+                        gdis[i] = if deg[i] == T::zero() {
+                            T::zero()
+                        } else {
+                            gdis[i] * half * dis[i] * dis[i] * dis[i]
+                        };
+                    }
+                    for k in 0..wf.len() {
+                        gwf[k] += gdis[s.rows[k]];
+                    }
+                    bw.gs.pool.give_vec(gdis);
+                }
+                let w = bw.vals[iw].view();
+                if let Some(mut dw) = bw.gs.acc(iw, w.shape()) {
+                    let d = dw.as_slice_mut().expect("adjoints are in standard layout");
+                    for (f, &g) in s.from.iter().zip(&gwf) {
+                        if let Some(i) = *f {
+                            d[i] += g;
+                        }
+                    }
+                }
+                bw.gs.pool.give_vec(gwf);
+            }
+        }
+    }
+}
+
+impl<'a, T: Element> Tape<'a, T> {
+    /// The sparse × dense product of the pairs `(rows[k], cols[k])` with values `v`:
+    /// `out[rows[k], g, :] += v[k, g] · x[cols[k], g, :]` for `x` `[M, G·C]` (the `G`
+    /// column groups side by side) and `v` `[K, G]` (or `[K]` for one group); the
+    /// result is `[n, G·C]`. With `rows` a graph's destinations, `cols` its sources and
+    /// `v` per-edge, per-head attention coefficients, this is attention aggregation
+    /// without the `[E, G·C]` messages.
+    ///
+    /// Errors: [`AdError::ShapeMismatch`] unless `rows` and `cols` have one entry per
+    /// row of `v`, `x` is 2-D and the groups divide its width;
+    /// [`AdError::IndexOutOfRange`] for a row `>= n` or a column `>= M`.
+    #[track_caller]
+    pub fn coo_spmm(
+        &mut self,
+        rows: &'a [usize],
+        cols: &'a [usize],
+        n: usize,
+        v: Var,
+        x: Var,
+    ) -> AdResult<Var> {
+        let op = "coo_spmm (values [K, G], x [M, G·C])";
+        let (iv, ix) = (self.index(v)?, self.index(x)?);
+        let (vw, xw) = (self.vals[iv].view(), self.vals[ix].view());
+        let (vs, xs) = (vw.shape(), xw.shape());
+        let groups = match vs {
+            [_] => 1,
+            [_, g] => *g,
+            _ => 0,
+        };
+        let k = vs.first().copied().unwrap_or(0);
+        if groups == 0
+            || xs.len() != 2
+            || !xs[1].is_multiple_of(groups)
+            || rows.len() != k
+            || cols.len() != k
+        {
+            return Err(AdError::ShapeMismatch {
+                op,
+                left: vs.to_vec(),
+                right: xs.to_vec(),
+            });
+        }
+        check("coo_spmm", rows, n)?;
+        check("coo_spmm", cols, xs[0])?;
+        let f = xs[1];
+        let (vc, xc) = (vw.as_standard_layout(), xw.as_standard_layout());
+        let (vf, xf) = (std(&vc), std(&xc));
+        let mut out = self.pool.zeros(&[n, f]);
+        let o = out.as_slice_mut().expect("standard layout");
+        spmm_into((rows, cols, groups), vf, xf, f, o);
+        let tracked = self.tracked[iv] || self.tracked[ix];
+        let mut tan = Tan::None;
+        if self.forward() && tracked {
+            let mut t = self.pool.zeros(&[n, f]);
+            let tv = t.as_slice_mut().expect("standard layout");
+            if let Some(tx) = self.tans[ix].view() {
+                let tx = tx.as_standard_layout();
+                spmm_into((rows, cols, groups), vf, std(&tx), f, tv);
+            }
+            if let Some(ta) = self.tans[iv].view() {
+                let ta = ta.as_standard_layout();
+                spmm_into((rows, cols, groups), std(&ta), xf, f, tv);
+            }
+            tan = Tan::Own(t);
+        }
+        let rec = Rec {
+            kind: Kind::Spmm { rows, cols, groups },
+            inputs: smallvec::smallvec![iv, ix],
+            prepared: Default::default(),
+        };
+        Ok(self.push(out, tracked, Op::Coo(rec), tan))
+    }
+
+    /// The values of a symmetrically normalised matrix on the structure `s`, as a
+    /// function of the pair weights `w` (any shape; `w.len()` weights, indexed by
+    /// `s.from`): `out[s.entry[k]] += d[rows[k]]^-1/2 · w'[k] · d[cols[k]]^-1/2` with
+    /// `d[i] = Σ_{rows[k] = i} w'[k]` and `d^-1/2 = 0` where `d = 0` (PyG's
+    /// `gcn_norm`), or `w'[k]` unnormalised; the result is `[s.num_entries]`, the
+    /// values for [`Tape::spmm_values`] on that structure. See [`SymNorm`].
+    ///
+    /// Errors: [`AdError::ShapeMismatch`] when the lists of `s` differ in length;
+    /// [`AdError::IndexOutOfRange`] for an index out of its range.
+    #[track_caller]
+    pub fn sym_norm_values(&mut self, w: Var, s: SymNorm<'a>) -> AdResult<Var> {
+        let iw = self.index(w)?;
+        let wv = self.vals[iw].view();
+        s.validate(wv.len())?;
+        let wc = wv.as_standard_layout();
+        let prepared = s.prepare(std(&wc), &mut self.pool);
+        let [wf, _, dis] = &prepared;
+        let mut out = self.pool.zeros(&[s.num_entries]);
+        let o = out.as_slice_mut().expect("standard layout");
+        sym_norm_into(&s, wf, dis, o);
+        let tracked = self.tracked[iw];
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(tw) = self.tans[iw].view()
+        {
+            let tw = tw.as_standard_layout();
+            let tw = std(&tw);
+            let mut t = self.pool.zeros(&[s.num_entries]);
+            let tv = t.as_slice_mut().expect("standard layout");
+            let mut twf = self.pool.vec(s.from.len());
+            twf.extend(s.from.iter().map(|f| f.map_or(T::zero(), |i| tw[i])));
+            if s.normalize {
+                let deg = &prepared[1];
+                let mut tdis = self.pool.vec(s.num_nodes);
+                tdis.resize(s.num_nodes, T::zero());
+                s.rows.iter().zip(&twf).for_each(|(&r, &x)| tdis[r] += x);
+                let half = T::cst(-0.5);
+                for i in 0..s.num_nodes {
+                    tdis[i] = if deg[i] == T::zero() {
+                        T::zero()
+                    } else {
+                        half * dis[i] * dis[i] * dis[i] * tdis[i]
+                    };
+                }
+                for k in 0..wf.len() {
+                    let (r, c) = (s.rows[k], s.cols[k]);
+                    tv[s.entry[k]] += tdis[r] * wf[k] * dis[c]
+                        + dis[r] * twf[k] * dis[c]
+                        + dis[r] * wf[k] * tdis[c];
+                }
+                self.pool.give_vec(tdis);
+            } else {
+                for (k, &x) in twf.iter().enumerate() {
+                    tv[s.entry[k]] += x;
+                }
+            }
+            self.pool.give_vec(twf);
+            tan = Tan::Own(t);
+        }
+        let rec = Rec {
+            kind: Kind::SymNorm(s),
+            inputs: smallvec::smallvec![iw],
+            prepared,
+        };
+        Ok(self.push(out, tracked, Op::Coo(rec), tan))
+    }
+}
