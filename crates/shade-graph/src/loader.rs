@@ -52,6 +52,58 @@
 //! coefficients as weights) and aggregate with those weights unchanged (shade-gnn's
 //! `GCNConv { normalize: false, .. }`).
 
+/// The batching setters both loaders share (they hold an `order: Order`), documented
+/// with the loader's item name (`seeds`, `graphs`).
+macro_rules! order_setters {
+    ($items:literal) => {
+        #[doc = concat!("The ", $items, " per batch (per rank when sharded); `SHADE-E0320` for 0.")]
+        pub fn batch_size(mut self, n: usize) -> GraphResult<Self> {
+            Order::check_batch_size(n)?;
+            self.order.batch_size = n;
+            Ok(self)
+        }
+
+        #[doc = concat!("Permute the ", $items, " at every epoch (seeded by [`seed`](Self::seed) and the epoch).")]
+        pub fn shuffle(mut self, on: bool) -> Self {
+            self.order.shuffle = on;
+            self
+        }
+
+        /// The seed of the permutations and of the sampling (default 0).
+        pub fn seed(mut self, seed: u64) -> Self {
+            self.order.seed = seed;
+            self
+        }
+
+        /// Drop the last batch when it is incomplete.
+        pub fn drop_last(mut self, on: bool) -> Self {
+            self.order.drop_last = on;
+            self
+        }
+
+        /// Batches prepared ahead by the worker thread (default 2); `SHADE-E0320` for 0.
+        pub fn prefetch(mut self, n: usize) -> GraphResult<Self> {
+            Order::check_prefetch(n)?;
+            self.order.prefetch = n;
+            Ok(self)
+        }
+
+        /// Rank `rank` of `world` ranks takes its slice of every global batch (see the
+        /// [module documentation](crate::loader)); `SHADE-E0320` unless `rank < world`.
+        pub fn shard(mut self, rank: usize, world: usize) -> GraphResult<Self> {
+            Order::check_shard(rank, world)?;
+            self.order.rank = rank;
+            self.order.world = world;
+            Ok(self)
+        }
+
+        /// The batching settings.
+        pub fn order(&self) -> &Order {
+            &self.order
+        }
+    };
+}
+
 mod graphs;
 mod neighbor;
 mod prefetch;

@@ -75,52 +75,12 @@ impl NeighborLoader {
         Ok(self)
     }
 
-    /// Seeds per batch (per rank when sharded); `SHADE-E0320` for 0.
-    pub fn batch_size(mut self, n: usize) -> GraphResult<Self> {
-        Order::check_batch_size(n)?;
-        self.order.batch_size = n;
-        Ok(self)
-    }
-
-    /// Permute the input nodes at every epoch (seeded by [`seed`](Self::seed) and the
-    /// epoch).
-    pub fn shuffle(mut self, on: bool) -> Self {
-        self.order.shuffle = on;
-        self
-    }
-
-    /// The seed of the permutations and of the sampling (default 0).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.order.seed = seed;
-        self
-    }
-
-    /// Drop the last batch when it is incomplete.
-    pub fn drop_last(mut self, on: bool) -> Self {
-        self.order.drop_last = on;
-        self
-    }
+    order_setters!("seeds");
 
     /// Sample with replacement.
     pub fn replace(mut self, on: bool) -> Self {
         self.sampler.replace = on;
         self
-    }
-
-    /// Batches prepared ahead by the worker thread (default 2); `SHADE-E0320` for 0.
-    pub fn prefetch(mut self, n: usize) -> GraphResult<Self> {
-        Order::check_prefetch(n)?;
-        self.order.prefetch = n;
-        Ok(self)
-    }
-
-    /// Rank `rank` of `world` ranks takes its slice of every global batch (see the
-    /// [module documentation](crate::loader)); `SHADE-E0320` unless `rank < world`.
-    pub fn shard(mut self, rank: usize, world: usize) -> GraphResult<Self> {
-        Order::check_shard(rank, world)?;
-        self.order.rank = rank;
-        self.order.world = world;
-        Ok(self)
     }
 
     /// The graph sampled from.
@@ -131,11 +91,6 @@ impl NeighborLoader {
     /// The sampler (fan-outs, replacement).
     pub fn sampler(&self) -> &NeighborSampler {
         &self.sampler
-    }
-
-    /// The batching settings.
-    pub fn order(&self) -> &Order {
-        &self.order
     }
 
     /// Batches (steps) per epoch, the same on every rank.
