@@ -1,7 +1,9 @@
 //! `cargo xtask`: the project's maintenance commands, built on `std::process` only.
 //!
 //! - `cargo xtask ci`: fmt, clippy, test, doc, deny, bench build, in that order,
-//!   stopping at the first failure with a summary.
+//!   stopping at the first failure with a summary. It needs cargo-deny and MPI
+//!   (OpenMPI's `mpirun` and `mpicc`: `--all-features` builds shade-gnn's `mpi` feature,
+//!   whose tests run `mpirun -np 2`); `.ci/run` installs both on a fresh machine.
 //! - `cargo xtask bench [FILTER]`: runs the criterion benches and writes
 //!   `docs/benchmarks.md` from their estimates; `cargo xtask bench --peers` runs the
 //!   peer-comparison benches and the peer scripts (`benches/peers/`) at 1 and 2 threads
@@ -130,6 +132,14 @@ fn ci() -> Result<(), String> {
                 .into(),
         );
     }
+    if !has_mpi() {
+        return Err(
+            "MPI is not installed: the `mpi` feature (built by `--all-features`) and its \
+             `mpirun -np 2` tests need it; run `apt-get install openmpi-bin libopenmpi-dev \
+             libclang-dev` (`.ci/run` does this on a fresh machine)"
+                .into(),
+        );
+    }
     // The benches must keep building, but a release build (`cargo bench --no-run`)
     // compiled the whole workspace and its dependencies a second time. clippy
     // (`--all-targets`) has type-checked them already; building them in the dev profile
@@ -157,6 +167,16 @@ fn ci() -> Result<(), String> {
     }
     summary(&done, None, total.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Whether `mpirun` and `mpicc` (OpenMPI's or MPICH's) are on the PATH.
+fn has_mpi() -> bool {
+    ["mpirun", "mpicc"].iter().all(|tool| {
+        Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }
 
 fn summary(done: &[(&str, f64)], failed: Option<(&str, f64)>, total: f64) {

@@ -83,6 +83,7 @@ pub static ENTRIES: &[Entry] = entries! {
     "shade-gnn": [
         "SHADE-E0401", "SHADE-E0402", "SHADE-E0403", "SHADE-E0404", "SHADE-E0405",
         "SHADE-E0406", "SHADE-E0407", "SHADE-E0408", "SHADE-E0409", "SHADE-E0410",
+        "SHADE-E0411",
     ],
     "shade-diagnostics": [
         "SHADE-E0500", "SHADE-E0501", "SHADE-E0502", "SHADE-E0503", "SHADE-E0504",

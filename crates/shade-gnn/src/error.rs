@@ -112,6 +112,19 @@ pub enum GnnError {
         /// What the parameter or the layer expects, e.g. `16` or `shape [12, 4]`.
         expected: String,
     },
+    /// A rank of a data-parallel job failed (its own error, or it did not report
+    /// within the timeout): every rank stops with this error naming it.
+    #[error("rank {rank} of {world} failed at step {step}: {cause}")]
+    RankFailed {
+        /// The failing rank (the lowest one when several fail in the same step).
+        rank: usize,
+        /// Ranks in the job.
+        world: usize,
+        /// The training step (0-based, counted over the whole run).
+        step: u64,
+        /// What happened there: that rank's error with its code, or "did not report".
+        cause: String,
+    },
     /// An error raised inside a layer of a model: the layer's path in the model and
     /// its type, and the error (its code is the error's own).
     #[error("{}: {source}", if path.is_empty() { layer } else { path.as_str() })]
@@ -155,6 +168,7 @@ impl GnnError {
         "SHADE-E0408",
         "SHADE-E0409",
         "SHADE-E0410",
+        "SHADE-E0411",
     ];
 
     /// The stable code, e.g. `SHADE-E0401`; the wrapped error's own code for
@@ -174,6 +188,7 @@ impl GnnError {
             GnnError::Safetensors { .. } => "SHADE-E0408",
             GnnError::NoGraph { .. } => "SHADE-E0409",
             GnnError::InputShape { .. } => "SHADE-E0410",
+            GnnError::RankFailed { .. } => "SHADE-E0411",
         }
     }
 
@@ -215,6 +230,9 @@ impl GnnError {
                 "make the data fit the layer (or build the layer for the data): the widths \
                  of the inputs and of the layer's parameters must agree"
                     .into()
+            }
+            GnnError::RankFailed { .. } => {
+                "fix what that rank reports (its data shard, its settings), or see its log if it was killed or hung; then restart the job from the last checkpoint".into()
             }
         }
     }
@@ -296,6 +314,12 @@ mod tests {
                 found: s(),
                 param: None,
                 expected: s(),
+            },
+            GnnError::RankFailed {
+                rank: 1,
+                world: 2,
+                step: 0,
+                cause: s(),
             },
         ];
         let codes: Vec<_> = all.iter().map(GnnError::code).collect();

@@ -24,6 +24,12 @@
 //! - [`save_safetensors`] / [`load_safetensors`]: parameters in the safetensors format
 //!   (PyTorch, candle and burn read it); [`save_model_safetensors`] /
 //!   [`load_model_safetensors`]: parameters and state as one PyTorch `state_dict`.
+//! - [`minibatch`]: mini-batch training over shade-graph's `NeighborLoader` (seed
+//!   batches of sampled subgraphs, loss on the seeds) and `DataLoader` (lists of
+//!   graphs), prepared on the loaders' worker threads.
+//! - [`distributed`]: data-parallel training (gradients averaged over ranks before
+//!   the optimiser step; checkpoints from rank 0; failures named by rank), over MPI
+//!   (feature `mpi`) or ranks as threads.
 //! - [`models`]: the two-layer GCN / GAT / SAGE / GIN node classifiers and the
 //!   full-batch training protocol with validation-based model selection.
 //! - [`report`]: progress line and SVG training curve.
@@ -117,12 +123,14 @@
 //! ```
 
 mod ctx;
+pub mod distributed;
 mod error;
 pub mod init;
 mod layer;
 pub mod layers;
 pub mod loss;
 pub mod message;
+pub mod minibatch;
 pub mod models;
 pub mod optim;
 mod params;

@@ -79,8 +79,10 @@ impl Array {
     }
 
     /// Rows `idx` (first axis) in that order. Indices must be in range (checked by callers).
+    /// A standard-layout array is gathered row by row as contiguous slices (the loaders'
+    /// feature gather), any other layout through ndarray's `select`.
     pub(crate) fn select_rows(&self, idx: &[usize]) -> Array {
-        map_same!(self, a => a.select(Axis(0), idx))
+        map_same!(self, a => gather_rows(a, idx))
     }
 
     /// This array followed by `n` rows of zeros.
@@ -128,6 +130,21 @@ impl Array {
     pub(crate) fn slice_rows(&self, start: usize, end: usize) -> Array {
         map_same!(self, a => a.slice_axis(Axis(0), (start..end).into()).to_owned())
     }
+}
+
+/// Rows `idx` of `a`: one slice copy per row when `a` is in standard layout.
+fn gather_rows<T: Copy>(a: &ArrayD<T>, idx: &[usize]) -> ArrayD<T> {
+    let Some(data) = a.as_slice() else {
+        return a.select(Axis(0), idx);
+    };
+    let width: usize = a.shape()[1..].iter().product();
+    let mut out = Vec::with_capacity(idx.len() * width);
+    for &r in idx {
+        out.extend_from_slice(&data[r * width..(r + 1) * width]);
+    }
+    let mut shape = a.shape().to_vec();
+    shape[0] = idx.len();
+    ArrayD::from_shape_vec(IxDyn(&shape), out).expect("rows × width elements")
 }
 
 fn cat<'a, T: Clone + 'a>(parts: impl Iterator<Item = &'a ArrayD<T>>) -> ArrayD<T> {

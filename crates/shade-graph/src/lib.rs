@@ -20,7 +20,8 @@
 //!   subgraphs, [`NormalizeFeatures`] (PyG's row normalisation, sparse kept sparse);
 //!   batching with [`Graph::batch`] / [`Graph::unbatch`].
 //! - Generators ([`csbm`], [`erdos_renyi`], ...), sampling ([`NeighborSampler`],
-//!   [`random_edge_split`]), splits ([`split_per_class`]), readers and writers
+//!   [`random_edge_split`]), mini-batch loaders ([`NeighborLoader`], [`DataLoader`]:
+//!   the next batch prepared on a worker thread), splits ([`split_per_class`]), readers and writers
 //!   ([`read_npz`] for citation graphs, [`read_npy`] / [`read_npz_arrays`] for arrays of
 //!   any numeric type, order and rank, [`read_edge_list`]).
 //!
@@ -45,6 +46,7 @@ mod error;
 mod generate;
 mod graph;
 mod io;
+pub mod loader;
 mod norm;
 mod sample;
 mod split;
@@ -63,6 +65,7 @@ pub use io::{
     read_edge_list, read_npy, read_npz, read_npz_arrays, write_edge_list, write_npy, write_npz,
     write_npz_arrays, write_npz_arrays_compressed, write_npz_compressed,
 };
+pub use loader::{Batches, DataLoader, GraphBatch, NeighborLoader};
 pub use norm::{GcnNorm, LaplacianNorm, NormEdges};
 pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};
 pub use split::{NodeSplit, split_per_class};

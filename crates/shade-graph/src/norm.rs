@@ -147,6 +147,29 @@ impl Graph {
         out
     }
 
+    /// The graph whose edges are [`gcn_norm_edges`](Self::gcn_norm_edges)' with their
+    /// coefficients as weights (PyG's `T.GCNNorm`): node and graph data are kept, edge
+    /// data are dropped (the added self-loops have none). Aggregating with these
+    /// weights unchanged (shade-gnn's `GCNConv { normalize: false, .. }`) is GCN with
+    /// the whole graph's degrees, also on sampled subgraphs, so a mini-batch GCN with
+    /// full fan-out reproduces the full-batch one.
+    ///
+    /// ```
+    /// use shade_graph::{Graph, GcnNorm};
+    /// let g = Graph::from_edges(3, &[(0, 1), (1, 0), (2, 1)])?;
+    /// let n = g.gcn_normalized(GcnNorm::default());
+    /// assert_eq!(n.num_edges(), 3 + 3); // the edges and a self-loop per node
+    /// // Node 1 has in-degree 2 + its loop: the loop's coefficient is 1/3.
+    /// assert!((n.weight(4) - 1.0 / 3.0).abs() < 1e-15);
+    /// # Ok::<(), shade_graph::GraphError>(())
+    /// ```
+    pub fn gcn_normalized(&self, opts: GcnNorm) -> Graph {
+        let NormEdges {
+            src, dst, weight, ..
+        } = self.gcn_norm_edges(opts);
+        self.with_new_edges(src, dst, Some(weight), crate::DataStore::default())
+    }
+
     /// The GCN-normalised adjacency with options (rows = destination, duplicates summed):
     /// the matrix of [`Graph::gcn_norm_edges`]. Built in one pass over the cached CSR by
     /// destination; with `add_self_loops` every diagonal entry is stored.

@@ -23,7 +23,15 @@ pub struct KHop {
 
 /// Rows `idx` of a sparse matrix (converted to CSR if needed).
 pub(crate) fn select_sparse_rows(x: &CsMat<f32>, idx: &[usize]) -> CsMat<f32> {
-    let csr = if x.is_csr() { x.clone() } else { x.to_csr() };
+    // A CSR input is read through a view (a loader calls this once per batch: no copy
+    // of the whole matrix).
+    let owned;
+    let csr = if x.is_csr() {
+        x.view()
+    } else {
+        owned = x.to_csr();
+        owned.view()
+    };
     let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
     for &r in idx {
         if let Some(row) = csr.outer_view(r) {

@@ -3,6 +3,8 @@
 //! ```text
 //! cargo run --release --example train_gcn
 //! cargo run --release --example train_gcn -- --data ../shared/data/cora.npz --model gat
+//! cargo build --release --features mpi --example train_gcn
+//! mpirun -np 2 target/release/examples/train_gcn --distributed --data ../shared/data/cora.npz
 //! ```
 //!
 //! The body below is the API in order: data and a `GraphCtx` (the graph's constant
@@ -12,13 +14,20 @@
 //! `--data PATH` an npz citation graph (symmetrised, 20 training nodes per class, 500
 //! validation, 1000 test). Option parsing, data loading, shade's proactive checks and
 //! the plot writing live in `examples/support/`, shared by every example.
+//!
+//! With `--distributed` (feature `mpi`, under `mpirun`) the training is data-parallel:
+//! every rank holds the model and takes every `world`-th training node from its rank
+//! on; the ranks' gradients are averaged before each Adam step, so every rank keeps the
+//! same parameters and a step is the full-batch step. Rank 0 prints the progress line
+//! and writes `--checkpoint PATH` (every 50 epochs and at the end); `--resume PATH`
+//! continues from one. The last line says what the exchanges cost per step.
 
 #[path = "support/cli.rs"]
 mod cli;
 #[path = "support/data.rs"]
 mod data;
 
-use cli::{Args, Spec, coded};
+use cli::{Args, Opt, Spec, coded};
 use data::NodeData;
 use shade::gnn::layers::{Activation, Chain, Dropout, GCNConv};
 use shade::gnn::loss::{NodeTargets, accuracy, cross_entropy};
@@ -31,6 +40,27 @@ use shade::rand::SeedableRng;
 use shade::rand::rngs::StdRng;
 use std::process::ExitCode;
 use std::time::Instant;
+
+const NODES: Opt = Opt {
+    name: "nodes",
+    value: "N",
+    help: "nodes of the built-in CSBM graph (default 3000)",
+};
+const DISTRIBUTED: Opt = Opt {
+    name: "distributed",
+    value: "",
+    help: "data-parallel over MPI, under mpirun (build with --features mpi)",
+};
+const CHECKPOINT: Opt = Opt {
+    name: "checkpoint",
+    value: "PATH",
+    help: "with --distributed: rank 0 writes a checkpoint every 50 epochs and at the end",
+};
+const RESUME: Opt = Opt {
+    name: "resume",
+    value: "PATH",
+    help: "with --distributed: continue from a checkpoint",
+};
 
 const SPEC: Spec = Spec {
     program: "train_gcn",
@@ -45,6 +75,10 @@ const SPEC: Spec = Spec {
         cli::SEED,
         cli::THREADS,
         cli::PLOT,
+        NODES,
+        DISTRIBUTED,
+        CHECKPOINT,
+        RESUME,
     ],
 };
 
@@ -79,6 +113,9 @@ fn train(args: &Args) -> Result<(), String> {
     let inputs = Inputs::new(&ctx, &data.x);
     // Parameters, model state, Adam's buffers and dropout's RNG, all in one value.
     let mut ts = TrainState::new(&model, cfg.optimiser(), seed).map_err(coded)?;
+    if args.flag("distributed") {
+        return distributed::train(args, &cfg, &model, &data, &ctx, &split, ts, seed);
+    }
     let target = NodeTargets::new(&data.labels, &split.train);
     let nodes = |v: &[u32]| v.iter().map(|&i| i as usize).collect::<Vec<_>>();
     let (train_nodes, val, test) = (nodes(&split.train), nodes(&split.val), nodes(&split.test));
@@ -147,6 +184,153 @@ fn train(args: &Args) -> Result<(), String> {
         1e3 * secs / cfg.epochs as f64
     );
     cli::write_curve(&curve, &args.plot("train_gcn.svg"))
+}
+
+/// `--distributed`: the same model and data, trained data-parallel over MPI.
+#[cfg(feature = "mpi")]
+mod distributed {
+    use super::{Args, NodeData, coded};
+    use shade::gnn::distributed::{DataParallel, MpiCollective};
+    use shade::gnn::layers::Chain;
+    use shade::gnn::loss::{NodeTargets, accuracy, cross_entropy};
+    use shade::gnn::minibatch::NodeShard;
+    use shade::gnn::models::NodeConfig;
+    use shade::gnn::report::Progress;
+    use shade::gnn::train::TrainState;
+    use shade::gnn::{GraphCtx, Inputs};
+    use shade::graph::NodeSplit;
+    use shade::interface::AutoShade;
+    use shade::rand::SeedableRng;
+    use shade::rand::rngs::StdRng;
+    use std::time::Duration;
+
+    #[allow(clippy::too_many_arguments)] // the local run's values, handed over as they are
+    pub(super) fn train(
+        args: &Args,
+        cfg: &NodeConfig,
+        model: &Chain<f32>,
+        data: &NodeData,
+        ctx: &GraphCtx<f32>,
+        split: &NodeSplit,
+        mut ts: TrainState<f32>,
+        seed: u64,
+    ) -> Result<(), String> {
+        let comm = MpiCollective::init().map_err(coded)?;
+        // The timing barrier makes the last line's exchange time the exchanges' own
+        // cost, not the wait for rank 0's evaluation.
+        let mut dp = DataParallel::new(comm).seed(seed).timing_barrier(true);
+        let (rank, world) = (dp.rank(), dp.world());
+        // This rank's shard of the training nodes: every `world`-th, from its rank on.
+        let shard: Vec<u32> = split
+            .train
+            .iter()
+            .copied()
+            .skip(rank)
+            .step_by(world)
+            .collect();
+        let target = NodeTargets::new(&data.labels, &shard);
+        let mut first = 1;
+        if let Some(path) = args.str("resume") {
+            first = dp.load_checkpoint(&mut ts, path).map_err(coded)?.epoch as usize;
+        }
+        let ids = |v: &[u32]| v.iter().map(|&i| i as usize).collect::<Vec<_>>();
+        let (train_nodes, val, test) = (ids(&split.train), ids(&split.val), ids(&split.test));
+        if dp.is_root() {
+            println!(
+                "data parallel: {world} ranks, {} training nodes each (rank 0), epochs {first}..={}",
+                shard.len(),
+                cfg.epochs
+            );
+        }
+        let progress = Progress::new(cfg.epochs);
+        let inputs = Inputs::new(ctx, &data.x);
+        let (mut comm, mut total, mut steps) = (Duration::ZERO, Duration::ZERO, 0u32);
+        let mut each = Vec::new();
+        for epoch in first..=cfg.epochs {
+            // Input dropout from a stream of (seed, epoch, rank): a resumed run repeats it.
+            let mut rng =
+                StdRng::seed_from_u64(seed ^ 0x5eed ^ ((epoch as u64) << 16) ^ rank as u64);
+            let x = data.x.dropout(cfg.input_dropout, &mut rng).map_err(coded)?;
+            let batch = NodeShard {
+                inputs: Inputs::new(ctx, &x),
+                target: &target,
+            };
+            let s = dp
+                .step(
+                    &AutoShade::REVERSE,
+                    model,
+                    &cross_entropy,
+                    Ok(batch),
+                    &mut ts,
+                )
+                .map_err(coded)?;
+            (comm, total, steps) = (comm + s.comm, total + s.total, steps + 1);
+            each.push(s.comm);
+            if dp.is_root() {
+                let out = ts.predict(model, &inputs).map_err(coded)?;
+                let acc = |n: &[usize]| accuracy(&out, &data.labels, n).map_err(coded);
+                let (tr, va, te) = (acc(&train_nodes)?, acc(&val)?, acc(&test)?);
+                progress.update(
+                    epoch,
+                    &[("loss", s.loss), ("train", tr), ("val", va), ("test", te)],
+                );
+            }
+            if let Some(path) = args.str("checkpoint")
+                && (epoch % 50 == 0 || epoch == cfg.epochs)
+            {
+                dp.save_checkpoint(&ts, epoch as u64 + 1, path)
+                    .map_err(coded)?;
+            }
+        }
+        let checksum: f64 = ts
+            .params
+            .values()
+            .iter()
+            .flat_map(|a| a.iter())
+            .map(|&v| f64::from(v))
+            .sum();
+        let ms = |d: Duration| 1e3 * d.as_secs_f64() / f64::from(steps.max(1));
+        each.sort_unstable();
+        let median = each.get(each.len() / 2).copied().unwrap_or_default();
+        println!(
+            "rank {rank}: {:.3} ms per step, of which {:.3} ms exchanging reports and gradients \
+             (median {:.3} ms; {:.1}%, {} parameters); parameter checksum {checksum:.9}",
+            ms(total),
+            ms(comm),
+            1e3 * median.as_secs_f64(),
+            100.0 * comm.as_secs_f64() / total.as_secs_f64().max(1e-12),
+            ts.params.num_scalars()
+        );
+        Ok(())
+    }
+}
+
+/// Without the `mpi` feature, `--distributed` says how to get it.
+#[cfg(not(feature = "mpi"))]
+mod distributed {
+    use super::{Args, NodeData};
+    use shade::gnn::GraphCtx;
+    use shade::gnn::layers::Chain;
+    use shade::gnn::models::NodeConfig;
+    use shade::gnn::train::TrainState;
+    use shade::graph::NodeSplit;
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn train(
+        _: &Args,
+        _: &NodeConfig,
+        _: &Chain<f32>,
+        _: &NodeData,
+        _: &GraphCtx<f32>,
+        _: &NodeSplit,
+        _: TrainState<f32>,
+        _: u64,
+    ) -> Result<(), String> {
+        Err("error: `--distributed` needs the `mpi` feature: \
+             cargo build --release --features mpi --example train_gcn, \
+             then mpirun -np 2 target/release/examples/train_gcn --distributed"
+            .into())
+    }
 }
 
 fn main() -> ExitCode {

@@ -2,6 +2,10 @@
 //! (one link instead of one per file; `cargo test -p shade-gnn --test gnn`).
 
 mod cora;
+mod distributed;
+#[cfg(feature = "mpi")]
+mod distributed_mpi;
+mod minibatch;
 mod save_load;
 mod sparse_input;
 mod users_model;

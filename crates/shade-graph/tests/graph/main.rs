@@ -6,6 +6,7 @@
 
 mod generators;
 mod graph_api;
+mod loader;
 mod properties;
 mod readers;
 mod sampling;

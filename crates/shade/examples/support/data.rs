@@ -25,11 +25,21 @@ pub(crate) struct NodeData {
 impl NodeData {
     /// `--data` (or the CSBM graph) with `--normalize-features`.
     pub(crate) fn from_args(args: &Args) -> Result<NodeData, String> {
-        Self::load(args.str("data"), args.flag("normalize-features"))
+        let nodes = args.count("nodes", 3000)?;
+        Self::load_sized(args.str("data"), args.flag("normalize-features"), nodes)
     }
 
     /// An npz file, or the CSBM graph for `None`.
     pub(crate) fn load(path: Option<&str>, normalize: bool) -> Result<NodeData, String> {
+        Self::load_sized(path, normalize, 3000)
+    }
+
+    /// An npz file, or the CSBM graph of `nodes` nodes for `None`.
+    pub(crate) fn load_sized(
+        path: Option<&str>,
+        normalize: bool,
+        nodes: usize,
+    ) -> Result<NodeData, String> {
         match path {
             Some(path) => {
                 let mut ds = read_npz(path, NpzOptions::undirected()).map_err(coded)?;
@@ -54,7 +64,7 @@ impl NodeData {
                     homophily: 0.85,
                     feature_signal: 1.5,
                     seed: 7,
-                    ..Csbm::new(3000, 5, 64)
+                    ..Csbm::new(nodes, 5, 64)
                 }
                 .generate()
                 .map_err(coded)?;

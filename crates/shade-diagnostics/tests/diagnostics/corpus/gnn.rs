@@ -31,6 +31,7 @@ pub(crate) const PROGRAMS: &[(&str, Program)] = &[
     ("gnn_nan_feature_in_training", nan_feature_in_training),
     ("gnn_missing_checkpoint_file", missing_checkpoint_file),
     ("gnn_truncated_checkpoint", truncated_checkpoint),
+    ("gnn_rank_with_nan_features", rank_with_nan_features),
 ];
 
 fn one_layer() -> Chain<f64> {
@@ -116,5 +117,49 @@ fn missing_checkpoint_file() -> Result<(), Seen> {
 fn truncated_checkpoint() -> Result<(), Seen> {
     let bytes = to_safetensors_bytes(&params_of(&two_layers(4))?);
     from_safetensors_bytes::<f64>(&bytes[..bytes.len() / 2])?;
+    Ok(())
+}
+
+/// Two ranks (threads) train a linear model; rank 1's features hold a NaN.
+fn rank_with_nan_features() -> Result<(), Seen> {
+    use shade_gnn::distributed::{DataParallel, ThreadGroup};
+    use shade_gnn::minibatch::NodeShard;
+    let model = Chain::<f64>::new().add("out", Dense::new(3, 2));
+    let labels = NodeTargets {
+        labels: vec![0, 1, 0, 1],
+        nodes: vec![0, 1, 2, 3],
+    };
+    let results: Vec<Result<(), shade_gnn::GnnError>> = std::thread::scope(|s| {
+        let ranks: Vec<_> = ThreadGroup::new(2)
+            .into_iter()
+            .map(|comm| {
+                let (model, labels) = (&model, &labels);
+                s.spawn(move || {
+                    let mut dp = DataParallel::new(comm);
+                    let mut x = Array2::from_elem((4, 3), 0.5);
+                    if dp.rank() == 1 {
+                        x[[2, 0]] = f64::NAN;
+                    }
+                    let x = Features::dense(x);
+                    let mut ts = TrainState::new(model, Optimiser::adam(0.01), 0)?;
+                    let shard = NodeShard {
+                        inputs: Inputs::without_graph(&x),
+                        target: labels,
+                    };
+                    dp.step(
+                        &AutoShade::REVERSE,
+                        model,
+                        &cross_entropy,
+                        Ok(shard),
+                        &mut ts,
+                    )?;
+                    Ok(())
+                })
+            })
+            .collect();
+        ranks.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    // Every rank returns the same error; rank 0's is the one shown.
+    results.into_iter().next().unwrap_or(Ok(()))?;
     Ok(())
 }
