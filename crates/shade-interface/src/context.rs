@@ -24,7 +24,7 @@ use shade_autodiff::{Const, Duplicated};
 ///
 /// ```
 /// use shade_interface::{AutoShade, Constant, gradient};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: &[S], w: &[f64]) -> S {
 ///     x[0] * w[0] + x[1] * w[1]

@@ -56,7 +56,7 @@
 
 //! ```
 //! use shade_interface::{AutoFiniteDiff, AutoShade, Constant, PathKind, gradient, prepare_gradient};
-//! use shade_autodiff::scalar::{Real, shade_fn};
+//! use shade_interface::{Real, shade_fn};
 //!
 //! fn loss<S: Real>(x: &[S], w: &[f64]) -> S {
 //!     x.iter().zip(w).map(|(&xi, &wi)| (xi - wi).powi(2)).sum()
@@ -87,6 +87,11 @@
 //! types directly, so a transparent newtype `NumDual<D>` does it, forwarding every
 //! operation to num-dual; `erf` and custom rules (`Real::custom`) go through the
 //! isomorphic shade number type (`Dual<f64>`, `Dual<Dual<f64>>`).
+
+/// The README's example, compiled and run as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod backend;
 pub mod backends;
@@ -128,3 +133,10 @@ pub use ndarray;
 /// The AD core: function values (`shade_fn!`), the `Real` number trait, the tensor
 /// layer's `Tape` and `Var` that programs are written against.
 pub use shade_autodiff;
+/// The number trait functions are written against (the core's
+/// [`shade_autodiff::scalar::Real`]), so that `shade_interface::{Real, shade_fn}` is all
+/// an example needs.
+pub use shade_autodiff::scalar::Real;
+/// Makes a differentiable function value from a generic `fn` (the core's macro,
+/// re-exported): `shade_fn!(f(&[S], &[f64]))`.
+pub use shade_autodiff::shade_fn;

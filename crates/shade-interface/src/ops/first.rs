@@ -116,7 +116,7 @@ where
 ///
 /// ```
 /// use shade_interface::{AutoShade, derivative};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn cube<S: Real>(x: S) -> S { x * x * x }
 /// assert_eq!(derivative(shade_fn!(cube(S)), &AutoShade::FORWARD, 2.0, ())?, 12.0);
@@ -247,7 +247,7 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
 ///
 /// ```
 /// use shade_interface::{AutoShade, Constant, prepare_gradient};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: &[S], w: &[f64]) -> S { x[0] * x[1] * w[0] }
 /// let w = [3.0];
@@ -418,7 +418,7 @@ where
 ///
 /// ```
 /// use shade_interface::{AutoShade, value_and_jacobian_inplace};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn polar<S: Real>(y: &mut [S], x: &[S]) {
 ///     y[0] = x[0] * x[1].cos();

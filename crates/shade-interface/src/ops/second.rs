@@ -124,7 +124,7 @@ where
 ///
 /// ```
 /// use shade_interface::{AutoFiniteDiff, AutoShade, second_derivative};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: S) -> S { x.powi(3) }
 /// assert_eq!(second_derivative(shade_fn!(f(S)), &AutoShade::FORWARD, 2.0, ())?, 12.0);
@@ -305,7 +305,7 @@ where
 ///
 /// ```
 /// use shade_interface::{AutoShade, SecondOrder, hvp};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: &[S]) -> S { x[0] * x[0] * x[1] }
 /// let b = SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE };
