@@ -162,11 +162,17 @@ impl Spec {
                         ContextPassing::CacheAsConst
                     }
                 },
-                ContextPassing::ConstantAsConst,
+                [
+                    ContextPassing::ConstantAsConst,
+                    ContextPassing::ConstantOrCacheAsConst,
+                ],
             ),
             Passing::Generic => meta.ctx.passing(
                 |_| ContextPassing::CacheConverted,
-                ContextPassing::ConstantConverted,
+                [
+                    ContextPassing::ConstantConverted,
+                    ContextPassing::ConstantOrCacheUntouched,
+                ],
             ),
         };
         Report {
