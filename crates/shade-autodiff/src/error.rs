@@ -193,6 +193,26 @@ pub enum AdError {
         /// The length it got.
         found: usize,
     },
+    /// An in-place function left its last outputs unwritten: it writes fewer outputs
+    /// than it was called with.
+    #[error(
+        "the in-place function was called with {outputs} outputs but wrote only the first {written}"
+    )]
+    OutputsNotWritten {
+        /// The output length it was called with (`m`).
+        outputs: usize,
+        /// One past the last output it wrote.
+        written: usize,
+    },
+    /// The function panicked when it was probed with the output length given; most
+    /// often it indexes past `y` because it writes more outputs than that.
+    #[error("the function panicked when called with {outputs} outputs: {message}")]
+    FunctionPanicked {
+        /// The output length it was called with (`m`).
+        outputs: usize,
+        /// The panic's message.
+        message: String,
+    },
     /// An operation needs a value with a given number of axes.
     #[error("`{op}` needs a value with {expected} axes, but got shape {shape:?}")]
     RankMismatch {
@@ -257,6 +277,8 @@ impl AdError {
             AdError::InvalidArgument { .. } => "SHADE-E0114",
             AdError::TapeOverflow { .. } => "SHADE-E0120",
             AdError::BufferLength { .. } => "SHADE-E0121",
+            AdError::OutputsNotWritten { .. } => "SHADE-E0130",
+            AdError::FunctionPanicked { .. } => "SHADE-E0131",
             AdError::RankMismatch { .. } => "SHADE-E0140",
             AdError::NonFiniteForward { .. } => "SHADE-E0170",
             AdError::NonFiniteBackward { .. } => "SHADE-E0171",
@@ -278,6 +300,8 @@ impl AdError {
         "SHADE-E0114",
         "SHADE-E0120",
         "SHADE-E0121",
+        "SHADE-E0130",
+        "SHADE-E0131",
         "SHADE-E0140",
         "SHADE-E0170",
         "SHADE-E0171",
@@ -318,6 +342,12 @@ impl AdError {
             }
             AdError::BufferLength { .. } => {
                 "allocate the output with the documented length (e.g. rows × columns for a Jacobian)".into()
+            }
+            AdError::OutputsNotWritten { written, .. } => format!(
+                "pass the number of outputs the function writes (m = {written}), or make it write every output (`y[i] = S::zero()` for a zero one)"
+            ),
+            AdError::FunctionPanicked { .. } => {
+                "if it indexes past `y`, pass the number of outputs it writes as `m`; otherwise fix the panic at the location printed above".into()
             }
             AdError::RankMismatch { .. } => {
                 "reshape the value first, e.g. `tape.reshape(x, &[rows, cols])`".into()
@@ -386,6 +416,14 @@ mod tests {
                 op: "hessian",
                 expected: 4,
                 found: 3,
+            },
+            AdError::OutputsNotWritten {
+                outputs: 3,
+                written: 2,
+            },
+            AdError::FunctionPanicked {
+                outputs: 1,
+                message: "index out of bounds".into(),
             },
             AdError::RankMismatch {
                 op: "matmul",

@@ -4,11 +4,14 @@
 //!   one or `N` tangents), [`Var`] (reverse mode, recorded on a reusable [`Tape`]), and
 //!   their nestings (`Dual<Dual<f64>>` for second derivatives, `Var<Dual<f64>>` for
 //!   Hessian-vector products), and [`Tracer`] (the sparsity-detection number: the set of
-//!   inputs a value depends on).
+//!   inputs a value depends on; [`jacobian_sparsity`], [`hessian_sparsity`] and the
+//!   output check [`probe_outputs`] run on it).
 //! - Functions are values: [`shade_fn!`](crate::shade_fn) turns a generic `fn` into one.
 //! - One entry point, [`autodiff`]`(mode, f, return_activity, args)`, with the activity
 //!   vocabulary of the crate root, and conveniences on top ([`gradient`], [`hvp`],
-//!   [`jacobian_forward`], ...), each with a prepared form on [`Tape`].
+//!   [`jacobian_forward`], ...), each with a prepared form on [`Tape`], and batched
+//!   forms for several tangents per evaluation ([`Tape::pushforward_batch_into`],
+//!   [`Tape::pullback_batch_into`], [`Tape::hvp_batch_into`]).
 //! - Custom derivative rules: [`ScalarRule`] with [`Real::custom`].
 //!
 //! ```
@@ -40,11 +43,13 @@ struct ReadmeDoctests;
 
 mod args;
 mod autodiff;
+mod batch;
 mod dual;
 mod func;
 mod lift;
 mod ops;
 mod real;
+mod sparsity;
 mod tape;
 mod tracer;
 
@@ -52,11 +57,12 @@ pub use crate::shade_fn;
 pub use args::{ConstArg, ConstArgs, ForwardArg, ForwardArgs, ReverseArg, ReverseArgs};
 pub use autodiff::{BatchTangent, ScalarMode, Tangent, autodiff, autodiff_with};
 pub use dual::{Dual, DualVec};
-pub use func::{Constant, InPlaceFn, Join, Kind, Kinds, Scalar, ScalarFn, Slice};
+pub use func::{Constant, InPlaceFn, Join, Kind, Kinds, Scalar, ScalarFn, Slice, SliceMut};
 pub use ops::{
     CHUNK, derivative, gradient, hessian, hvp, jacobian_forward, jacobian_reverse, pullback,
     pushforward, second_derivative, value_and_gradient,
 };
 pub use real::{Real, ScalarRule};
+pub use sparsity::{hessian_sparsity, jacobian_sparsity, probe_outputs};
 pub use tape::{Tape, Trace, Var, VarId};
 pub use tracer::{IndexSet, Tracer, trace_sparsity};

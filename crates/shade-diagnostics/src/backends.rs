@@ -26,6 +26,8 @@
 use crate::check::Findings;
 use crate::gradcheck::{GradcheckOptions, GradcheckReport, Order};
 use crate::render::Diagnostic;
+use core::borrow::Borrow;
+use shade_interface::DerivativeMatrix;
 use shade_interface::{
     AutoFiniteDiff, Backend, Contexts, GradientBackend, HessianBackend, Operator, Support,
     gradient, hessian,
@@ -111,8 +113,10 @@ where
     R: HessianBackend<F, C>,
     C: Contexts + Clone,
 {
+    // Dense or sparse (`AutoSparse`): compared entry by entry, row-major.
     let a = hessian(f, backend, x, ctx.clone()).map_err(|e| Diagnostic::from_error(&e))?;
     let r = hessian(f, reference, x, ctx).map_err(|e| Diagnostic::from_error(&e))?;
+    let (a, r) = (a.borrow().to_row_major(), r.borrow().to_row_major());
     let n = x.len();
     let mut rep = GradcheckReport::new(Order::Second, n * n, options);
     rep.reference = format!("`{}`", reference.name());

@@ -68,12 +68,15 @@ pub static ENTRIES: &[Entry] = entries! {
     "shade-autodiff": [
         "SHADE-E0101", "SHADE-E0102", "SHADE-E0103", "SHADE-E0104", "SHADE-E0105",
         "SHADE-E0110", "SHADE-E0111", "SHADE-E0112", "SHADE-E0113", "SHADE-E0114",
-        "SHADE-E0120", "SHADE-E0121", "SHADE-E0140", "SHADE-E0170", "SHADE-E0171",
+        "SHADE-E0120", "SHADE-E0121", "SHADE-E0130", "SHADE-E0131", "SHADE-E0140",
+        "SHADE-E0170", "SHADE-E0171",
     ],
     "shade-autodiff-macros": [
         "SHADE-E0180", "SHADE-E0181", "SHADE-E0182", "SHADE-E0183", "SHADE-E0184",
     ],
-    "shade-interface": ["SHADE-E0201", "SHADE-E0202", "SHADE-E0203", "SHADE-E0204"],
+    "shade-interface": [
+        "SHADE-E0201", "SHADE-E0202", "SHADE-E0203", "SHADE-E0204", "SHADE-E0205",
+    ],
     "shade-graph": [
         "SHADE-E0301", "SHADE-E0302", "SHADE-E0303", "SHADE-E0304", "SHADE-E0305",
         "SHADE-E0306", "SHADE-E0310", "SHADE-E0311", "SHADE-E0312", "SHADE-E0320",

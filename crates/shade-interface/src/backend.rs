@@ -346,10 +346,15 @@ impl<O: Backend, I: Backend> Backend for SecondOrder<O, I> {
     }
 }
 
-/// Sparse Jacobians through the inner backend's pushforwards.
+/// Sparse Jacobians and Hessians: sparsity detection, colouring, batched compressed
+/// products of the inner backend (pushforwards or pullbacks for Jacobians, Hessian-vector
+/// products for Hessians), results as sprs `CsMat<f64>` (see
+/// [`backends::sparse`](crate::backends::sparse)).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AutoSparse<B> {
-    /// The backend of the compressed pushforwards.
+    /// The backend of the compressed products: a first-order backend (Jacobians), or
+    /// one with Hessian-vector products (`SecondOrder { outer: AutoShade::FORWARD, inner:
+    /// AutoShade::REVERSE }`, `AutoShade`) for Hessians.
     pub inner: B,
 }
 
@@ -363,6 +368,10 @@ impl<B: Backend> Backend for AutoSparse<B> {
     fn supports(&self, op: Operator) -> Support {
         match op {
             Operator::Jacobian => match self.inner.supports(Operator::Pushforward) {
+                Support::No => Support::No,
+                _ => Support::Generic,
+            },
+            Operator::Hessian => match self.inner.supports(Operator::Hvp) {
                 Support::No => Support::No,
                 _ => Support::Generic,
             },

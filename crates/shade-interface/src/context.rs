@@ -1,5 +1,7 @@
 //! Contexts: the extra arguments of a differentiated function that are not
-//! differentiated, [`Constant`] (read only) and [`Cache`] (scratch).
+//! differentiated, [`Constant`] (read only), [`Cache`] (scratch the function may write)
+//! and [`ConstantOrCache`] (a value passed as it is, constants and caches mixed), as in
+//! DifferentiationInterface.
 //!
 //! A function `f(x, c1, c2, ...)` is differentiated with respect to `x` only; the
 //! contexts are passed as a tuple `(Constant(&p), Cache(&buf))` at preparation and at
@@ -10,21 +12,47 @@
 //!   `Cache(buf)` becomes `Duplicated(buf, scratch)` in reverse-mode calls of the core's
 //!   `autodiff` entry point, with a scratch shadow made at preparation (Enzyme.jl-in-DI
 //!   semantics), and `Const(buf)` where the core's prepared operators take constants
-//!   only. The two are exact: the cache's derivative is never read, and shade functions
-//!   see their slice arguments as `&[S]`, so they cannot write to them.
+//!   only. The two are exact: the cache's derivative is never read. `ConstantOrCache(v)`
+//!   becomes `Const(v)`.
 //! - generic backends evaluate the function's own instantiations (`f64`, dual numbers)
 //!   with the contexts converted to the number type (a copy into an arena for slices).
+//!
+//! A cache reaches the function in the function's own number type: for a `&mut [S]`
+//! parameter the engine hands it a scratch slice of `S` of the cache's length, which
+//! starts as a copy of the buffer and which the function may overwrite (its contents
+//! after the call are unspecified, as in DifferentiationInterface: the buffer passed
+//! gives the length and the initial values, and is itself never written). A `&[S]`
+//! parameter may take a cache too (read only, as before).
+//!
+//! ```
+//! use shade_interface::{AutoFiniteDiff, AutoShade, Cache, Constant, Real, gradient, shade_fn};
+//!
+//! /// `Σ sin(xᵢ wᵢ)`, through a scratch buffer the function fills.
+//! fn f<S: Real>(x: &[S], scratch: &mut [S], w: &[f64]) -> S {
+//!     for (s, (&xi, &wi)) in scratch.iter_mut().zip(x.iter().zip(w)) {
+//!         *s = xi * wi;
+//!     }
+//!     scratch.iter().map(|s| s.sin()).sum()
+//! }
+//! let f = shade_fn!(f(&[S], &mut [S], &[f64]));
+//! let (x, w, mut buf) = ([0.5, 1.0], [2.0, -1.0], [0.0; 2]);
+//! let g = gradient(f, &AutoShade::REVERSE, &x, (Cache(&mut buf), Constant(&w)))?;
+//! assert!((g[0] - 2.0 * 1f64.cos()).abs() < 1e-14 && (g[1] + 1f64.cos()).abs() < 1e-14);
+//! let fd = gradient(f, &AutoFiniteDiff::CENTRAL, &x, (Cache(&mut buf), Constant(&w)))?;
+//! assert!(g.iter().zip(&fd).all(|(a, b)| (a - b).abs() < 1e-8));
+//! # Ok::<(), shade_interface::InterfaceError>(())
+//! ```
 
 use bumpalo::Bump;
 use core::borrow::Borrow;
-use shade_autodiff::scalar::{ConstArg, Constant as ConstantKind, Real, Scalar, Slice};
+use shade_autodiff::scalar::{ConstArg, Constant as ConstantKind, Real, Scalar, Slice, SliceMut};
 use shade_autodiff::{Const, Duplicated};
 
 /// A read-only context: a constant argument (`&[f64]`, `f64`, or `&C` of any type).
 ///
 /// ```
 /// use shade_interface::{AutoShade, Constant, gradient};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: &[S], w: &[f64]) -> S {
 ///     x[0] * w[0] + x[1] * w[1]
@@ -36,12 +64,43 @@ use shade_autodiff::{Const, Duplicated};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Constant<T>(pub T);
 
-/// A scratch context: a slice argument whose derivative is not wanted.
+/// A scratch context: a slice argument the function may write, whose derivative is not
+/// wanted.
 ///
-/// Pass `Cache(&buf)` (or `Cache(&mut buf)`) for a `&[S]` parameter. Its length is fixed
-/// at preparation and checked at every call.
+/// Pass `Cache(&mut buf)` (or `Cache(&buf)`) for a `&mut [S]` parameter (or a `&[S]`
+/// one): the function gets a scratch slice of its number type, of `buf`'s length,
+/// starting as a copy of `buf` (see the [module](self) example). Its length is fixed at
+/// preparation and checked at every call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cache<T>(pub T);
+
+/// A context passed as it is: a value that mixes constants and caches
+/// (DifferentiationInterface's `ConstantOrCache`).
+///
+/// For a `&C` parameter the function gets the value itself, never converted or copied;
+/// it may update caches inside it through interior mutability (`Cell`, `RefCell`), and
+/// backends make no assumption that it is unchanged between evaluations. For a `&[S]` /
+/// `&mut [S]` parameter it is converted (or copied to scratch) as a `Constant` / `Cache`
+/// would be.
+///
+/// ```
+/// use core::cell::Cell;
+/// use shade_interface::{AutoShade, ConstantOrCache, Real, gradient, shade_fn};
+///
+/// /// Constants (`scale`) and a cache (`calls`, counted by the function) in one value.
+/// struct Work { scale: f64, calls: Cell<usize> }
+/// fn f<S: Real>(x: &[S], w: &Work) -> S {
+///     w.calls.set(w.calls.get() + 1);
+///     x[0] * x[1] * w.scale
+/// }
+/// let w = Work { scale: 3.0, calls: Cell::new(0) };
+/// let g = gradient(shade_fn!(f(&[S], &Work)), &AutoShade::REVERSE, &[1.0, 2.0], (ConstantOrCache(&w),))?;
+/// assert_eq!(g, [6.0, 3.0]);
+/// assert!(w.calls.get() >= 1);
+/// # Ok::<(), shade_interface::InterfaceError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConstantOrCache<T>(pub T);
 
 /// How a context reaches the engine, as reported by [`Report`](crate::Report).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +118,10 @@ pub enum ContextPassing {
     ConstantConverted,
     /// A `Cache` converted to the backend's number type (generic path).
     CacheConverted,
+    /// A `ConstantOrCache` passed as the core's `Const`, untouched.
+    ConstantOrCacheAsConst,
+    /// A `ConstantOrCache` passed untouched to a generic backend (slices converted).
+    ConstantOrCacheUntouched,
 }
 
 impl core::fmt::Display for ContextPassing {
@@ -71,23 +134,29 @@ impl core::fmt::Display for ContextPassing {
             ContextPassing::CacheAsConst => f.write_str("Cache -> Const"),
             ContextPassing::ConstantConverted => f.write_str("Constant -> number type (generic)"),
             ContextPassing::CacheConverted => f.write_str("Cache -> number type (generic)"),
+            ContextPassing::ConstantOrCacheAsConst => f.write_str("ConstantOrCache -> Const"),
+            ContextPassing::ConstantOrCacheUntouched => {
+                f.write_str("ConstantOrCache -> untouched (generic)")
+            }
         }
     }
 }
 
-/// Whether a context is a [`Constant`] or a [`Cache`].
+/// Whether a context is a [`Constant`], a [`Cache`] or a [`ConstantOrCache`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ContextKind {
     /// Read only.
     Constant,
     /// Scratch, with its length.
     Cache(usize),
+    /// Passed as it is.
+    ConstantOrCache,
 }
 
-/// One context: [`Constant`] or [`Cache`].
+/// One context: [`Constant`], [`Cache`] or [`ConstantOrCache`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a context",
-    label = "wrap it: `Constant(..)` (read only) or `Cache(..)` (scratch)"
+    label = "wrap it: `Constant(..)` (read only), `Cache(..)` (scratch) or `ConstantOrCache(..)` (as it is)"
 )]
 pub trait Context {
     /// Whether it is a [`Cache`] (whose length is checked at every call).
@@ -100,6 +169,13 @@ impl<T> Context for Constant<T> {
     const IS_CACHE: bool = false;
     fn kind(&self) -> ContextKind {
         ContextKind::Constant
+    }
+}
+
+impl<T> Context for ConstantOrCache<T> {
+    const IS_CACHE: bool = false;
+    fn kind(&self) -> ContextKind {
+        ContextKind::ConstantOrCache
     }
 }
 
@@ -213,11 +289,12 @@ impl ContextShape {
         Ok(())
     }
 
-    /// How each context reaches the engine, given the rule for caches.
+    /// How each context reaches the engine, given the rule for caches and what
+    /// constants and pass-through values become.
     pub(crate) fn passing(
         &self,
         cache: impl Fn(usize) -> ContextPassing,
-        constant: ContextPassing,
+        [constant, as_is]: [ContextPassing; 2],
     ) -> Vec<ContextPassing> {
         self.kinds
             .iter()
@@ -225,6 +302,7 @@ impl ContextShape {
             .map(|k| match k {
                 ContextKind::Constant => constant,
                 ContextKind::Cache(n) => cache(*n),
+                ContextKind::ConstantOrCache => as_is,
             })
             .collect()
     }
@@ -261,6 +339,35 @@ impl<T: AsRef<[f64]>> ConstArg<Slice> for Cache<T> {
     }
 }
 
+/// A scratch copy of the cache in the function's number type, which it may write.
+impl<T: AsRef<[f64]>> ConstArg<SliceMut> for Cache<T> {
+    #[inline]
+    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b mut [S] {
+        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
+    }
+}
+
+impl<C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<ConstantKind<C>> for ConstantOrCache<&D> {
+    #[inline]
+    fn arg<'b, S: Real + 'b>(&'b self, _: &'b Bump) -> &'b C {
+        self.0.borrow()
+    }
+}
+
+impl<D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for ConstantOrCache<&D> {
+    #[inline]
+    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b [S] {
+        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
+    }
+}
+
+impl<D: ?Sized + AsRef<[f64]>> ConstArg<SliceMut> for ConstantOrCache<&D> {
+    #[inline]
+    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b mut [S] {
+        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
+    }
+}
+
 /// How one context becomes an annotated argument of the core's `autodiff` entry point
 /// (the `AutoShade` path), for borrows of lifetime `'s`.
 ///
@@ -286,6 +393,28 @@ pub trait ShadeContext<'s>: Context {
 }
 
 impl<'s, T: Copy> ShadeContext<'s> for Constant<T> {
+    type Rev = Const<T>;
+    type Fwd = Const<T>;
+    type Batch = Const<T>;
+    #[inline(always)]
+    fn scratch_len(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn rev(&'s self, _: &'s mut [f64]) -> Const<T> {
+        Const(self.0)
+    }
+    #[inline(always)]
+    fn fwd(&'s self, _: &'s mut [f64]) -> Const<T> {
+        Const(self.0)
+    }
+    #[inline(always)]
+    fn batch(&'s self) -> Const<T> {
+        Const(self.0)
+    }
+}
+
+impl<'s, T: Copy> ShadeContext<'s> for ConstantOrCache<T> {
     type Rev = Const<T>;
     type Fwd = Const<T>;
     type Batch = Const<T>;

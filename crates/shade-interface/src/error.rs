@@ -58,6 +58,22 @@ pub enum InterfaceError {
         /// Length of the stacked tangents given.
         found: usize,
     },
+    /// A sparse Jacobian or Hessian buffer does not have the pattern the operator was
+    /// prepared for (`AutoSparse`).
+    #[error(
+        "`{operator}`: {argument} is a {}×{} matrix with {} stored entries, but the operator was prepared for the {}×{} pattern with {} nonzeros",
+        found.0, found.1, found.2, expected.0, expected.1, expected.2
+    )]
+    SparsityMismatch {
+        /// The operator.
+        operator: &'static str,
+        /// Which argument.
+        argument: &'static str,
+        /// Rows, columns and nonzeros of the prepared pattern.
+        expected: (usize, usize, usize),
+        /// Rows, columns and stored entries of the matrix given.
+        found: (usize, usize, usize),
+    },
     /// An error of the AD core, with its own code.
     #[error(transparent)]
     Core(#[from] AdError),
@@ -69,8 +85,13 @@ pub type InterfaceResult<T> = Result<T, InterfaceError>;
 impl InterfaceError {
     /// Every code this crate's own variants return, in order (core errors keep their
     /// `SHADE-E01xx` codes), so that catalogues can be checked for completeness.
-    pub const CODES: &'static [&'static str] =
-        &["SHADE-E0201", "SHADE-E0202", "SHADE-E0203", "SHADE-E0204"];
+    pub const CODES: &'static [&'static str] = &[
+        "SHADE-E0201",
+        "SHADE-E0202",
+        "SHADE-E0203",
+        "SHADE-E0204",
+        "SHADE-E0205",
+    ];
 
     /// The stable code, e.g. `"SHADE-E0201"`; a core error keeps its `SHADE-E01xx` code.
     pub fn code(&self) -> &'static str {
@@ -79,6 +100,7 @@ impl InterfaceError {
             InterfaceError::Unsupported { .. } => "SHADE-E0202",
             InterfaceError::InvalidSetting { .. } => "SHADE-E0203",
             InterfaceError::BatchShape { .. } => "SHADE-E0204",
+            InterfaceError::SparsityMismatch { .. } => "SHADE-E0205",
             InterfaceError::Core(e) => e.code(),
         }
     }
@@ -95,6 +117,9 @@ impl InterfaceError {
             }
             InterfaceError::BatchShape { .. } => {
                 "stack the tangents one after the other; the total length must be a multiple of one tangent's".into()
+            }
+            InterfaceError::SparsityMismatch { .. } => {
+                "pass a matrix made by this preparation (`prep.new_jacobian()`, `prep.new_hessian()`, or a result of `prep.jacobian(..)`); a pattern detected elsewhere may differ".into()
             }
             InterfaceError::Core(e) => e.help(),
         }
@@ -155,6 +180,12 @@ mod tests {
                 operator: "pushforward",
                 len: 3,
                 found: 4,
+            },
+            InterfaceError::SparsityMismatch {
+                operator: "jacobian",
+                argument: "jacobian",
+                expected: (3, 3, 7),
+                found: (3, 3, 9),
             },
         ];
         let mut codes: Vec<_> = all.iter().map(InterfaceError::code).collect();

@@ -18,7 +18,7 @@ pub enum PathKind {
 ///
 /// ```
 /// use shade_interface::{AutoShade, Constant, PathKind, prepare_gradient};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: &[S], w: &[f64]) -> S { S::dot(x, &x[..]) * w[0] }
 /// let p = [2.0];
@@ -162,11 +162,17 @@ impl Spec {
                         ContextPassing::CacheAsConst
                     }
                 },
-                ContextPassing::ConstantAsConst,
+                [
+                    ContextPassing::ConstantAsConst,
+                    ContextPassing::ConstantOrCacheAsConst,
+                ],
             ),
             Passing::Generic => meta.ctx.passing(
                 |_| ContextPassing::CacheConverted,
-                ContextPassing::ConstantConverted,
+                [
+                    ContextPassing::ConstantConverted,
+                    ContextPassing::ConstantOrCacheUntouched,
+                ],
             ),
         };
         Report {

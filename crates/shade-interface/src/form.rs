@@ -11,8 +11,11 @@
 //! (scalar input) with their own number type; `AutoShade` never goes through these
 //! traits, it hands the function to the core.
 
+use crate::error::InterfaceResult;
 use bumpalo::Bump;
-use shade_autodiff::scalar::{ConstArgs, InPlaceFn, Join, Kinds, Real, Scalar, ScalarFn, Slice};
+use shade_autodiff::scalar::{
+    ConstArgs, InPlaceFn, IndexSet, Join, Kinds, Real, Scalar, ScalarFn, Slice, probe_outputs,
+};
 
 /// The one-argument form `f(x, contexts...) -> y` with one output.
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,6 +42,21 @@ pub trait VecForm<C> {
     /// Writes `f(x, contexts)` into `y` (length `outputs()`), building converted
     /// contexts in `bump`.
     fn eval<S: Real>(&self, x: &[S], ctx: &C, bump: &Bump, y: &mut [S]);
+    /// Evaluates the form once with the core's sparsity tracer at `x`: the inputs each
+    /// output depends on (the rows of the Jacobian's local pattern), after checking that
+    /// the function writes exactly `outputs()` outputs (`SHADE-E0130` if it writes fewer,
+    /// `SHADE-E0131` if it panics, e.g. indexing past `y`).
+    fn probe(&self, x: &[f64], ctx: &C) -> InterfaceResult<Vec<IndexSet>> {
+        let bump = Bump::new();
+        Ok(probe_outputs(x, self.outputs(), |xs, ys| {
+            self.eval(xs, ctx, &bump, ys)
+        })?)
+    }
+    /// Checks the output length ([`probe`](Self::probe)); nothing to check for the
+    /// one-argument form, whose one output is its return value.
+    fn check_outputs(&self, x: &[f64], ctx: &C) -> InterfaceResult<()> {
+        self.probe(x, ctx).map(drop)
+    }
 }
 
 /// A form with one scalar input `x: S` and `outputs()` outputs.
@@ -47,6 +65,15 @@ pub trait ScalarForm<C> {
     fn outputs(&self) -> usize;
     /// Writes `f(x, contexts)` into `y` (length `outputs()`).
     fn eval<S: Real>(&self, x: S, ctx: &C, bump: &Bump, y: &mut [S]);
+    /// Checks the output length by one evaluation with the sparsity tracer, as
+    /// [`VecForm::probe`] (nothing to check for the one-argument form).
+    fn check_outputs(&self, x: f64, ctx: &C) -> InterfaceResult<()> {
+        let bump = Bump::new();
+        probe_outputs(&[x], self.outputs(), |xs, ys| {
+            self.eval(xs[0], ctx, &bump, ys)
+        })?;
+        Ok(())
+    }
 }
 
 impl<F, C> VecForm<C> for OneArg<F>
@@ -62,6 +89,9 @@ where
     #[inline]
     fn eval<S: Real>(&self, x: &[S], ctx: &C, bump: &Bump, y: &mut [S]) {
         y[0] = self.0.call(F::Kinds::join(x, ctx.args::<S>(bump)));
+    }
+    fn check_outputs(&self, _: &[f64], _: &C) -> InterfaceResult<()> {
+        Ok(())
     }
 }
 
@@ -94,6 +124,9 @@ where
     #[inline]
     fn eval<S: Real>(&self, x: S, ctx: &C, bump: &Bump, y: &mut [S]) {
         y[0] = self.0.call(F::Kinds::join(x, ctx.args::<S>(bump)));
+    }
+    fn check_outputs(&self, _: f64, _: &C) -> InterfaceResult<()> {
+        Ok(())
     }
 }
 

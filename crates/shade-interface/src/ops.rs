@@ -15,8 +15,8 @@ mod push;
 mod second;
 
 pub use first::{
-    DerivativeBackend, GradientBackend, JacobianBackend, derivative, gradient, jacobian,
-    prepare_derivative, prepare_derivative_inplace, prepare_gradient, prepare_jacobian,
+    DerivativeBackend, GradientBackend, JacobianBackend, JacobianOf, derivative, gradient,
+    jacobian, prepare_derivative, prepare_derivative_inplace, prepare_gradient, prepare_jacobian,
     prepare_jacobian_inplace, value_and_derivative, value_and_derivative_inplace,
     value_and_gradient, value_and_jacobian_inplace,
 };
@@ -27,7 +27,7 @@ pub use push::{
     value_and_pullback_inplace, value_and_pushforward_inplace,
 };
 pub use second::{
-    HessianBackend, HvpBackend, SecondDerivativeBackend, hessian, hvp, prepare_hessian,
+    HessianBackend, HessianOf, HvpBackend, SecondDerivativeBackend, hessian, hvp, prepare_hessian,
     prepare_hvp, prepare_second_derivative, second_derivative,
 };
 

@@ -167,7 +167,7 @@ pub(crate) fn prepare<Op, V, B, C>(
     backend: &B,
     x: &[f64],
     ctx: &C,
-    mut run: impl FnMut(&B, &mut B::State, &V) -> InterfaceResult<()>,
+    mut run: impl FnMut(&B, &mut B::State, &V, &Meta) -> InterfaceResult<()>,
 ) -> InterfaceResult<Prepared<Op, V, B, B::State>>
 where
     B: PrepareBackend<V, C>,
@@ -180,7 +180,7 @@ where
     let mut last = backend.footprint(&st);
     if last.is_some() {
         for _ in 0..6 {
-            run(backend, &mut st, &f)?;
+            run(backend, &mut st, &f, &meta)?;
             let now = backend.footprint(&st);
             if now == last {
                 break;

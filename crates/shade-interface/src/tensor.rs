@@ -73,6 +73,9 @@ pub use ops::{
     TensorPrepared, gradient, jacobian, prepare_gradient, prepare_jacobian, prepare_pullback,
     prepare_pushforward, pullback, pushforward, value_and_gradient,
 };
+/// The core's tape and handle types that programs are written against, re-exported so
+/// that `shade_interface::tensor::{Tape, Var}` is enough.
+pub use shade_autodiff::tensor::{Tape, Var};
 pub use work::Workspace;
 
 pub(crate) use work::{Ran, Run};
@@ -83,7 +86,7 @@ pub(crate) use work::for_entries;
 use crate::backend::{AutoFiniteDiff, AutoShade, Backend, ShadeMode};
 use crate::context::Constant;
 use ndarray::{ArrayBase, Data, Dimension};
-use shade_autodiff::tensor::{Element, Tape, TensorArg, Var};
+use shade_autodiff::tensor::{Element, TensorArg};
 use shade_autodiff::{AdResult, Const, ModeKind};
 
 /// One context of a tensor program over `T`, arriving in the program as `H`.

@@ -6,7 +6,7 @@
 //! instead.
 
 use super::dual::{Dual, DualVec};
-use super::func::{Constant, Kind, Kinds, Scalar, Slice};
+use super::func::{Constant, Kind, Kinds, Scalar, Slice, SliceMut};
 use super::real::Real;
 use super::tape::{Tape, Trace, Var};
 use crate::activity::{Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed};
@@ -57,6 +57,14 @@ impl<C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<Constant<C>> for Const
 impl<D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for Const<&D> {
     #[inline]
     fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b [S] {
+        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
+    }
+}
+
+/// A scratch copy of the constant, in the function's number type, that it may write.
+impl<D: ?Sized + AsRef<[f64]>> ConstArg<SliceMut> for Const<&D> {
+    #[inline]
+    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b mut [S] {
         bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
     }
 }
@@ -143,9 +151,9 @@ where
 }
 
 macro_rules! duplicated_reverse {
-    ($ann:ident) => {
+    ($ann:ident, $kind:ident) => {
         #[diagnostic::do_not_recommend]
-        impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ReverseArg<Slice, f64> for $ann<'a, D> {
+        impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ReverseArg<$kind, f64> for $ann<'a, D> {
             type Grad = ();
             #[inline]
             fn check(&self, pos: usize) -> AdResult<()> {
@@ -156,7 +164,7 @@ macro_rules! duplicated_reverse {
                 &'b self,
                 trace: &'b Trace<f64>,
                 bump: &'b Bump,
-            ) -> (&'b [Var<'b, f64>], u32) {
+            ) -> (<$kind as Kind>::Arg<'b, Var<'b, f64>>, u32) {
                 let xs = bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| trace.var(v)));
                 let first = xs.first().and_then(Var::raw_index).unwrap_or(0);
                 (xs, first)
@@ -173,8 +181,10 @@ macro_rules! duplicated_reverse {
         }
     };
 }
-duplicated_reverse!(Duplicated);
-duplicated_reverse!(DuplicatedNoNeed);
+duplicated_reverse!(Duplicated, Slice);
+duplicated_reverse!(DuplicatedNoNeed, Slice);
+duplicated_reverse!(Duplicated, SliceMut);
+duplicated_reverse!(DuplicatedNoNeed, SliceMut);
 
 #[diagnostic::do_not_recommend]
 impl ReverseArg<Scalar, f64> for Active<f64> {
@@ -246,9 +256,9 @@ where
 }
 
 macro_rules! duplicated_forward {
-    ($ann:ident) => {
+    ($ann:ident, $kind:ident) => {
         #[diagnostic::do_not_recommend]
-        impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ForwardArg<Slice, Dual<f64>>
+        impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>> ForwardArg<$kind, Dual<f64>>
             for $ann<'a, D>
         {
             #[inline]
@@ -256,15 +266,17 @@ macro_rules! duplicated_forward {
                 check_shadow(pos, self.0.as_ref(), (*self.1).as_ref())
             }
             #[inline]
-            fn input<'b>(&'b self, bump: &'b Bump) -> &'b [Dual<f64>] {
+            fn input<'b>(&'b self, bump: &'b Bump) -> <$kind as Kind>::Arg<'b, Dual<f64>> {
                 let (x, dx) = (self.0.as_ref(), (*self.1).as_ref());
                 bump.alloc_slice_fill_iter(x.iter().zip(dx).map(|(&v, &d)| Dual::new(v, d)))
             }
         }
     };
 }
-duplicated_forward!(Duplicated);
-duplicated_forward!(DuplicatedNoNeed);
+duplicated_forward!(Duplicated, Slice);
+duplicated_forward!(DuplicatedNoNeed, Slice);
+duplicated_forward!(Duplicated, SliceMut);
+duplicated_forward!(DuplicatedNoNeed, SliceMut);
 
 #[diagnostic::do_not_recommend]
 impl<'a, D: ?Sized + AsRef<[f64]> + AsMut<[f64]>, const N: usize> ForwardArg<Slice, DualVec<f64, N>>

@@ -20,6 +20,14 @@ pub trait Kind {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Slice;
 
+/// A parameter `&mut [S]` after the first: scratch numbers the function may write (a
+/// writable cache). It takes `Const(&buf)` (the function gets a scratch copy of `buf`
+/// in its number type; `buf` itself is never written) or, in reverse and forward mode,
+/// `Duplicated(&buf, &mut dbuf)` (the derivative with respect to the scratch's initial
+/// contents accumulates into `dbuf`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SliceMut;
+
 /// A parameter `S`: one number (`Active` or `Const` argument).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Scalar;
@@ -35,6 +43,9 @@ impl<C: ?Sized + 'static> core::fmt::Debug for Constant<C> {
 
 impl Kind for Slice {
     type Arg<'b, S: Real + 'b> = &'b [S];
+}
+impl Kind for SliceMut {
+    type Arg<'b, S: Real + 'b> = &'b mut [S];
 }
 impl Kind for Scalar {
     type Arg<'b, S: Real + 'b> = S;
@@ -133,7 +144,8 @@ pub trait InPlaceFn {
 ///
 /// Write the function's parameter types with `S` for the number type: `&[S]` (a slice of
 /// numbers), `S` (one number), `&[S]` after a leading `&mut [S]` (an in-place function
-/// writing into the first parameter), or `&C` for a constant of any type `C` without
+/// writing into the first parameter), `&mut [S]` after the first parameter (scratch the
+/// function may write, [`SliceMut`]), or `&C` for a constant of any type `C` without
 /// lifetime parameters.
 ///
 /// - `shade_fn!(f(&[S], &[f64]))` is an expression: a value implementing
@@ -183,6 +195,11 @@ macro_rules! __shade_fn_munch {
     (@$m:ident $v:tt $n:ident $f:tt [$($k:ty,)*] [$id:ident $($ids:ident)*] [$($u:ident)*]
         & [S] $(, $($rest:tt)*)?) => {
         $crate::__shade_fn_munch!(@$m $v $n $f [$($k,)* $crate::scalar::Slice,] [$($ids)*]
+            [$($u)* $id] $($($rest)*)?);
+    };
+    (@$m:ident $v:tt $n:ident $f:tt [$($k:ty,)*] [$id:ident $($ids:ident)*] [$($u:ident)*]
+        &mut [S] $(, $($rest:tt)*)?) => {
+        $crate::__shade_fn_munch!(@$m $v $n $f [$($k,)* $crate::scalar::SliceMut,] [$($ids)*]
             [$($u)* $id] $($($rest)*)?);
     };
     (@$m:ident $v:tt $n:ident $f:tt [$($k:ty,)*] [$id:ident $($ids:ident)*] [$($u:ident)*]

@@ -11,6 +11,7 @@ use super::args::{ConstArgs, check_shadow};
 use super::dual::{Dual, DualVec};
 use super::func::{InPlaceFn, Join, Kinds, Scalar, ScalarFn, Slice};
 use super::real::Real;
+use super::sparsity::jacobian_sparsity;
 use super::tape::{Tape, Var};
 use crate::error::{AdError, AdResult};
 
@@ -184,7 +185,7 @@ impl Tape<f64> {
 
     /// Records an in-place `f(y, x, consts...)` once; returns the first input's and every
     /// output's record index (`None` for outputs that do not depend on `x`).
-    fn record_inplace<F, C>(
+    pub(super) fn record_inplace<F, C>(
         &mut self,
         f: &F,
         x: &[f64],
@@ -454,6 +455,13 @@ where
 /// `(y, J)` with `J` row-major `m × n` for an in-place `f(y: &mut [S], x: &[S],
 /// consts...)` with `m` outputs, by chunked forward mode.
 ///
+/// `m` is checked by one evaluation with the sparsity tracer first
+/// ([`probe_outputs`](crate::scalar::probe_outputs)): a function that leaves its last
+/// outputs unwritten is [`AdError::OutputsNotWritten`] (`SHADE-E0130`, naming the length
+/// it writes), one that indexes past `y` [`AdError::FunctionPanicked`] (`SHADE-E0131`),
+/// instead of a zero row or a panic. (The prepared `Tape::*_into` forms take `m` from
+/// `y.len()` and do not probe.)
+///
 /// ```
 /// use shade_autodiff::scalar::{Real, jacobian_forward, jacobian_reverse, shade_fn};
 ///
@@ -479,13 +487,15 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
+    jacobian_sparsity(&f, x, m, &consts)?;
     let (mut y, mut j) = (vec![0.0; m], vec![0.0; m * x.len()]);
     Tape::new().jacobian_forward_into(&f, x, consts, &mut y, &mut j)?;
     Ok((y, j))
 }
 
 /// `(y, J)` with `J` row-major `m × n` for an in-place `f(y: &mut [S], x: &[S],
-/// consts...)` with `m` outputs, by reverse mode (one sweep per output).
+/// consts...)` with `m` outputs, by reverse mode (one sweep per output); `m` is checked
+/// as by [`jacobian_forward`].
 pub fn jacobian_reverse<F, C>(
     f: F,
     x: &[f64],
@@ -497,12 +507,14 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
+    jacobian_sparsity(&f, x, m, &consts)?;
     let (mut y, mut j) = (vec![0.0; m], vec![0.0; m * x.len()]);
     Tape::new().jacobian_reverse_into(&f, x, consts, &mut y, &mut j)?;
     Ok((y, j))
 }
 
-/// `(y, J dx)` for an in-place `f(y: &mut [S], x: &[S], consts...)` with `m` outputs.
+/// `(y, J dx)` for an in-place `f(y: &mut [S], x: &[S], consts...)` with `m` outputs
+/// (checked as by [`jacobian_forward`]).
 pub fn pushforward<F, C>(
     f: F,
     x: &[f64],
@@ -515,18 +527,21 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
+    jacobian_sparsity(&f, x, m, &consts)?;
     let (mut y, mut dy) = (vec![0.0; m], vec![0.0; m]);
     Tape::new().pushforward_into(&f, x, dx, consts, &mut y, &mut dy)?;
     Ok((y, dy))
 }
 
-/// `(y, Jᵀ dy)` for an in-place `f(y: &mut [S], x: &[S], consts...)`; `m = dy.len()`.
+/// `(y, Jᵀ dy)` for an in-place `f(y: &mut [S], x: &[S], consts...)`; `m = dy.len()`
+/// (checked as by [`jacobian_forward`]).
 pub fn pullback<F, C>(f: F, x: &[f64], dy: &[f64], consts: C) -> AdResult<(Vec<f64>, Vec<f64>)>
 where
     F: InPlaceFn,
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
+    jacobian_sparsity(&f, x, dy.len(), &consts)?;
     let (mut y, mut dx) = (vec![0.0; dy.len()], vec![0.0; x.len()]);
     Tape::new().pullback_into(&f, x, dy, consts, &mut y, &mut dx)?;
     Ok((y, dx))

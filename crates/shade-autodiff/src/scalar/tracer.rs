@@ -30,31 +30,111 @@ use smallvec::SmallVec;
 /// A sorted set of input indices.
 pub type IndexSet = SmallVec<[u32; 8]>;
 
+/// One node of the arena: the empty set, one input, or the union of two nodes.
+///
+/// Unions are kept unevaluated (a DAG), so that an operation costs O(1) whatever the
+/// size of its operands' sets: a running sum over `n` inputs builds `n` nodes, not
+/// `n²/2` indices. A set is materialised only when asked for ([`Tracer::inputs`]).
+#[derive(Clone, Copy, Debug)]
+enum Node {
+    Empty,
+    Leaf(u32),
+    Union(u32, u32),
+}
+
+/// The arena of one detection, and the visit marks of [`Tracer::inputs`].
+struct Arena {
+    /// Entry 0 is the empty set.
+    nodes: Vec<Node>,
+    /// `marks[i] == epoch`: node `i` was visited by the current query.
+    marks: Vec<u32>,
+    epoch: u32,
+    /// Depth-first stack of a query.
+    stack: Vec<u32>,
+}
+
+impl Arena {
+    fn new() -> Self {
+        Arena {
+            nodes: vec![Node::Empty],
+            marks: Vec::new(),
+            epoch: 0,
+            stack: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.nodes.truncate(1);
+        self.marks.clear();
+        self.epoch = 0;
+        self.stack.clear();
+    }
+
+    /// The sorted leaves reachable from node `root`, each once.
+    fn leaves(&mut self, root: u32) -> IndexSet {
+        let mut out = IndexSet::new();
+        if root == 0 || root as usize >= self.nodes.len() {
+            return out;
+        }
+        if let Node::Leaf(i) = self.nodes[root as usize] {
+            out.push(i);
+            return out;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.marks.fill(0);
+            self.epoch = 1;
+        }
+        self.marks.resize(self.nodes.len(), 0);
+        self.stack.clear();
+        self.stack.push(root);
+        while let Some(i) = self.stack.pop() {
+            let seen = &mut self.marks[i as usize];
+            if *seen == self.epoch {
+                continue;
+            }
+            *seen = self.epoch;
+            match self.nodes[i as usize] {
+                Node::Empty => {}
+                Node::Leaf(j) => out.push(j),
+                Node::Union(a, b) => {
+                    self.stack.push(b);
+                    self.stack.push(a);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
 thread_local! {
-    /// Index sets; entry 0 is the empty set.
-    static SETS: RefCell<Vec<IndexSet>> = RefCell::new(vec![IndexSet::new()]);
+    static ARENA: RefCell<Arena> = RefCell::new(Arena::new());
 }
 
 /// Runs `f` with a fresh arena of index sets (cleared before and after), so that the
 /// sets of one detection neither see nor keep those of another. The [`Tracer`]s made
 /// inside must not be read after it returns.
 pub fn trace_sparsity<R>(f: impl FnOnce() -> R) -> R {
-    let reset = || SETS.with(|s| s.borrow_mut().truncate(1));
+    let reset = || ARENA.with(|a| a.borrow_mut().clear());
     reset();
     let r = f();
     reset();
     r
 }
 
-fn push(set: IndexSet) -> u32 {
-    SETS.with(|s| {
-        let mut s = s.borrow_mut();
-        s.push(set);
-        u32::try_from(s.len() - 1).expect("fewer than 2^32 traced operations")
+fn push(node: Node) -> u32 {
+    ARENA.with(|a| {
+        let mut a = a.borrow_mut();
+        a.nodes.push(node);
+        u32::try_from(a.nodes.len() - 1).expect("fewer than 2^32 traced operations")
     })
 }
 
-/// The union of two sets (by their arena indices).
+/// The union of two sets (by their arena indices): O(1), a new node unless one side is
+/// empty or both are the same.
+#[inline]
 fn union(a: u32, b: u32) -> u32 {
     if a == b || b == 0 {
         return a;
@@ -62,37 +142,7 @@ fn union(a: u32, b: u32) -> u32 {
     if a == 0 {
         return b;
     }
-    let merged = SETS.with(|s| {
-        let s = s.borrow();
-        let (x, y) = (&s[a as usize], &s[b as usize]);
-        let mut out = IndexSet::with_capacity(x.len() + y.len());
-        let (mut i, mut j) = (0, 0);
-        while i < x.len() || j < y.len() {
-            let next = match (x.get(i), y.get(j)) {
-                (Some(&p), Some(&q)) if p == q => {
-                    i += 1;
-                    j += 1;
-                    p
-                }
-                (Some(&p), Some(&q)) if p < q => {
-                    i += 1;
-                    p
-                }
-                (_, Some(&q)) => {
-                    j += 1;
-                    q
-                }
-                (Some(&p), None) => {
-                    i += 1;
-                    p
-                }
-                (None, None) => break,
-            };
-            out.push(next);
-        }
-        out
-    });
-    push(merged)
+    push(Node::Union(a, b))
 }
 
 /// A value and the set of inputs it depends on: the sparsity-detection number type.
@@ -111,18 +161,22 @@ impl Tracer {
     pub fn input(v: f64, i: u32) -> Self {
         Tracer {
             v,
-            set: push(SmallVec::from_slice(&[i])),
+            set: push(Node::Leaf(i)),
         }
     }
 
     /// The sorted indices of the inputs this number depends on.
     pub fn inputs(&self) -> IndexSet {
-        SETS.with(|s| {
-            s.borrow()
-                .get(self.set as usize)
-                .cloned()
-                .unwrap_or_default()
-        })
+        ARENA.with(|a| a.borrow_mut().leaves(self.set))
+    }
+
+    /// Whether `self` is `other` itself (the same value and the same set node): a value
+    /// no operation has produced since `other` was made. [`probe_outputs`] uses this to
+    /// tell outputs a function never wrote.
+    ///
+    /// [`probe_outputs`]: crate::scalar::probe_outputs
+    pub fn is_same(&self, other: &Tracer) -> bool {
+        self.set == other.set && self.v.to_bits() == other.v.to_bits()
     }
 }
 
@@ -192,6 +246,20 @@ mod tests {
             assert_eq!(a.max(b).inputs().as_slice(), &[3]);
             assert_eq!((a / b).powf(c).inputs().as_slice(), &[0, 1, 3]);
             assert_eq!(a.erf().inputs().as_slice(), &[0]);
+        });
+    }
+
+    #[test]
+    fn a_running_sum_builds_one_node_per_term() {
+        trace_sparsity(|| {
+            let x: Vec<Tracer> = (0..1000).map(|i| Tracer::input(0.5, i)).collect();
+            let before = ARENA.with(|a| a.borrow().nodes.len());
+            let s: Tracer = x.iter().copied().sum();
+            let after = ARENA.with(|a| a.borrow().nodes.len());
+            assert_eq!(after - before, 999);
+            assert_eq!(s.inputs().len(), 1000);
+            // Shared sub-sets are visited once: (s + s) * s has the same 1000 inputs.
+            assert_eq!(((s + s) * s).inputs().as_slice(), s.inputs().as_slice());
         });
     }
 

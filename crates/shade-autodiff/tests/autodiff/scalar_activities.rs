@@ -270,3 +270,71 @@ fn constants_only_give_zero_derivatives() {
     let (y, j) = jacobian_forward(shade_fn!(k(&mut [S], &[S])), &[1.0, 2.0], 1, ()).unwrap();
     assert_eq!((y, j), (vec![1.0], vec![0.0, 0.0]));
 }
+
+/// `Σ sin(xᵢ wᵢ)` through a scratch buffer the function writes (a `&mut [S]`
+/// parameter after `x`): the derivative flows through what it wrote.
+fn through_scratch<S: Real>(x: &[S], scratch: &mut [S], w: &[f64]) -> S {
+    for (s, (&xi, &wi)) in scratch.iter_mut().zip(x.iter().zip(w)) {
+        *s = xi * wi;
+    }
+    scratch.iter().map(|s| s.sin()).sum()
+}
+
+#[test]
+fn a_scratch_parameter_may_be_written_in_every_mode() {
+    let f = shade_fn!(through_scratch(&[S], &mut [S], &[f64]));
+    let (x, w, buf) = ([0.3, -1.1, 2.0], [1.5, 0.5, -0.25], [9.0; 3]);
+    let want: Vec<f64> = x
+        .iter()
+        .zip(&w)
+        .map(|(a, b): (&f64, &f64)| b * (a * b).cos())
+        .collect();
+    // Constant scratch: a copy in the number type; the buffer itself is not written.
+    let g = gradient(f, &x, (Const(&buf), Const(&w))).unwrap();
+    assert!(g.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-14));
+    assert_eq!(buf, [9.0; 3]);
+    // Duplicated scratch: its initial contents are overwritten, so their derivative is 0.
+    let (mut dx, mut ds) = ([0.0; 3], [0.0; 3]);
+    autodiff(
+        Reverse,
+        f,
+        Active(1.0),
+        (
+            Duplicated(&x, &mut dx),
+            Duplicated(&buf, &mut ds),
+            Const(&w),
+        ),
+    )
+    .unwrap();
+    assert!(dx.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-14));
+    assert_eq!(ds, [0.0; 3]);
+    let mut t = [1.0, 0.0, 0.0];
+    let mut ts = [0.0; 3];
+    let d = autodiff(
+        Forward,
+        f,
+        Tangent,
+        (Duplicated(&x, &mut t), Duplicated(&buf, &mut ts), Const(&w)),
+    )
+    .unwrap();
+    assert!((d - want[0]).abs() < 1e-14);
+}
+
+/// Writes two outputs, whatever `y`'s length.
+fn two_outputs<S: Real>(y: &mut [S], x: &[S]) {
+    y[0] = x[0] * x[1];
+    y[1] = x[1].sin();
+}
+
+#[test]
+fn a_wrong_output_length_is_a_coded_error_not_a_zero_row_or_a_panic() {
+    let f = shade_fn!(two_outputs(&mut [S], &[S]));
+    let e = jacobian_forward(f, &[1.0, 2.0], 3, ()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0130", "{e}");
+    assert!(e.help().contains("m = 2"), "{}", e.help());
+    let e = jacobian_forward(f, &[1.0, 2.0], 1, ()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0131", "{e}");
+    let (y, j) = jacobian_forward(f, &[1.0, 2.0], 2, ()).unwrap();
+    assert_eq!(y, [2.0, 2f64.sin()]);
+    assert_eq!(j, [2.0, 1.0, 0.0, 2f64.cos()]);
+}

@@ -4,6 +4,7 @@
 
 use super::Cell;
 use crate::gradcheck::{GradcheckOptions, GradcheckReport, Order};
+use core::borrow::Borrow;
 use ndarray::{Array2, array};
 use shade_autodiff::scalar::{Real, shade_fn};
 use shade_autodiff::tensor::{self, Tape, TapeBuffers, Var};
@@ -14,8 +15,8 @@ use shade_interface::ops::{
 };
 use shade_interface::tensor::TensorBackend;
 use shade_interface::{
-    AutoFiniteDiff, AutoNumDual, AutoShade, AutoSparse, Backend, Constant, OneArg, Operator,
-    SecondOrder, Support, TwoArg,
+    AutoFiniteDiff, AutoNumDual, AutoShade, AutoSparse, Backend, Constant, DerivativeMatrix,
+    OneArg, Operator, SecondOrder, Support, TwoArg,
 };
 
 fn scalar_fn<S: Real>(x: &[S]) -> S {
@@ -138,7 +139,8 @@ fn gradient<B: GradientBackend<Fs, ()>>(b: &B) -> Cell {
 
 fn jacobian<B: JacobianBackend<TwoArg<Fv>, ()>>(b: &B) -> Cell {
     outcome(
-        shade_interface::value_and_jacobian_inplace(Fv, 2, b, &X, ()).map(|r| r.1),
+        shade_interface::value_and_jacobian_inplace(Fv, 2, b, &X, ())
+            .map(|r| r.1.borrow().to_row_major()),
         &num_jacobian(),
         Order::First,
     )
@@ -146,7 +148,7 @@ fn jacobian<B: JacobianBackend<TwoArg<Fv>, ()>>(b: &B) -> Cell {
 
 fn hessian<B: HessianBackend<Fs, ()>>(b: &B) -> Cell {
     outcome(
-        shade_interface::hessian(Fs, b, &X, ()),
+        shade_interface::hessian(Fs, b, &X, ()).map(|h| h.borrow().to_row_major()),
         &num_hessian(),
         Order::Second,
     )
@@ -316,7 +318,7 @@ pub fn backend_table() -> Vec<BackendRow> {
         row!(AutoNumDual; derivative, second_derivative, gradient, jacobian, hessian, pushforward, pullback, hvp),
         row!(SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }; hessian, hvp),
         row!(SecondOrder { outer: AutoFiniteDiff::CENTRAL, inner: AutoShade::REVERSE }; hessian, hvp),
-        row!(AutoSparse { inner: AutoShade::FORWARD }; jacobian),
-        row!(AutoSparse { inner: AutoFiniteDiff::CENTRAL }; jacobian),
+        row!(AutoSparse { inner: AutoShade::FORWARD }; jacobian, hessian),
+        row!(AutoSparse { inner: AutoFiniteDiff::CENTRAL }; jacobian, hessian),
     ]
 }

@@ -86,6 +86,8 @@ pub struct GenericState<W> {
     col: Vec<f64>,
     /// Primal output (length `m`).
     y0: Vec<f64>,
+    /// Whether a two-argument function's output length was checked (at the first call).
+    probed: bool,
 }
 
 impl<W: Default> GenericState<W> {
@@ -95,7 +97,26 @@ impl<W: Default> GenericState<W> {
             unit: vec![0.0; meta.n],
             col: vec![0.0; meta.m],
             y0: vec![0.0; meta.m],
+            probed: false,
         }
+    }
+
+    /// Checks the output length of `f` once (the first call).
+    fn check_vec<V: VecForm<C>, C>(&mut self, f: &V, x: &[f64], ctx: &C) -> InterfaceResult<()> {
+        if !self.probed {
+            f.check_outputs(x, ctx)?;
+            self.probed = true;
+        }
+        Ok(())
+    }
+
+    /// [`check_vec`](Self::check_vec) for a scalar input.
+    fn check_scalar<V: ScalarForm<C>, C>(&mut self, f: &V, x: f64, ctx: &C) -> InterfaceResult<()> {
+        if !self.probed {
+            f.check_outputs(x, ctx)?;
+            self.probed = true;
+        }
+        Ok(())
     }
 }
 
@@ -163,6 +184,7 @@ impl<B: GenericBackend, V: ScalarForm<C>, C: Contexts> DerivativeBackend<V, C> f
         y: &mut [f64],
         der: &mut [f64],
     ) -> InterfaceResult<()> {
+        st.check_scalar(f, x, ctx)?;
         self.scalar_jvp(&mut st.work, f, ctx, x, y, der);
         Ok(())
     }
@@ -187,6 +209,7 @@ where
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B {
+    crate::matrix::dense_jacobian!();
     fn value_and_jacobian_into(
         &self,
         st: &mut Self::State,
@@ -196,6 +219,7 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B 
         y: &mut [f64],
         jac: &mut [f64],
     ) -> InterfaceResult<()> {
+        st.check_vec(f, x, ctx)?;
         jacobian_cols(self, st, f, ctx, x, y, jac);
         Ok(())
     }
@@ -213,6 +237,7 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for
         y: &mut [f64],
         dy: &mut [f64],
     ) -> InterfaceResult<()> {
+        st.check_vec(f, x, ctx)?;
         self.value(&mut st.work, f, ctx, x, y);
         self.jvp(&mut st.work, f, ctx, x, y, dx, dy);
         Ok(())
@@ -232,6 +257,7 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PullbackBackend<V, C> for B 
         dx: &mut [f64],
     ) -> InterfaceResult<()> {
         // (Jᵀ dy)_j = dy · (J e_j): one directional derivative per input.
+        st.check_vec(f, x, ctx)?;
         self.value(&mut st.work, f, ctx, x, y);
         for (j, d) in dx.iter_mut().enumerate() {
             st.unit[j] = 1.0;
@@ -312,6 +338,7 @@ impl<B: GenericBackend, F, C: Contexts> HessianBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
+    crate::matrix::dense_hessian!();
     fn hessian_into(
         &self,
         st: &mut Self::State,

@@ -10,7 +10,8 @@
 //! | jacobian (two-argument) | `Tape::jacobian_reverse_into` / `Tape::jacobian_forward_into` |
 //! | pushforward | `autodiff_with(ForwardWithPrimal, ..)` / `Tape::pushforward_into` |
 //! | pullback | `autodiff_with(ReverseWithPrimal, f, Active(dy), ..)` / `Tape::pullback_into` |
-//! | hessian, hvp | `Tape::<Dual<f64>>::hessian_into` / `hvp_into` (forward over reverse) |
+//! | hessian, hvp | `Tape::<DualVec<f64, 8>>::hessian_batch_into` / `Tape::<Dual<f64>>::hvp_into` (forward over reverse) |
+//! | batched pushforward, pullback, hvp (two-argument) | `Tape::pushforward_batch_into` (4 or 8 tangents per evaluation), `Tape::pullback_batch_into` (one recording), `Tape::hvp_batch_into` |
 //!
 //! `forms.rs` holds what depends on the function form (one helper trait per kind of
 //! input, each implemented once per form with every bound the core's entry points
@@ -28,7 +29,7 @@ pub use forms::{NativeForm, NativeGradient, NativeHessian, NativeScalar, NativeV
 use crate::explain::{Report, Spec};
 use crate::prep::Meta;
 use bumpalo::Bump;
-use shade_autodiff::scalar::{CHUNK, Dual, Tape};
+use shade_autodiff::scalar::{CHUNK, Dual, DualVec, Tape};
 
 /// The prepared state of an `AutoShade` operator: the core's tapes and the scratch
 /// buffers made at preparation.
@@ -36,6 +37,12 @@ use shade_autodiff::scalar::{CHUNK, Dual, Tape};
 pub struct ShadeState {
     pub(crate) tape: Tape<f64>,
     pub(crate) dtape: Tape<Dual<f64>>,
+    /// Forward over reverse with 4 and with [`CHUNK`] directions (batched HVPs).
+    pub(crate) hv4: Tape<DualVec<f64, 4>>,
+    pub(crate) hv8: Tape<DualVec<f64, CHUNK>>,
+    /// Whether a two-argument function's output length was checked (once, by the first
+    /// call: the warm-up at preparation).
+    pub(crate) probed: bool,
     /// Scratch shadows of the caches, one after the other.
     pub(crate) scratch: Vec<f64>,
     /// `CHUNK` seed buffers of length `n` (forward chunks), or one tangent.
@@ -60,6 +67,8 @@ impl ShadeState {
     pub(crate) fn reserved(&self) -> usize {
         self.tape.footprint_bytes()
             + self.dtape.footprint_bytes()
+            + self.hv4.footprint_bytes()
+            + self.hv8.footprint_bytes()
             + 8 * (self.scratch.capacity() + self.seeds.capacity() + self.tmp.capacity())
             + 16 * self.duals.capacity()
             + self.bump.allocated_bytes()
@@ -67,7 +76,12 @@ impl ShadeState {
 
     /// The report of `backend` for the preparation `meta`, given the operator's spec.
     pub(crate) fn report(&self, backend: &impl crate::Backend, meta: &Meta, spec: Spec) -> Report {
-        let records = self.tape.len().max(self.dtape.len());
+        let records = self
+            .tape
+            .len()
+            .max(self.dtape.len())
+            .max(self.hv4.len())
+            .max(self.hv8.len());
         spec.report(
             backend,
             meta,

@@ -74,12 +74,24 @@ where
     ) -> InterfaceResult<f64> {
         self.inner.gradient_and_hvp_into(st, f, x, v, ctx, g, hv)
     }
+    fn hvp_batch_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        vs: &[f64],
+        ctx: &C,
+        hvs: &mut [f64],
+    ) -> InterfaceResult<()> {
+        self.inner.hvp_batch_into(st, f, x, vs, ctx, hvs)
+    }
 }
 
 impl<F, C: Contexts> HessianBackend<F, C> for FwdRev
 where
-    AutoShade<Reverse>: HessianBackend<F, C>,
+    AutoShade<Reverse>: HessianBackend<F, C, Hessian = [f64]>,
 {
+    crate::matrix::dense_hessian!();
     fn hessian_into(
         &self,
         st: &mut Self::State,
@@ -239,6 +251,7 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<
 impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
     for SecondOrder<AutoFiniteDiff, I>
 {
+    crate::matrix::dense_hessian!();
     fn hessian_into(
         &self,
         st: &mut Self::State,

@@ -1,115 +1,335 @@
-//! [`AutoSparse`]: sparse Jacobians of two-argument functions by sparsity detection,
-//! greedy column colouring and compressed forward evaluation.
+//! [`AutoSparse`]: sparse Jacobians and Hessians by sparsity detection, colouring,
+//! batched compressed products and decompression into an sprs [`CsMat<f64>`].
 //!
 //! At preparation the function is evaluated once with the core's sparsity tracer
-//! ([`Tracer`], a number that carries the set of inputs it depends on; the pattern is
-//! the *local* one at the preparation point, control flow following the values). Columns that share no row
-//! get one colour; each call then runs one pushforward of the inner backend per colour
-//! (seed = the sum of the colour's unit vectors) and scatters the compressed columns
-//! into the Jacobian: `k` pushforwards instead of `n`.
+//! (`Tracer`: a number carrying the set of inputs it depends on; the pattern is the
+//! *local* one at the preparation point, control flow following the values):
+//!
+//! - **Jacobians** (two-argument functions): both the columns and the rows are coloured
+//!   greedily (items that share no entry share a colour); the orientation with fewer
+//!   colours wins (columns on a tie, or when the inner backend's pullbacks are not
+//!   native). Each call then runs one *batched* pushforward (columns) or pullback (rows)
+//!   of the inner backend per group of up to 8 colours, the seeds being the sums of each
+//!   colour's unit vectors, and gathers the compressed products into the Jacobian's
+//!   values: `k` directions instead of `n` (or `m`).
+//! - **Hessians** (one-argument functions, inner backend with Hessian-vector products,
+//!   e.g. `SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }`): the
+//!   pattern comes from a reverse sweep over a tape of tracers; a star colouring of the
+//!   symmetric pattern gives `k` directions whose batched Hessian-vector products hold
+//!   every entry directly (each read from the product of the colour of its row's or
+//!   its column's unique neighbour).
+//!
+//! The pattern ([`Prepared::sparsity`]) and the colouring ([`Prepared::colouring`]) are
+//! reachable from the preparation, and its report says how many colours, in which
+//! orientation, and how many inner calls.
+//!
+//! ```
+//! use shade_interface::sprs::CsMat;
+//! use shade_interface::{AutoShade, AutoSparse, Orientation, Real, prepare_jacobian_inplace, shade_fn};
+//!
+//! /// A tridiagonal Jacobian.
+//! fn band<S: Real>(y: &mut [S], x: &[S]) {
+//!     let n = x.len();
+//!     for i in 0..n {
+//!         y[i] = x[i] * x[i];
+//!         if i > 0 { y[i] += x[i - 1].sin(); }
+//!         if i + 1 < n { y[i] -= x[i + 1]; }
+//!     }
+//! }
+//! let x = vec![0.5; 100];
+//! let sparse = AutoSparse { inner: AutoShade::FORWARD };
+//! let mut prep = prepare_jacobian_inplace(shade_fn!(band(&mut [S], &[S])), 100, &sparse, &x, ())?;
+//! assert_eq!(prep.sparsity().nnz(), 298);
+//! assert_eq!((prep.colouring().count, prep.colouring().orientation), (3, Orientation::Columns));
+//! let j: CsMat<f64> = prep.jacobian(&x, ())?;
+//! assert_eq!(j.get(1, 0), Some(&0.5f64.cos()));
+//! assert_eq!(j.get(1, 1), Some(&1.0));
+//! assert_eq!(j.get(1, 2), Some(&-1.0));
+//! # Ok::<(), shade_interface::InterfaceError>(())
+//! ```
 
-use crate::backend::Backend;
+mod colour;
+
+use crate::backend::{Backend, Operator, Support};
 use crate::context::Contexts;
-use crate::error::InterfaceResult;
-use crate::explain::Report;
-use crate::form::{TwoArg, VecForm};
-use crate::ops::{JacobianBackend, PushforwardBackend};
-use crate::prep::{Meta, PrepareBackend};
-use bumpalo::Bump;
-use shade_autodiff::scalar::{Tracer, trace_sparsity};
+use crate::error::{InterfaceError, InterfaceResult};
+use crate::explain::{PathKind, Report};
+use crate::form::{OneArg, Tail, TwoArg, VecForm};
+use crate::ops::{
+    HessianBackend, HvpBackend, JacobianBackend, PullbackBackend, PushforwardBackend,
+};
+use crate::prep::{Meta, PrepareBackend, Prepared};
+use shade_autodiff::scalar::{CHUNK, ConstArgs, IndexSet, Join, ScalarFn, Slice, hessian_sparsity};
+use sprs::CsMat;
 
 /// The marker, also at its former path `shade_interface::sparse::AutoSparse`.
 pub use crate::backend::AutoSparse;
 
-/// The detected pattern and its colouring.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Pattern {
-    /// Number of outputs.
-    pub m: usize,
-    /// Number of inputs.
-    pub n: usize,
-    /// Nonzeros `(row, column)`, grouped by the column's colour.
-    pub entries: Vec<(u32, u32)>,
-    /// `entries[starts[c]..starts[c + 1]]` are the nonzeros of colour `c`.
-    pub starts: Vec<usize>,
-    /// Colour of each column.
-    pub colour: Vec<u32>,
+/// Which way a colouring compresses the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Orientation {
+    /// Columns coloured: one pushforward per colour (`J S`).
+    Columns,
+    /// Rows coloured: one pullback per colour (`Sᵀ J`).
+    Rows,
+    /// A star colouring of a symmetric (Hessian) pattern: one Hessian-vector product
+    /// per colour.
+    Star,
 }
 
-impl Pattern {
-    /// Number of colours (pushforwards per Jacobian).
-    pub fn colours(&self) -> usize {
-        self.starts.len().saturating_sub(1)
+impl Orientation {
+    fn word(self) -> &'static str {
+        match self {
+            Orientation::Columns => "column",
+            Orientation::Rows => "row",
+            Orientation::Star => "star",
+        }
     }
+}
 
-    /// Greedy distance-1 colouring of the columns of the pattern `nz`.
-    fn colour(m: usize, n: usize, nz: &[(u32, u32)]) -> Pattern {
-        let mut cols_of_row = vec![Vec::new(); m];
-        let mut rows_of_col = vec![Vec::new(); n];
-        for &(i, j) in nz {
-            cols_of_row[i as usize].push(j);
-            rows_of_col[j as usize].push(i);
-        }
-        let mut colour = vec![u32::MAX; n];
-        let mut forbidden: Vec<usize> = Vec::new();
-        for j in 0..n {
-            for &r in &rows_of_col[j] {
-                for &k in &cols_of_row[r as usize] {
-                    let c = colour[k as usize];
-                    if c != u32::MAX {
-                        if forbidden.len() <= c as usize {
-                            forbidden.resize(c as usize + 1, usize::MAX);
-                        }
-                        forbidden[c as usize] = j;
-                    }
-                }
-            }
-            colour[j] = (0..)
-                .find(|&c| forbidden.get(c as usize) != Some(&j))
-                .unwrap_or(0);
-        }
-        let k = colour.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        let mut entries = nz.to_vec();
-        entries.sort_by_key(|&(i, j)| (colour[j as usize], j, i));
-        let mut starts = vec![0; k + 1];
-        for &(_, j) in &entries {
-            starts[colour[j as usize] as usize + 1] += 1;
-        }
-        for c in 0..k {
-            starts[c + 1] += starts[c];
-        }
-        Pattern {
-            m,
-            n,
-            entries,
-            starts,
-            colour,
-        }
-    }
+/// The colouring of a detected pattern.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Colouring {
+    /// Columns, rows, or a star colouring.
+    pub orientation: Orientation,
+    /// The colour of each column (`Columns`, `Star`) or row (`Rows`); `u32::MAX` for one
+    /// without a nonzero (it needs no colour).
+    pub colours: Vec<u32>,
+    /// The number of colours: directions per call.
+    pub count: usize,
+    /// For a Jacobian, the number of colours of the other orientation (how many
+    /// directions it would have taken).
+    pub other: Option<usize>,
+}
+
+/// Number of inner calls for `k` directions batched by up to [`CHUNK`].
+fn groups(k: usize) -> usize {
+    k.div_ceil(CHUNK).max(1)
 }
 
 /// Prepared state of [`AutoSparse`].
 #[derive(Debug)]
 pub struct SparseState<S> {
     inner: S,
-    pattern: Pattern,
-    seed: Vec<f64>,
-    dy: Vec<f64>,
+    /// The pattern (ones at the structural nonzeros), CSR.
+    pattern: CsMat<f64>,
+    colouring: Colouring,
+    /// The items (columns or rows) of each colour, grouped: `members[mstart[c]..mstart[c + 1]]`.
+    members: Vec<u32>,
+    mstart: Vec<usize>,
+    /// `(value index, position in the colour's product)` of every nonzero, grouped by
+    /// colour: `scatter[sstart[c]..sstart[c + 1]]`.
+    scatter: Vec<(usize, usize)>,
+    sstart: Vec<usize>,
+    /// Length of a seed and of a product.
+    seed_len: usize,
+    out_len: usize,
+    /// Up to [`CHUNK`] stacked seeds and products.
+    seeds: Vec<f64>,
+    outs: Vec<f64>,
+    /// A zero direction (the value variant of the Hessian).
+    zero_v: Vec<f64>,
 }
 
 impl<S> SparseState<S> {
-    /// The detected pattern.
-    pub fn pattern(&self) -> &Pattern {
+    /// The detected pattern: `m × n` (Jacobian) or `n × n` (Hessian), ones at the
+    /// structural nonzeros.
+    pub fn sparsity(&self) -> &CsMat<f64> {
         &self.pattern
+    }
+
+    /// The colouring of the pattern.
+    pub fn colouring(&self) -> &Colouring {
+        &self.colouring
+    }
+
+    /// Builds the state for `rows` (the pattern's rows, sorted), `shape`, the colours
+    /// of the items of `orientation`, and where each nonzero is read from.
+    fn new(
+        inner: S,
+        rows: &[IndexSet],
+        (m, n): (usize, usize),
+        colouring: Colouring,
+        source: impl Fn(usize, usize) -> (u32, usize),
+    ) -> Self {
+        let k = colouring.count;
+        let mut indptr = Vec::with_capacity(m + 1);
+        indptr.push(0);
+        let mut indices = Vec::new();
+        for r in rows {
+            indices.extend(r.iter().map(|&j| j as usize));
+            indptr.push(indices.len());
+        }
+        let nnz = indices.len();
+        // Nonzeros grouped by the colour they are read from.
+        let mut tagged: Vec<(u32, usize, usize)> = Vec::with_capacity(nnz);
+        for (i, r) in rows.iter().enumerate() {
+            for (p, &j) in (indptr[i]..).zip(r.iter()) {
+                let (c, pos) = source(i, j as usize);
+                tagged.push((c, p, pos));
+            }
+        }
+        tagged.sort_unstable_by_key(|t| t.0);
+        let mut sstart = vec![0; k + 1];
+        for t in &tagged {
+            sstart[t.0 as usize + 1] += 1;
+        }
+        for c in 0..k {
+            sstart[c + 1] += sstart[c];
+        }
+        let scatter = tagged.iter().map(|&(_, p, pos)| (p, pos)).collect();
+        let mut order: Vec<u32> = (0..colouring.colours.len() as u32)
+            .filter(|&i| colouring.colours[i as usize] != colour::NONE)
+            .collect();
+        order.sort_by_key(|&i| colouring.colours[i as usize]);
+        let mut mstart = vec![0; k + 1];
+        for &c in colouring.colours.iter().filter(|&&c| c != colour::NONE) {
+            mstart[c as usize + 1] += 1;
+        }
+        for c in 0..k {
+            mstart[c + 1] += mstart[c];
+        }
+        let (seed_len, out_len) = match colouring.orientation {
+            Orientation::Columns => (n, m),
+            Orientation::Rows => (m, n),
+            Orientation::Star => (n, n),
+        };
+        let w = k.min(CHUNK);
+        SparseState {
+            inner,
+            pattern: CsMat::new((m, n), indptr, indices, vec![1.0; nnz]),
+            colouring,
+            members: order,
+            mstart,
+            scatter,
+            sstart,
+            seed_len,
+            out_len,
+            seeds: vec![0.0; w * seed_len],
+            outs: vec![0.0; w * out_len],
+            zero_v: Vec::new(),
+        }
+    }
+
+    /// For each group of up to [`CHUNK`] colours: writes the group's seeds, runs
+    /// `product(seeds, outs)` and gathers the products into `values`.
+    fn run(
+        &mut self,
+        values: &mut [f64],
+        mut product: impl FnMut(&mut S, &[f64], &mut [f64]) -> InterfaceResult<()>,
+    ) -> InterfaceResult<()> {
+        let k = self.colouring.count;
+        let (sl, ol) = (self.seed_len, self.out_len);
+        for g in (0..k).step_by(CHUNK) {
+            let w = (k - g).min(CHUNK);
+            let seeds = &mut self.seeds[..w * sl];
+            seeds.fill(0.0);
+            for c in g..g + w {
+                for &item in &self.members[self.mstart[c]..self.mstart[c + 1]] {
+                    seeds[(c - g) * sl + item as usize] = 1.0;
+                }
+            }
+            let outs = &mut self.outs[..w * ol];
+            product(&mut self.inner, seeds, outs)?;
+            for c in g..g + w {
+                for &(p, pos) in &self.scatter[self.sstart[c]..self.sstart[c + 1]] {
+                    values[p] = outs[(c - g) * ol + pos];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `mat` has the prepared shape and pattern.
+    fn check(
+        &self,
+        operator: &'static str,
+        what: &'static str,
+        mat: &CsMat<f64>,
+    ) -> InterfaceResult<()> {
+        let p = &self.pattern;
+        let same = mat.shape() == p.shape()
+            && mat.is_csr()
+            && mat.indptr().raw_storage() == p.indptr().raw_storage()
+            && mat.indices() == p.indices();
+        if same {
+            return Ok(());
+        }
+        Err(InterfaceError::SparsityMismatch {
+            operator,
+            argument: what,
+            expected: (p.rows(), p.cols(), p.nnz()),
+            found: (mat.rows(), mat.cols(), mat.nnz()),
+        })
+    }
+
+    /// A zero matrix with the pattern.
+    fn zeros(&self) -> CsMat<f64> {
+        let mut z = self.pattern.clone();
+        z.data_mut().fill(0.0);
+        z
+    }
+
+    fn report(&self, mut r: Report, name: String, inner: &str, meta: &Meta) -> Report {
+        let (k, c) = (self.colouring.count, &self.colouring);
+        let what = match c.orientation {
+            Orientation::Columns => "pushforwards",
+            Orientation::Rows => "pullbacks",
+            Orientation::Star => "Hessian-vector products",
+        };
+        let other = match c.other {
+            Some(o) => format!(
+                " ({} colouring: {o})",
+                if c.orientation == Orientation::Rows {
+                    "column"
+                } else {
+                    "row"
+                }
+            ),
+            None => String::new(),
+        };
+        let dense = match c.orientation {
+            Orientation::Rows => meta.m,
+            _ => meta.n,
+        };
+        r.backend = name;
+        r.path = PathKind::Generic;
+        r.detail = format!(
+            "sparse: {} nonzeros (local pattern at the preparation point), {} colouring: {k} colours{other}: {} batched {what} of {inner} ({k} directions instead of {dense}); each: {}",
+            self.pattern.nnz(),
+            c.orientation.word(),
+            groups(k),
+            r.detail
+        );
+        r.calls = groups(k);
+        r.batch = k.clamp(1, CHUNK);
+        r.reserved_bytes += 8 * (self.pattern.nnz() * 4 + self.seeds.len() + self.outs.len())
+            + 4 * (self.members.len() + self.colouring.colours.len());
+        r
     }
 }
 
-/// Preparation traces the pattern at `x` and colours it; the inner backend's state
-/// does the pushforwards.
+impl<Op, V, B: Backend, S> Prepared<Op, V, AutoSparse<B>, SparseState<S>> {
+    /// The detected local sparsity pattern (`m × n` for a Jacobian, `n × n` for a
+    /// Hessian; ones at the structural nonzeros).
+    pub fn sparsity(&self) -> &CsMat<f64> {
+        self.state.sparsity()
+    }
+
+    /// The colouring: orientation, colour of each column or row, number of colours.
+    pub fn colouring(&self) -> &Colouring {
+        self.state.colouring()
+    }
+}
+
+// ---------------------------------------------------------------- Jacobians
+
+/// Preparation traces the pattern at `x` (and checks the output length), colours its
+/// columns and its rows, and keeps the orientation with fewer colours.
 impl<F, C, B> PrepareBackend<TwoArg<F>, C> for AutoSparse<B>
 where
     TwoArg<F>: VecForm<C>,
-    B: PushforwardBackend<TwoArg<F>, C>,
+    B: PushforwardBackend<TwoArg<F>, C> + PullbackBackend<TwoArg<F>, C>,
     C: Contexts,
 {
     type State = SparseState<B::State>;
@@ -125,21 +345,33 @@ where
         meta: &Meta,
     ) -> InterfaceResult<Self::State> {
         let (m, n) = (f.m, x.len());
-        // The core's sparsity tracer, evaluated once at `x`.
-        let nz: Vec<(u32, u32)> = trace_sparsity(|| {
-            let xs: Vec<Tracer> = (0u32..).zip(x).map(|(i, &v)| Tracer::input(v, i)).collect();
-            let mut ys = vec![Tracer::default(); m];
-            f.eval::<Tracer>(&xs, ctx, &Bump::new(), &mut ys);
-            (0u32..)
-                .zip(&ys)
-                .flat_map(|(i, y)| y.inputs().into_iter().map(move |j| (i, j)))
-                .collect()
-        });
-        Ok(SparseState {
-            inner: self.inner.prepare(f, x, ctx, meta)?,
-            pattern: Pattern::colour(m, n, &nz),
-            seed: vec![0.0; n],
-            dy: vec![0.0; m],
+        let rows = f.probe(x, ctx)?;
+        let cols = colour::transpose(&rows, n);
+        let by_col = colour::distance1(&cols, &rows);
+        let by_row = colour::distance1(&rows, &cols);
+        let (kc, kr) = (colour::count(&by_col), colour::count(&by_row));
+        let rows_win = kr < kc && self.inner.supports(Operator::Pullback) == Support::Native;
+        let colouring = if rows_win {
+            Colouring {
+                orientation: Orientation::Rows,
+                colours: by_row,
+                count: kr,
+                other: Some(kc),
+            }
+        } else {
+            Colouring {
+                orientation: Orientation::Columns,
+                colours: by_col,
+                count: kc,
+                other: Some(kr),
+            }
+        };
+        let inner = self.inner.prepare(f, x, ctx, meta)?;
+        let c = colouring.colours.clone();
+        Ok(if rows_win {
+            SparseState::new(inner, &rows, (m, n), colouring, |i, j| (c[i], j))
+        } else {
+            SparseState::new(inner, &rows, (m, n), colouring, |i, j| (c[j], i))
         })
     }
 
@@ -148,29 +380,27 @@ where
     }
 
     fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
-        let mut r = self.inner.explain(&st.inner, meta);
-        let k = st.pattern.colours();
-        r.backend = self.name();
-        r.path = crate::explain::PathKind::Generic;
-        r.detail = format!(
-            "sparse: {} nonzeros (local pattern at the preparation point), {k} colours: {k} pushforwards instead of {}; each: {}",
-            st.pattern.entries.len(),
-            meta.n,
-            r.detail
-        );
-        r.calls = k.max(1);
-        r.reserved_bytes +=
-            8 * (st.pattern.entries.len() + st.seed.len() + st.dy.len() + st.pattern.colour.len());
-        r
+        let r = self.inner.explain(&st.inner, meta);
+        st.report(r, self.name(), &self.inner.name(), meta)
     }
 }
 
 impl<F, C, B> JacobianBackend<TwoArg<F>, C> for AutoSparse<B>
 where
     TwoArg<F>: VecForm<C>,
-    B: PushforwardBackend<TwoArg<F>, C>,
+    B: PushforwardBackend<TwoArg<F>, C> + PullbackBackend<TwoArg<F>, C>,
     C: Contexts,
 {
+    type Jacobian = CsMat<f64>;
+
+    fn new_jacobian(&self, st: &Self::State, _: &Meta) -> CsMat<f64> {
+        st.zeros()
+    }
+
+    fn check_jacobian(&self, st: &Self::State, _: &Meta, jac: &CsMat<f64>) -> InterfaceResult<()> {
+        st.check("jacobian", "jacobian", jac)
+    }
+
     fn value_and_jacobian_into(
         &self,
         st: &mut Self::State,
@@ -178,37 +408,136 @@ where
         x: &[f64],
         ctx: &C,
         y: &mut [f64],
-        jac: &mut [f64],
+        jac: &mut CsMat<f64>,
     ) -> InterfaceResult<()> {
-        let n = x.len();
-        jac.fill(0.0);
-        let p = &st.pattern;
-        // One pushforward per colour; with no colour (no dependence on x) one with a zero
-        // seed all the same, for the value.
-        for c in 0..p.colours().max(1) {
-            let scatter = c < p.colours();
-            for (s, &col) in st.seed.iter_mut().zip(&p.colour) {
-                *s = if scatter && col as usize == c {
-                    1.0
-                } else {
-                    0.0
-                };
-            }
-            self.inner.value_and_pushforward_into(
-                &mut st.inner,
-                f,
-                x,
-                &st.seed,
-                ctx,
-                y,
-                &mut st.dy,
-            )?;
-            if scatter {
-                for &(i, j) in &p.entries[p.starts[c]..p.starts[c + 1]] {
-                    jac[i as usize * n + j as usize] = st.dy[i as usize];
-                }
-            }
+        if st.colouring.count == 0 {
+            // No dependence on x: one pushforward with a zero seed, for the value.
+            let (seed, out) = (vec![0.0; x.len()], &mut st.outs);
+            out.resize(y.len(), 0.0);
+            self.inner
+                .value_and_pushforward_into(&mut st.inner, f, x, &seed, ctx, y, out)?;
+            return Ok(());
         }
-        Ok(())
+        let rows = st.colouring.orientation == Orientation::Rows;
+        st.run(jac.data_mut(), |inner, seeds, outs| {
+            if rows {
+                self.inner
+                    .value_and_pullback_batch_into(inner, f, x, seeds, ctx, y, outs)
+            } else {
+                self.inner
+                    .value_and_pushforward_batch_into(inner, f, x, seeds, ctx, y, outs)
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------- Hessians
+
+/// Preparation traces the Hessian's pattern at `x` (reverse over tracers) and star
+/// colours it.
+impl<F, C, B> PrepareBackend<OneArg<F>, C> for AutoSparse<B>
+where
+    F: ScalarFn,
+    F::Kinds: Join<Slice>,
+    C: ConstArgs<Tail<F>> + Contexts,
+    B: HvpBackend<F, C>,
+{
+    type State = SparseState<B::State>;
+    fn contexts(ctx: &C) -> &impl Contexts {
+        ctx
+    }
+
+    fn prepare(
+        &self,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        meta: &Meta,
+    ) -> InterfaceResult<Self::State> {
+        let n = x.len();
+        let rows = hessian_sparsity(&f.0, x, ctx)?;
+        let colours = colour::star(&rows);
+        let count = colour::count(&colours);
+        let colouring = Colouring {
+            orientation: Orientation::Star,
+            colours: colours.clone(),
+            count,
+            other: None,
+        };
+        let inner = self.inner.prepare(f, x, ctx, meta)?;
+        let mut st = SparseState::new(inner, &rows, (n, n), colouring, |i, j| {
+            let (r, c) = colour::star_source(i, j, &colours, &rows[i]);
+            (c, r)
+        });
+        st.zero_v = vec![0.0; n];
+        Ok(st)
+    }
+
+    fn footprint(&self, st: &Self::State) -> Option<usize> {
+        self.inner.footprint(&st.inner)
+    }
+
+    fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
+        let r = self.inner.explain(&st.inner, meta);
+        st.report(r, self.name(), &self.inner.name(), meta)
+    }
+}
+
+impl<F, C, B> HessianBackend<F, C> for AutoSparse<B>
+where
+    F: ScalarFn,
+    F::Kinds: Join<Slice>,
+    C: ConstArgs<Tail<F>> + Contexts,
+    B: HvpBackend<F, C>,
+{
+    type Hessian = CsMat<f64>;
+
+    fn new_hessian(&self, st: &Self::State, _: &Meta) -> CsMat<f64> {
+        st.zeros()
+    }
+
+    fn check_hessian(&self, st: &Self::State, _: &Meta, h: &CsMat<f64>) -> InterfaceResult<()> {
+        st.check("hessian", "hessian", h)
+    }
+
+    fn hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        h: &mut CsMat<f64>,
+    ) -> InterfaceResult<()> {
+        st.run(h.data_mut(), |inner, vs, hvs| {
+            self.inner.hvp_batch_into(inner, f, x, vs, ctx, hvs)
+        })
+    }
+
+    fn value_gradient_and_hessian_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        ctx: &C,
+        g: &mut [f64],
+        h: &mut CsMat<f64>,
+    ) -> InterfaceResult<f64> {
+        self.hessian_into(st, f, x, ctx, h)?;
+        // The value and the gradient: one more product, along zero.
+        let zero = core::mem::take(&mut st.zero_v);
+        let mut hv = core::mem::take(&mut st.outs);
+        hv.resize(x.len().max(hv.len()), 0.0);
+        let r = self.inner.gradient_and_hvp_into(
+            &mut st.inner,
+            f,
+            x,
+            &zero,
+            ctx,
+            g,
+            &mut hv[..x.len()],
+        );
+        st.zero_v = zero;
+        st.outs = hv;
+        r
     }
 }

@@ -5,7 +5,9 @@ use super::{DerivativeOp, GradientOp, JacobianOp};
 use crate::backend::{Backend, Operator};
 use crate::error::InterfaceResult;
 use crate::form::{OneArg, TwoArg};
-use crate::prep::{PrepareBackend, Prepared, prepare};
+use crate::matrix::DerivativeMatrix;
+use crate::prep::{Meta, PrepareBackend, Prepared, prepare};
+use core::borrow::BorrowMut;
 
 /// A backend that computes derivatives of functions of one scalar, in form `V`.
 #[diagnostic::on_unimplemented(
@@ -51,7 +53,23 @@ pub trait GradientBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     note = "`jacobian` takes `shade_fn!(f(&[S], ...))` (one output) or `shade_fn!(f(&mut [S], &[S], ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
 pub trait JacobianBackend<V, C>: PrepareBackend<V, C> {
-    /// Writes `y = f(x)` and the Jacobian (`m × n`, row-major).
+    /// How the Jacobian is stored: `[f64]` (dense `m × n`, row-major) for every backend
+    /// but `AutoSparse`, whose Jacobian is a `CsMat<f64>` with the detected pattern.
+    type Jacobian: ?Sized + DerivativeMatrix;
+    /// A zero Jacobian of the prepared shape (and pattern).
+    fn new_jacobian(
+        &self,
+        st: &Self::State,
+        meta: &Meta,
+    ) -> <Self::Jacobian as DerivativeMatrix>::Owned;
+    /// Checks a Jacobian buffer against the preparation (length, or shape and pattern).
+    fn check_jacobian(
+        &self,
+        st: &Self::State,
+        meta: &Meta,
+        jac: &Self::Jacobian,
+    ) -> InterfaceResult<()>;
+    /// Writes `y = f(x)` and the Jacobian.
     fn value_and_jacobian_into(
         &self,
         st: &mut Self::State,
@@ -59,9 +77,13 @@ pub trait JacobianBackend<V, C>: PrepareBackend<V, C> {
         x: &[f64],
         ctx: &C,
         y: &mut [f64],
-        jac: &mut [f64],
+        jac: &mut Self::Jacobian,
     ) -> InterfaceResult<()>;
 }
+
+/// The Jacobian type `backend B` returns for form `V` and contexts `C`: `Vec<f64>`
+/// (dense, row-major) or `CsMat<f64>` (`AutoSparse`).
+pub type JacobianOf<B, V, C> = <<B as JacobianBackend<V, C>>::Jacobian as DerivativeMatrix>::Owned;
 
 // ---------------------------------------------------------------- derivative
 
@@ -80,7 +102,7 @@ pub(crate) fn prep_derivative<V, B: DerivativeBackend<V, C>, C>(
         backend,
         &[x],
         ctx,
-        |b, st, f| b.value_and_derivative_into(st, f, x, ctx, &mut y, &mut d),
+        |b, st, f, _| b.value_and_derivative_into(st, f, x, ctx, &mut y, &mut d),
     )
 }
 
@@ -116,7 +138,7 @@ where
 ///
 /// ```
 /// use shade_interface::{AutoShade, derivative};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn cube<S: Real>(x: S) -> S { x * x * x }
 /// assert_eq!(derivative(shade_fn!(cube(S)), &AutoShade::FORWARD, 2.0, ())?, 12.0);
@@ -247,7 +269,7 @@ impl<F, B: Backend, St> Prepared<DerivativeOp, TwoArg<F>, B, St> {
 ///
 /// ```
 /// use shade_interface::{AutoShade, Constant, prepare_gradient};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: &[S], w: &[f64]) -> S { x[0] * x[1] * w[0] }
 /// let w = [3.0];
@@ -283,7 +305,7 @@ fn prep_gradient<F, B: GradientBackend<F, C>, C>(
         backend,
         x,
         ctx,
-        |b, st, f| b.value_and_gradient_into(st, f, x, ctx, &mut g).map(drop),
+        |b, st, f, _| b.value_and_gradient_into(st, f, x, ctx, &mut g).map(drop),
     )
 }
 
@@ -365,7 +387,8 @@ pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C>(
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<JacobianOp, V, B, B::State>> {
-    let (mut y, mut j) = (vec![0.0; m], vec![0.0; m * x.len()]);
+    let mut y = vec![0.0; m];
+    let mut j: Option<JacobianOf<B, V, C>> = None;
     prepare(
         Operator::Jacobian,
         f,
@@ -373,7 +396,10 @@ pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C>(
         backend,
         x,
         ctx,
-        |b, st, f| b.value_and_jacobian_into(st, f, x, ctx, &mut y, &mut j),
+        |b, st, f, meta| {
+            let j = j.get_or_insert_with(|| b.new_jacobian(st, meta));
+            b.value_and_jacobian_into(st, f, x, ctx, &mut y, j.borrow_mut())
+        },
     )
 }
 
@@ -407,18 +433,25 @@ where
 }
 
 /// The `1 × n` Jacobian of a one-argument function.
-pub fn jacobian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+pub fn jacobian<F, B, C, J>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<J::Owned>
 where
-    B: JacobianBackend<OneArg<F>, C>,
+    B: JacobianBackend<OneArg<F>, C, Jacobian = J>,
+    J: ?Sized + DerivativeMatrix,
 {
     prep_jacobian(OneArg(f), 1, backend, x, &ctx)?.jacobian(x, ctx)
 }
 
-/// `(y, J)` (`J` row-major `m × n`) of a two-argument function with `m` outputs.
+/// `(y, J)` of a two-argument function with `m` outputs: `J` row-major `m × n` (a
+/// `Vec<f64>`), or a `CsMat<f64>` with `AutoSparse`.
+///
+/// `m` is checked by one evaluation with the core's sparsity tracer (at preparation
+/// with `AutoShade` and `AutoSparse`, at the first call with the generic backends): a
+/// function that writes fewer outputs is `SHADE-E0130`, one that indexes past `y`
+/// `SHADE-E0131`, never a zero row or a panic.
 ///
 /// ```
 /// use shade_interface::{AutoShade, value_and_jacobian_inplace};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn polar<S: Real>(y: &mut [S], x: &[S]) {
 ///     y[0] = x[0] * x[1].cos();
@@ -428,33 +461,46 @@ where
 /// assert_eq!((y, j), (vec![2.0, 0.0], vec![1.0, 0.0, 0.0, 2.0]));
 /// # Ok::<(), shade_interface::InterfaceError>(())
 /// ```
-pub fn value_and_jacobian_inplace<F, B, C>(
+pub fn value_and_jacobian_inplace<F, B, C, J>(
     f: F,
     m: usize,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+) -> InterfaceResult<(Vec<f64>, J::Owned)>
 where
-    B: JacobianBackend<TwoArg<F>, C>,
+    B: JacobianBackend<TwoArg<F>, C, Jacobian = J>,
+    J: ?Sized + DerivativeMatrix,
 {
     prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)?.value_and_jacobian(x, ctx)
 }
 
 impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
-    /// The Jacobian (`m × n`, row-major).
-    pub fn jacobian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+    /// The Jacobian (`m × n`: row-major `Vec<f64>`, or `CsMat<f64>` with `AutoSparse`).
+    pub fn jacobian<C, J>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<J::Owned>
     where
-        B: JacobianBackend<V, C, State = St>,
+        B: JacobianBackend<V, C, State = St, Jacobian = J>,
+        J: ?Sized + DerivativeMatrix,
     {
         self.value_and_jacobian(x, ctx).map(|r| r.1)
     }
 
+    /// A zero Jacobian of the prepared shape (and, with `AutoSparse`, pattern): the
+    /// buffer of [`jacobian_into`](Self::jacobian_into).
+    pub fn new_jacobian<C, J>(&self) -> J::Owned
+    where
+        B: JacobianBackend<V, C, State = St, Jacobian = J>,
+        J: ?Sized + DerivativeMatrix,
+    {
+        self.backend.new_jacobian(&self.state, &self.meta)
+    }
+
     /// Writes the Jacobian into `jac` (the outputs go to a buffer of the prepared
     /// object, so this does not allocate either).
-    pub fn jacobian_into<C>(&mut self, x: &[f64], ctx: C, jac: &mut [f64]) -> InterfaceResult<()>
+    pub fn jacobian_into<C, J>(&mut self, x: &[f64], ctx: C, jac: &mut J) -> InterfaceResult<()>
     where
-        B: JacobianBackend<V, C, State = St>,
+        B: JacobianBackend<V, C, State = St, Jacobian = J>,
+        J: ?Sized + DerivativeMatrix,
     {
         let mut y = core::mem::take(&mut self.out);
         let r = self.value_and_jacobian_into(x, ctx, &mut y, jac);
@@ -463,35 +509,37 @@ impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {
     }
 
     /// `(y, J)`.
-    pub fn value_and_jacobian<C>(
+    pub fn value_and_jacobian<C, J>(
         &mut self,
         x: &[f64],
         ctx: C,
-    ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+    ) -> InterfaceResult<(Vec<f64>, J::Owned)>
     where
-        B: JacobianBackend<V, C, State = St>,
+        B: JacobianBackend<V, C, State = St, Jacobian = J>,
+        J: ?Sized + DerivativeMatrix,
     {
-        let (mut y, mut j) = (vec![0.0; self.meta.m], vec![0.0; self.meta.m * self.meta.n]);
-        self.value_and_jacobian_into(x, ctx, &mut y, &mut j)?;
+        let mut y = vec![0.0; self.meta.m];
+        let mut j = self.backend.new_jacobian(&self.state, &self.meta);
+        self.value_and_jacobian_into(x, ctx, &mut y, j.borrow_mut())?;
         Ok((y, j))
     }
 
     /// Writes `y = f(x)` and the Jacobian.
     #[inline]
-    pub fn value_and_jacobian_into<C>(
+    pub fn value_and_jacobian_into<C, J>(
         &mut self,
         x: &[f64],
         ctx: C,
         y: &mut [f64],
-        jac: &mut [f64],
+        jac: &mut J,
     ) -> InterfaceResult<()>
     where
-        B: JacobianBackend<V, C, State = St>,
+        B: JacobianBackend<V, C, State = St, Jacobian = J>,
+        J: ?Sized + DerivativeMatrix,
     {
         self.check(x.len(), &ctx)?;
         self.meta.arg("y", self.meta.m, y.len())?;
-        self.meta
-            .arg("jacobian", self.meta.m * self.meta.n, jac.len())?;
+        self.backend.check_jacobian(&self.state, &self.meta, jac)?;
         self.backend
             .value_and_jacobian_into(&mut self.state, &self.f, x, &ctx, y, jac)
     }

@@ -125,7 +125,7 @@ macro_rules! directional {
             };
             let (mut y, t, mut out) = (vec![0.0; m], vec![t0; tl], vec![0.0; ol]);
             let (ts, mut outs) = (vec![t0; CHUNK * tl], vec![0.0; CHUNK * ol]);
-            prepare(Operator::$oper, f, (n, m), backend, x, ctx, |b, st, f| {
+            prepare(Operator::$oper, f, (n, m), backend, x, ctx, |b, st, f, _| {
                 b.$into(st, f, x, &t, ctx, &mut y, &mut out)?;
                 b.$batch_into(st, f, x, &ts, ctx, &mut y, &mut outs)
             })

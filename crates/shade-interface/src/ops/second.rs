@@ -5,7 +5,9 @@ use super::{HessianOp, HvpOp, SecondDerivativeOp};
 use crate::backend::{Backend, Operator};
 use crate::error::InterfaceResult;
 use crate::form::OneArg;
-use crate::prep::{PrepareBackend, Prepared, prepare};
+use crate::matrix::DerivativeMatrix;
+use crate::prep::{Meta, PrepareBackend, Prepared, prepare};
+use core::borrow::BorrowMut;
 
 /// A backend that computes second derivatives of `f(x: S, contexts...) -> S`.
 #[diagnostic::on_unimplemented(
@@ -31,14 +33,30 @@ pub trait SecondDerivativeBackend<F, C>: PrepareBackend<OneArg<F>, C> {
     note = "`hessian` takes `shade_fn!(f(&[S], ...))`; second-order backends: AutoShade, AutoFiniteDiff, AutoNumDual, `SecondOrder {{ outer: AutoShade::FORWARD, inner: AutoShade::REVERSE }}` (the core nests forward over reverse only), `SecondOrder {{ outer: AutoFiniteDiff::CENTRAL, inner: <a gradient backend> }}`"
 )]
 pub trait HessianBackend<F, C>: PrepareBackend<OneArg<F>, C> {
-    /// Writes the Hessian (`n × n`, row-major) into `h`.
+    /// How the Hessian is stored: `[f64]` (dense `n × n`, row-major) for every backend
+    /// but `AutoSparse`, whose Hessian is a `CsMat<f64>` with the detected pattern.
+    type Hessian: ?Sized + DerivativeMatrix;
+    /// A zero Hessian of the prepared shape (and pattern).
+    fn new_hessian(
+        &self,
+        st: &Self::State,
+        meta: &Meta,
+    ) -> <Self::Hessian as DerivativeMatrix>::Owned;
+    /// Checks a Hessian buffer against the preparation (length, or shape and pattern).
+    fn check_hessian(
+        &self,
+        st: &Self::State,
+        meta: &Meta,
+        h: &Self::Hessian,
+    ) -> InterfaceResult<()>;
+    /// Writes the Hessian into `h`.
     fn hessian_into(
         &self,
         st: &mut Self::State,
         f: &OneArg<F>,
         x: &[f64],
         ctx: &C,
-        h: &mut [f64],
+        h: &mut Self::Hessian,
     ) -> InterfaceResult<()>;
     /// Writes `∇f(x)` and the Hessian, returns `f(x)`.
     #[allow(clippy::too_many_arguments)]
@@ -49,9 +67,13 @@ pub trait HessianBackend<F, C>: PrepareBackend<OneArg<F>, C> {
         x: &[f64],
         ctx: &C,
         g: &mut [f64],
-        h: &mut [f64],
+        h: &mut Self::Hessian,
     ) -> InterfaceResult<f64>;
 }
+
+/// The Hessian type backend `B` returns for `f` and contexts `C`: `Vec<f64>` (dense,
+/// row-major) or `CsMat<f64>` (`AutoSparse`).
+pub type HessianOf<B, F, C> = <<B as HessianBackend<F, C>>::Hessian as DerivativeMatrix>::Owned;
 
 /// A backend that computes Hessian-vector products of `f(x: &[S], contexts...) -> S`.
 #[diagnostic::on_unimplemented(
@@ -83,6 +105,22 @@ pub trait HvpBackend<F, C>: PrepareBackend<OneArg<F>, C> {
         g: &mut [f64],
         hv: &mut [f64],
     ) -> InterfaceResult<f64>;
+    /// Writes `hvs[k] = ∇²f(x) vs[k]` for the directions stacked in `vs` (`k × n`). The
+    /// default runs one product per direction; the native backend propagates several
+    /// directions per recording.
+    fn hvp_batch_into(
+        &self,
+        st: &mut Self::State,
+        f: &OneArg<F>,
+        x: &[f64],
+        vs: &[f64],
+        ctx: &C,
+        hvs: &mut [f64],
+    ) -> InterfaceResult<()> {
+        crate::ops::each_tangent(x.len(), x.len(), vs, hvs, |v, hv| {
+            self.hvp_into(st, f, x, v, ctx, hv)
+        })
+    }
 }
 
 // ---------------------------------------------------------------- second_derivative
@@ -100,7 +138,7 @@ fn prep_second_derivative<F, B: SecondDerivativeBackend<F, C>, C>(
         backend,
         &[x],
         ctx,
-        |b, st, f| {
+        |b, st, f, _| {
             b.value_derivative_and_second_derivative(st, f, x, ctx)
                 .map(drop)
         },
@@ -124,7 +162,7 @@ where
 ///
 /// ```
 /// use shade_interface::{AutoFiniteDiff, AutoShade, second_derivative};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: S) -> S { x.powi(3) }
 /// assert_eq!(second_derivative(shade_fn!(f(S)), &AutoShade::FORWARD, 2.0, ())?, 12.0);
@@ -172,7 +210,8 @@ fn prep_hessian<F, B: HessianBackend<F, C>, C>(
     x: &[f64],
     ctx: &C,
 ) -> InterfaceResult<Prepared<HessianOp, OneArg<F>, B, B::State>> {
-    let (mut g, mut h) = (vec![0.0; x.len()], vec![0.0; x.len() * x.len()]);
+    let mut g = vec![0.0; x.len()];
+    let mut h: Option<HessianOf<B, F, C>> = None;
     prepare(
         Operator::Hessian,
         OneArg(f),
@@ -180,8 +219,9 @@ fn prep_hessian<F, B: HessianBackend<F, C>, C>(
         backend,
         x,
         ctx,
-        |b, st, f| {
-            b.value_gradient_and_hessian_into(st, f, x, ctx, &mut g, &mut h)
+        |b, st, f, meta| {
+            let h = h.get_or_insert_with(|| b.new_hessian(st, meta));
+            b.value_gradient_and_hessian_into(st, f, x, ctx, &mut g, h.borrow_mut())
                 .map(drop)
         },
     )
@@ -200,66 +240,81 @@ where
     prep_hessian(f, backend, x, &ctx)
 }
 
-/// The Hessian (`n × n`, row-major) of `f(x: &[S], contexts...) -> S`.
-pub fn hessian<F, B, C>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+/// The Hessian of `f(x: &[S], contexts...) -> S`: `n × n` row-major (`Vec<f64>`), or a
+/// `CsMat<f64>` with `AutoSparse`.
+pub fn hessian<F, B, C, H>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<H::Owned>
 where
-    B: HessianBackend<F, C>,
+    B: HessianBackend<F, C, Hessian = H>,
+    H: ?Sized + DerivativeMatrix,
 {
     prep_hessian(f, backend, x, &ctx)?.hessian(x, ctx)
 }
 
 impl<F, B: Backend, St> Prepared<HessianOp, OneArg<F>, B, St> {
     /// The Hessian.
-    pub fn hessian<C>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+    pub fn hessian<C, H>(&mut self, x: &[f64], ctx: C) -> InterfaceResult<H::Owned>
     where
-        B: HessianBackend<F, C, State = St>,
+        B: HessianBackend<F, C, State = St, Hessian = H>,
+        H: ?Sized + DerivativeMatrix,
     {
-        let mut h = vec![0.0; self.meta.n * self.meta.n];
-        self.hessian_into(x, ctx, &mut h)?;
+        let mut h = self.new_hessian();
+        self.hessian_into(x, ctx, h.borrow_mut())?;
         Ok(h)
     }
 
-    /// Writes the Hessian into `h`.
-    pub fn hessian_into<C>(&mut self, x: &[f64], ctx: C, h: &mut [f64]) -> InterfaceResult<()>
+    /// A zero Hessian of the prepared shape (and, with `AutoSparse`, pattern): the
+    /// buffer of [`hessian_into`](Self::hessian_into).
+    pub fn new_hessian<C, H>(&self) -> H::Owned
     where
-        B: HessianBackend<F, C, State = St>,
+        B: HessianBackend<F, C, State = St, Hessian = H>,
+        H: ?Sized + DerivativeMatrix,
+    {
+        self.backend.new_hessian(&self.state, &self.meta)
+    }
+
+    /// Writes the Hessian into `h`.
+    pub fn hessian_into<C, H>(&mut self, x: &[f64], ctx: C, h: &mut H) -> InterfaceResult<()>
+    where
+        B: HessianBackend<F, C, State = St, Hessian = H>,
+        H: ?Sized + DerivativeMatrix,
     {
         self.check(x.len(), &ctx)?;
-        self.meta
-            .arg("hessian", self.meta.n * self.meta.n, h.len())?;
+        self.backend.check_hessian(&self.state, &self.meta, h)?;
         self.backend
             .hessian_into(&mut self.state, &self.f, x, &ctx, h)
     }
 
     /// `(f(x), ∇f(x), ∇²f(x))`.
-    pub fn value_gradient_and_hessian<C>(
+    pub fn value_gradient_and_hessian<C, H>(
         &mut self,
         x: &[f64],
         ctx: C,
-    ) -> InterfaceResult<(f64, Vec<f64>, Vec<f64>)>
+    ) -> InterfaceResult<(f64, Vec<f64>, H::Owned)>
     where
-        B: HessianBackend<F, C, State = St>,
+        B: HessianBackend<F, C, State = St, Hessian = H>,
+        H: ?Sized + DerivativeMatrix,
     {
-        let (mut g, mut h) = (vec![0.0; self.meta.n], vec![0.0; self.meta.n * self.meta.n]);
-        let y = self.value_gradient_and_hessian_into(x, ctx, &mut g, &mut h)?;
+        let mut g = vec![0.0; self.meta.n];
+        let mut h = self.new_hessian();
+        let y = self.value_gradient_and_hessian_into(x, ctx, &mut g, h.borrow_mut())?;
         Ok((y, g, h))
     }
 
     /// Writes `∇f(x)` and `∇²f(x)`, returns `f(x)`.
-    pub fn value_gradient_and_hessian_into<C>(
+    pub fn value_gradient_and_hessian_into<C, H>(
         &mut self,
         x: &[f64],
         ctx: C,
         g: &mut [f64],
-        h: &mut [f64],
+        h: &mut H,
     ) -> InterfaceResult<f64>
     where
-        B: HessianBackend<F, C, State = St>,
+        B: HessianBackend<F, C, State = St, Hessian = H>,
+        H: ?Sized + DerivativeMatrix,
     {
         self.check(x.len(), &ctx)?;
         self.meta.arg("gradient", self.meta.n, g.len())?;
-        self.meta
-            .arg("hessian", self.meta.n * self.meta.n, h.len())?;
+        self.backend.check_hessian(&self.state, &self.meta, h)?;
         self.backend
             .value_gradient_and_hessian_into(&mut self.state, &self.f, x, &ctx, g, h)
     }
@@ -281,7 +336,7 @@ fn prep_hvp<F, B: HvpBackend<F, C>, C>(
         backend,
         x,
         ctx,
-        |b, st, f| {
+        |b, st, f, _| {
             b.gradient_and_hvp_into(st, f, x, &v, ctx, &mut g, &mut hv)
                 .map(drop)
         },
@@ -305,7 +360,7 @@ where
 ///
 /// ```
 /// use shade_interface::{AutoShade, SecondOrder, hvp};
-/// use shade_autodiff::scalar::{Real, shade_fn};
+/// use shade_interface::{Real, shade_fn};
 ///
 /// fn f<S: Real>(x: &[S]) -> S { x[0] * x[0] * x[1] }
 /// let b = SecondOrder { outer: AutoShade::FORWARD, inner: AutoShade::REVERSE };
@@ -392,13 +447,8 @@ impl<F, B: Backend, St> Prepared<HvpOp, OneArg<F>, B, St> {
         let n = self.meta.n;
         let k = self.meta.batch(n, vs.len())?;
         let mut out = vec![0.0; k * n];
-        for (v, hv) in vs
-            .chunks_exact(n.max(1))
-            .zip(out.chunks_exact_mut(n.max(1)))
-        {
-            self.backend
-                .hvp_into(&mut self.state, &self.f, x, v, &ctx, hv)?;
-        }
+        self.backend
+            .hvp_batch_into(&mut self.state, &self.f, x, vs, &ctx, &mut out)?;
         Ok(out)
     }
 }

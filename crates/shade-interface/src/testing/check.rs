@@ -7,7 +7,9 @@ use crate::backend::Backend;
 use crate::context::Contexts;
 use crate::error::InterfaceError;
 use crate::form::{OneArg, TwoArg};
+use crate::matrix::DerivativeMatrix;
 use crate::ops::*;
+use core::borrow::{Borrow, BorrowMut};
 
 /// Output buffers are pre-filled with this, so a variant that accumulates instead of
 /// overwriting, or forgets an entry, fails.
@@ -188,26 +190,24 @@ where
     let mut n = 0;
     for round in ["1", "2"] {
         let v = |s: &str| format!("{s}, round {round}");
-        n += h.cmp(
-            &v("plain"),
-            t,
-            &p.jacobian(x, ctx).map_err(h.ie(&v("plain")))?,
-            want,
-        )?;
-        let mut buf = vec![GARBAGE; m * x.len()];
-        p.jacobian_into(x, ctx, &mut buf)
+        let j = p.jacobian(x, ctx).map_err(h.ie(&v("plain")))?;
+        n += h.cmp(&v("plain"), t, &j.borrow().to_row_major(), want)?;
+        let mut buf = p.new_jacobian();
+        buf.borrow_mut().values_mut().fill(GARBAGE);
+        p.jacobian_into(x, ctx, buf.borrow_mut())
             .map_err(h.ie(&v("into")))?;
-        n += h.cmp(&v("into"), t, &buf, want)?;
+        n += h.cmp(&v("into"), t, &buf.borrow().to_row_major(), want)?;
         let (y, j) = p
             .value_and_jacobian(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(&v("value_and"), t, &y, wy)? + h.cmp(&v("value_and"), t, &j, want)?;
+        n += h.cmp(&v("value_and"), t, &y, wy)?
+            + h.cmp(&v("value_and"), t, &j.borrow().to_row_major(), want)?;
         let mut yb = vec![GARBAGE; m];
-        buf.fill(GARBAGE);
-        p.value_and_jacobian_into(x, ctx, &mut yb, &mut buf)
+        buf.borrow_mut().values_mut().fill(GARBAGE);
+        p.value_and_jacobian_into(x, ctx, &mut yb, buf.borrow_mut())
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), t, &yb, wy)?
-            + h.cmp(&v("value_and_into"), t, &buf, want)?;
+            + h.cmp(&v("value_and_into"), t, &buf.borrow().to_row_major(), want)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
     }
     n += h.shape_error(p.jacobian(&x[..x.len().saturating_sub(1)], ctx))?;
@@ -453,29 +453,47 @@ where
     let mut n = 0;
     for round in ["1", "2"] {
         let v = |s: &str| format!("{s}, round {round}");
+        let hh = p.hessian(x, ctx).map_err(h.ie(&v("plain")))?;
         n += h.cmp(
             &v("plain"),
             &cfg.second,
-            &p.hessian(x, ctx).map_err(h.ie(&v("plain")))?,
+            &hh.borrow().to_row_major(),
             &r.hessian,
         )?;
-        let mut buf = vec![GARBAGE; nx * nx];
-        p.hessian_into(x, ctx, &mut buf).map_err(h.ie(&v("into")))?;
-        n += h.cmp(&v("into"), &cfg.second, &buf, &r.hessian)?;
+        let mut buf = p.new_hessian();
+        buf.borrow_mut().values_mut().fill(GARBAGE);
+        p.hessian_into(x, ctx, buf.borrow_mut())
+            .map_err(h.ie(&v("into")))?;
+        n += h.cmp(
+            &v("into"),
+            &cfg.second,
+            &buf.borrow().to_row_major(),
+            &r.hessian,
+        )?;
         let (y, g, hh) = p
             .value_gradient_and_hessian(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
         n += h.cmp(&v("value_and"), &cfg.first, &[y], &r.y)?
             + h.cmp(&v("value_and"), &cfg.first, &g, &r.jacobian)?;
-        n += h.cmp(&v("value_and"), &cfg.second, &hh, &r.hessian)?;
+        n += h.cmp(
+            &v("value_and"),
+            &cfg.second,
+            &hh.borrow().to_row_major(),
+            &r.hessian,
+        )?;
         let mut gb = vec![GARBAGE; nx];
-        buf.fill(GARBAGE);
+        buf.borrow_mut().values_mut().fill(GARBAGE);
         let y = p
-            .value_gradient_and_hessian_into(x, ctx, &mut gb, &mut buf)
+            .value_gradient_and_hessian_into(x, ctx, &mut gb, buf.borrow_mut())
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), &cfg.first, &[y], &r.y)?;
         n += h.cmp(&v("value_and_into"), &cfg.first, &gb, &r.jacobian)?;
-        n += h.cmp(&v("value_and_into"), &cfg.second, &buf, &r.hessian)?;
+        n += h.cmp(
+            &v("value_and_into"),
+            &cfg.second,
+            &buf.borrow().to_row_major(),
+            &r.hessian,
+        )?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
     }
     n += h.shape_error(

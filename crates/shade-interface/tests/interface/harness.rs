@@ -48,18 +48,25 @@ where
     })
 }
 
-/// The sparse backends run two-argument `jacobian` only.
+/// The sparse backends run two-argument `jacobian` and `hessian` only.
 fn sparse<B>(b: &B, x: &[f64], cfg: &Config) -> Result<Summary, HarnessError>
 where
     B: Backend
         + shade_interface::JacobianBackend<TwoArg<standard::VectorVector>, (standard::K,)>
-        + shade_interface::JacobianBackend<TwoArg<standard::MatrixMatrix>, ()>,
+        + shade_interface::JacobianBackend<TwoArg<standard::MatrixMatrix>, ()>
+        + shade_interface::HessianBackend<standard::VectorScalarCtx, (standard::K, standard::CacheK)>
+        + shade_interface::HessianBackend<standard::VectorScalar, ()>,
 {
     let checks = check_jacobian(b, &standard::vector_vector(x).form(), cfg)?
-        + check_jacobian(b, &standard::matrix_matrix(x).form(), cfg)?;
+        + check_jacobian(b, &standard::matrix_matrix(x).form(), cfg)?
+        + check_hessian(b, &standard::vector_scalar_ctx(x), cfg)?
+        + check_hessian(b, &standard::vector_scalar(x), cfg)?;
     Ok(Summary {
         checks,
-        covered: [(b.name(), Operator::Jacobian)].into_iter().collect(),
+        covered: [Operator::Jacobian, Operator::Hessian]
+            .into_iter()
+            .map(|op| (b.name(), op))
+            .collect(),
     })
 }
 

@@ -2,11 +2,12 @@
 //! scalar function written once against `Real`, with two backends, and the gradient of
 //! a tensor program over an ndarray matrix.
 
-// `Real` and `shade_fn!` are the AD core's; the interface re-exports the core.
+// `Real`, `shade_fn!`, the tensor layer's `Tape` / `Var` and ndarray: all re-exported.
 use shade_interface::ndarray::{Array2, array};
-use shade_interface::shade_autodiff::scalar::{Real, shade_fn};
-use shade_interface::shade_autodiff::tensor::{Tape, Var};
-use shade_interface::{AutoFiniteDiff, AutoShade, Constant, InterfaceResult, gradient, tensor};
+use shade_interface::tensor::{Tape, Var};
+use shade_interface::{
+    AutoFiniteDiff, AutoShade, Constant, InterfaceResult, Real, gradient, shade_fn, tensor,
+};
 
 /// `sum_i (x_i - w_i)^2 + x_0 x_1`
 fn loss<S: Real>(x: &[S], w: &[f64]) -> S {

@@ -27,6 +27,10 @@ pub(crate) const PROGRAMS: &[(&str, Program)] = &[
         anomaly_sqrt_at_zero_backward,
     ),
     ("ad_labels_beyond_classes", labels_beyond_classes),
+    (
+        "ad_function_indexes_past_outputs",
+        function_indexes_past_outputs,
+    ),
 ];
 
 fn sum_sq<S: Real>(x: &[S]) -> S {
@@ -202,5 +206,18 @@ fn anomaly_sqrt_at_zero_backward() -> Result<(), Seen> {
             (Duplicated(&x, &mut dx),),
         )
     })?;
+    Ok(())
+}
+
+/// Writes three outputs.
+fn three<S: Real>(y: &mut [S], x: &[S]) {
+    y[0] = x[0];
+    y[1] = x[1];
+    y[2] = x[0] * x[1];
+}
+
+fn function_indexes_past_outputs() -> Result<(), Seen> {
+    // Called with two outputs: `y[2]` is out of bounds; the panic becomes the error.
+    scalar::jacobian_reverse(shade_fn!(three(&mut [S], &[S])), &[1.0, 2.0], 2, ())?;
     Ok(())
 }

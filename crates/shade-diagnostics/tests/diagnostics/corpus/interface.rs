@@ -3,9 +3,10 @@
 use super::harness::{Program, Seen};
 use shade_autodiff::scalar::{Real, shade_fn};
 use shade_diagnostics::backends::check_backend;
+use shade_interface::sprs::CsMat;
 use shade_interface::{
     AutoFiniteDiff, AutoShade, AutoSparse, Constant, Operator, SecondOrder, gradient,
-    prepare_gradient, prepare_pushforward,
+    prepare_gradient, prepare_jacobian_inplace, prepare_pushforward,
 };
 
 pub(crate) const PROGRAMS: &[(&str, Program)] = &[
@@ -19,6 +20,14 @@ pub(crate) const PROGRAMS: &[(&str, Program)] = &[
     (
         "interface_sparse_backend_for_gradient",
         sparse_backend_for_gradient,
+    ),
+    (
+        "interface_sparse_jacobian_of_another_pattern",
+        sparse_jacobian_of_another_pattern,
+    ),
+    (
+        "interface_inplace_outputs_not_written",
+        inplace_outputs_not_written,
     ),
 ];
 
@@ -68,10 +77,41 @@ fn batch_tangents() -> Result<(), Seen> {
 }
 
 fn sparse_backend_for_gradient() -> Result<(), Seen> {
-    // Asked before differentiating: AutoSparse only computes Jacobians.
+    // Asked before differentiating: AutoSparse computes Jacobians and Hessians only.
     let b = AutoSparse {
         inner: AutoShade::FORWARD,
     };
     check_backend(&b, Operator::Gradient).into_result()?;
+    Ok(())
+}
+
+/// `yᵢ = xᵢ² + x_{i+1}`: a bidiagonal Jacobian.
+fn bidiagonal<S: Real>(y: &mut [S], x: &[S]) {
+    let n = x.len();
+    for i in 0..n {
+        y[i] = x[i] * x[i];
+        if i + 1 < n {
+            y[i] += x[i + 1];
+        }
+    }
+}
+
+fn sparse_jacobian_of_another_pattern() -> Result<(), Seen> {
+    let f = shade_fn!(bidiagonal(&mut [S], &[S]));
+    let x = [0.5; 4];
+    let b = AutoSparse {
+        inner: AutoShade::FORWARD,
+    };
+    let mut prep = prepare_jacobian_inplace(f, 4, &b, &x, ())?;
+    // A diagonal buffer for a bidiagonal Jacobian.
+    let mut j = CsMat::<f64>::eye(4);
+    prep.jacobian_into(&x, (), &mut j)?;
+    Ok(())
+}
+
+fn inplace_outputs_not_written() -> Result<(), Seen> {
+    // Four outputs announced, the function writes three.
+    let f = shade_fn!(bidiagonal(&mut [S], &[S]));
+    prepare_jacobian_inplace(f, 4, &AutoShade::REVERSE, &[0.5; 3], ())?;
     Ok(())
 }

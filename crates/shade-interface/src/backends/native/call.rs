@@ -18,7 +18,7 @@ use shade_autodiff::{
 #[diagnostic::on_unimplemented(
     message = "the contexts `{Self}` do not match the parameters of `{F}` after `x`",
     label = "one context per trailing parameter, in order",
-    note = "a `&C` parameter takes `Constant(&c)`; a `&[S]` parameter takes `Constant(&slice)` or `Cache(&buf)`; an `S` parameter takes `Constant(x)`"
+    note = "a `&C` parameter takes `Constant(&c)`; a `&[S]` parameter takes `Constant(&slice)` or `Cache(&buf)`; a `&mut [S]` parameter takes `Cache(&mut buf)`; an `S` parameter takes `Constant(x)`"
 )]
 pub trait ShadeCall<F: ScalarFn> {
     /// `ReverseWithPrimal` with seed `seed`: accumulates `seed ∇f` into `dx`, returns `f(x)`.

@@ -10,7 +10,6 @@ use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::explain::Spec;
 use crate::form::{InTail, OneArg, ScalarForm, Tail, TwoArg, VecForm};
-use crate::ops::each_tangent;
 use crate::prep::Meta;
 use shade_autodiff::ModeKind;
 use shade_autodiff::scalar::{CHUNK, ConstArgs, Dual, InPlaceFn, Join, Scalar, ScalarFn, Slice};
@@ -44,7 +43,7 @@ pub enum VecCall<'a> {
 #[diagnostic::on_unimplemented(
     message = "`AutoShade` cannot differentiate `{Self}` with contexts `{C}` with respect to a slice",
     label = "the contexts do not match the function's parameters after `x`",
-    note = "a `&[S]` parameter takes `Constant(&slice)` or `Cache(&buf)`; an `S` parameter takes `Constant(x)`; a `&C` parameter takes `Constant(&c)`"
+    note = "a `&[S]` parameter takes `Constant(&slice)` or `Cache(&buf)`; a `&mut [S]` parameter takes `Cache(&mut buf)`; an `S` parameter takes `Constant(x)`; a `&C` parameter takes `Constant(&c)`"
 )]
 pub trait NativeVec<C>: NativeForm {
     /// Runs `call` at `x` in mode `mode`, writing `y = f(x)`.
@@ -83,7 +82,7 @@ pub trait NativeScalar<C>: NativeForm {
 #[diagnostic::on_unimplemented(
     message = "`AutoShade` cannot take the gradient of `{Self}` with contexts `{C}`",
     label = "the contexts do not match the function's parameters after `x`",
-    note = "a `&[S]` parameter takes `Constant(&slice)` or `Cache(&buf)`; an `S` parameter takes `Constant(x)`; a `&C` parameter takes `Constant(&c)`"
+    note = "a `&[S]` parameter takes `Constant(&slice)` or `Cache(&buf)`; a `&mut [S]` parameter takes `Cache(&mut buf)`; an `S` parameter takes `Constant(x)`; a `&C` parameter takes `Constant(&c)`"
 )]
 pub trait NativeGradient<C>: NativeVec<C> {
     /// Writes `∇f(x)` into `g` (overwriting it) and returns `f(x)`.
@@ -124,6 +123,16 @@ pub trait NativeHessian<C>: NativeForm {
         v: &[f64],
         ctx: &C,
         hv: &mut [f64],
+    ) -> InterfaceResult<()>;
+    /// Writes `hvs[k] = ∇²f(x) vs[k]` for stacked directions.
+    #[doc(hidden)]
+    fn hvp_batch(
+        &self,
+        st: &mut ShadeState,
+        x: &[f64],
+        vs: &[f64],
+        ctx: &C,
+        hvs: &mut [f64],
     ) -> InterfaceResult<()>;
     /// Writes `∇f(x)` (reverse tape) and returns `f(x)`.
     #[doc(hidden)]
@@ -178,13 +187,16 @@ impl<F: ScalarFn> NativeForm for OneArg<F> {
             ),
             (Operator::Hessian, _) => Spec::native(
                 format!(
-                    "shade-autodiff forward over reverse, `Tape::<Dual<f64>>::hessian_into`, {} Hessian-vector products (+1 reverse gradient for the value variant)",
-                    meta.n
+                    "shade-autodiff forward over reverse, `Tape::<DualVec<f64, {CHUNK}>>::hessian_batch_into`, {} recordings of {CHUNK} Hessian-vector products each (+1 reverse gradient for the value variant)",
+                    chunks(meta.n)
                 ),
-                meta.n,
-            ),
+                chunks(meta.n),
+            )
+            .batch(CHUNK),
             (Operator::Hvp, _) => Spec::native(
-                "shade-autodiff forward over reverse, `Tape::<Dual<f64>>::hvp_into`, 1 recording + 1 sweep (+1 reverse gradient for `gradient_and_hvp`)",
+                format!(
+                    "shade-autodiff forward over reverse, `Tape::<Dual<f64>>::hvp_into`, 1 recording + 1 sweep (+1 reverse gradient for `gradient_and_hvp`); batches of up to {CHUNK} directions per recording (`Tape::<DualVec<f64, N>>::hvp_batch_into`)"
+                ),
                 1,
             ),
             (Operator::Pushforward, ModeKind::Forward) => Spec::native(
@@ -218,11 +230,13 @@ impl<F: InPlaceFn> NativeForm for TwoArg<F> {
                 1,
             ),
             (Operator::Pushforward, _) => Spec::native(
-                "shade-autodiff forward mode, `Tape::pushforward_into`, 1 call per tangent (a pushforward is forward in either mode)",
+                format!(
+                    "shade-autodiff forward mode, `Tape::pushforward_into`, 1 call per tangent; batches of up to {CHUNK} tangents per call (`Tape::pushforward_batch_into`); a pushforward is forward in either mode"
+                ),
                 1,
             ),
             (Operator::Pullback, _) => Spec::native(
-                "shade-autodiff reverse tape, `Tape::pullback_into`, 1 recording + 1 sweep per cotangent (a pullback is reverse in either mode)",
+                "shade-autodiff reverse tape, `Tape::pullback_into`, 1 recording + 1 sweep per cotangent; a batch shares one recording (`Tape::pullback_batch_into`); a pullback is reverse in either mode",
                 1,
             ),
             (_, ModeKind::Reverse) => Spec::native(
@@ -426,7 +440,32 @@ where
         ctx: &C,
         h: &mut [f64],
     ) -> InterfaceResult<()> {
-        Ok(st.dtape.hessian_into(&self.0, x, ctx, h)?)
+        st.hv8.hessian_batch_into(&self.0, x, ctx, h)?;
+        Ok(())
+    }
+    fn hvp_batch(
+        &self,
+        st: &mut ShadeState,
+        x: &[f64],
+        vs: &[f64],
+        ctx: &C,
+        hvs: &mut [f64],
+    ) -> InterfaceResult<()> {
+        let n = x.len();
+        let k = if n == 0 { 0 } else { vs.len() / n };
+        // Groups of CHUNK directions while more than 4 remain, then one of 4.
+        let mut c0 = 0;
+        while c0 < k {
+            let w = (k - c0).min(CHUNK);
+            let (v, hv) = (&vs[c0 * n..(c0 + w) * n], &mut hvs[c0 * n..(c0 + w) * n]);
+            if w > 4 {
+                st.hv8.hvp_batch_into(&self.0, x, v, ctx, hv)?;
+            } else {
+                st.hv4.hvp_batch_into(&self.0, x, v, ctx, hv)?;
+            }
+            c0 += w;
+        }
+        Ok(())
     }
     #[inline]
     fn hvp(
@@ -469,7 +508,11 @@ where
         y: &mut [f64],
         call: VecCall<'_>,
     ) -> InterfaceResult<()> {
-        let (n, m) = (x.len(), y.len());
+        if !st.probed {
+            // Once: does the function write exactly `m` outputs?
+            self.check_outputs(x, ctx)?;
+            st.probed = true;
+        }
         let tape = &mut st.tape;
         // A pushforward is forward and a pullback reverse in either mode.
         match (call, mode) {
@@ -483,12 +526,29 @@ where
                 tape.pushforward_into(&self.f, x, dx, ctx, y, dy)?
             }
             (VecCall::Pullback(dy, dx), _) => tape.pullback_into(&self.f, x, dy, ctx, y, dx)?,
-            (VecCall::PushforwardBatch(dxs, dys), _) => each_tangent(n, m, dxs, dys, |dx, dy| {
-                Ok(tape.pushforward_into(&self.f, x, dx, ctx, y, dy)?)
-            })?,
-            (VecCall::PullbackBatch(dys, dxs), _) => each_tangent(m, n, dys, dxs, |dy, dx| {
-                Ok(tape.pullback_into(&self.f, x, dy, ctx, y, dx)?)
-            })?,
+            (VecCall::PushforwardBatch(dxs, dys), _) => {
+                let (n, m) = (x.len(), y.len());
+                let k = if n == 0 { 0 } else { dxs.len() / n };
+                // Groups of CHUNK tangents while more than 4 remain, then one of 4 (which
+                // also computes the value when there is no tangent).
+                let mut c0 = 0;
+                loop {
+                    let w = (k - c0).min(CHUNK);
+                    let (t, out) = (&dxs[c0 * n..(c0 + w) * n], &mut dys[c0 * m..(c0 + w) * m]);
+                    if w > 4 {
+                        tape.pushforward_batch_into::<CHUNK, _, _>(&self.f, x, t, ctx, y, out)?;
+                    } else {
+                        tape.pushforward_batch_into::<4, _, _>(&self.f, x, t, ctx, y, out)?;
+                    }
+                    c0 += w;
+                    if c0 >= k {
+                        break;
+                    }
+                }
+            }
+            (VecCall::PullbackBatch(dys, dxs), _) => {
+                tape.pullback_batch_into(&self.f, x, dys, ctx, y, dxs)?
+            }
         }
         Ok(())
     }
@@ -533,6 +593,10 @@ where
         y: &mut [f64],
         der: &mut [f64],
     ) -> InterfaceResult<()> {
+        if !st.probed {
+            self.check_outputs(x, ctx)?;
+            st.probed = true;
+        }
         st.bump.reset();
         st.duals.clear();
         st.duals.resize(self.m, Dual::new(0.0, 0.0));

@@ -64,6 +64,7 @@ impl<M: ShadeMode, V: NativeScalar<C>, C: Contexts> DerivativeBackend<V, C> for 
 }
 
 impl<M: ShadeMode, V: NativeVec<C>, C: Contexts> JacobianBackend<V, C> for AutoShade<M> {
+    crate::matrix::dense_jacobian!();
     #[inline]
     fn value_and_jacobian_into(
         &self,
@@ -166,6 +167,7 @@ impl<M: ShadeMode, F, C: Contexts> HessianBackend<F, C> for AutoShade<M>
 where
     OneArg<F>: NativeHessian<C>,
 {
+    crate::matrix::dense_hessian!();
     fn hessian_into(
         &self,
         st: &mut ShadeState,
@@ -218,5 +220,16 @@ where
     ) -> InterfaceResult<f64> {
         f.hvp(st, x, v, ctx, hv)?;
         f.value_and_gradient(st, x, ctx, g)
+    }
+    fn hvp_batch_into(
+        &self,
+        st: &mut ShadeState,
+        f: &OneArg<F>,
+        x: &[f64],
+        vs: &[f64],
+        ctx: &C,
+        hvs: &mut [f64],
+    ) -> InterfaceResult<()> {
+        f.hvp_batch(st, x, vs, ctx, hvs)
     }
 }
