@@ -22,11 +22,15 @@ const SMALL: usize = 1 << 14;
 /// hand-off costs more than the second core gains).
 const PAR_MIN: usize = 1 << 18;
 
+/// Parts of the inner dimension of a `k ≫ m` product (enough for 4 threads).
+const K_PARTS: usize = 4;
+
 /// `c = beta · c + alpha · a · b` on `threads` threads, for a product of at least
-/// [`PAR_MIN`] multiply-adds: by rows of `a` and `c` when `a` has enough rows (and not
+/// [`PAR_MIN`] multiply-adds: by rows of `a` and `c` when `a` has 64 rows or more (and not
 /// far fewer than columns), else by
-/// the inner dimension (`Aᵀ · G` of a reverse sweep: `k` is the node count), each
-/// thread summing into a partial result that is added to `c` at the end.
+/// the inner dimension (`Aᵀ · G` of a reverse sweep: `k` is the node count) into
+/// [`K_PARTS`] parts, whatever the thread count, each summing into a partial result
+/// that is added to `c` in order at the end: the result does not depend on `threads`.
 fn par_mat_mul<T: Element>(
     threads: usize,
     alpha: T,
@@ -37,7 +41,7 @@ fn par_mat_mul<T: Element>(
 ) {
     let (m, k) = a.dim();
     let n = b.ncols();
-    if m >= 8 * threads && k <= 4 * m {
+    if m >= 64 && k <= 4 * m {
         let rows = m.div_ceil(threads);
         rayon::scope(|s| {
             for (ai, mut ci) in a
@@ -49,8 +53,8 @@ fn par_mat_mul<T: Element>(
         });
         return;
     }
-    let inner = k.div_ceil(threads);
-    let mut partial: Vec<ndarray::Array2<T>> = (1..threads.min(k.div_ceil(inner)))
+    let inner = k.div_ceil(K_PARTS).max(1);
+    let mut partial: Vec<ndarray::Array2<T>> = (1..k.div_ceil(inner))
         .map(|_| ndarray::Array2::zeros((m, n)))
         .collect();
     rayon::scope(|s| {
@@ -83,9 +87,8 @@ fn general_mat_mul<T: Element>(
     let (m, k) = a.dim();
     let n = b.ncols();
     if m * k * n > SMALL {
-        let threads = rayon::current_num_threads();
-        if threads > 1 && m * k * n >= PAR_MIN {
-            par_mat_mul(threads, alpha, a, b, beta, c);
+        if m * k * n >= PAR_MIN {
+            par_mat_mul(rayon::current_num_threads(), alpha, a, b, beta, c);
         } else {
             ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
         }
@@ -411,11 +414,15 @@ mod tests {
             let c0 = Array2::from_shape_fn((m, n), |(i, j)| (i + 2 * j) as f64);
             let mut want = c0.clone();
             ndarray::linalg::general_mat_mul(2.0, &a.view(), &b.view(), 0.5, &mut want.view_mut());
-            for threads in [2, 3, 5] {
+            let mut first: Option<Array2<f64>> = None;
+            for threads in [1, 2, 3, 5] {
                 let mut got = c0.clone();
                 par_mat_mul(threads, 2.0, &a.view(), &b.view(), 0.5, &mut got.view_mut());
                 let err = (&got - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
                 assert!(err < 1e-9, "{m}×{k}×{n} on {threads} threads: error {err}");
+                // The same bits on any number of threads.
+                let first = first.get_or_insert_with(|| got.clone());
+                assert_eq!(&got, first, "{m}×{k}×{n} on {threads} threads");
             }
             // The transposed left operand of a reverse sweep (`Aᵀ · G`).
             let at = a.t().to_owned();
