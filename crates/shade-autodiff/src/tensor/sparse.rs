@@ -285,8 +285,8 @@ impl<T: Element> SparseMatrix<T> {
         let mut indices = vec![0; nnz];
         let mut perm = vec![0; nnz];
         for r in 0..rows {
-            for p in ip[r]..ip[r + 1] {
-                let c = ind[p];
+            let (lo, hi) = (ip[r], ip[r + 1]);
+            for (p, &c) in (lo..hi).zip(&ind[lo..hi]) {
                 let q = next[c];
                 next[c] += 1;
                 indices[q] = r;
