@@ -18,6 +18,64 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
 /// allocation-free warm call for small programs and costs more than the product.
 const SMALL: usize = 1 << 14;
 
+/// Products from this many multiply-adds are split over rayon's threads (below it the
+/// hand-off costs more than the second core gains).
+const PAR_MIN: usize = 1 << 18;
+
+/// Parts of the inner dimension of a `k ≫ m` product (enough for 4 threads).
+const K_PARTS: usize = 4;
+
+/// `c = beta · c + alpha · a · b` on `threads` threads, for a product of at least
+/// [`PAR_MIN`] multiply-adds: by rows of `a` and `c` when `a` has 64 rows or more (and not
+/// far fewer than columns), else by
+/// the inner dimension (`Aᵀ · G` of a reverse sweep: `k` is the node count) into
+/// [`K_PARTS`] parts, whatever the thread count, each summing into a partial result
+/// that is added to `c` in order at the end: the result does not depend on `threads`.
+fn par_mat_mul<T: Element>(
+    threads: usize,
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    if m >= 64 && k <= 4 * m {
+        let rows = m.div_ceil(threads);
+        rayon::scope(|s| {
+            for (ai, mut ci) in a
+                .axis_chunks_iter(Axis(0), rows)
+                .zip(c.axis_chunks_iter_mut(Axis(0), rows))
+            {
+                s.spawn(move |_| ndarray::linalg::general_mat_mul(alpha, &ai, b, beta, &mut ci));
+            }
+        });
+        return;
+    }
+    let inner = k.div_ceil(K_PARTS).max(1);
+    let mut partial: Vec<ndarray::Array2<T>> = (1..k.div_ceil(inner))
+        .map(|_| ndarray::Array2::zeros((m, n)))
+        .collect();
+    rayon::scope(|s| {
+        let mut chunks = a
+            .axis_chunks_iter(Axis(1), inner)
+            .zip(b.axis_chunks_iter(Axis(0), inner));
+        if let Some((a0, b0)) = chunks.next() {
+            let c0 = &mut *c;
+            s.spawn(move |_| ndarray::linalg::general_mat_mul(alpha, &a0, &b0, beta, c0));
+        }
+        for ((ai, bi), pi) in chunks.zip(partial.iter_mut()) {
+            s.spawn(move |_| {
+                ndarray::linalg::general_mat_mul(alpha, &ai, &bi, T::zero(), &mut pi.view_mut())
+            });
+        }
+    });
+    for p in &partial {
+        *c += p;
+    }
+}
+
 /// `c = beta · c + alpha · a · b`.
 fn general_mat_mul<T: Element>(
     alpha: T,
@@ -29,7 +87,11 @@ fn general_mat_mul<T: Element>(
     let (m, k) = a.dim();
     let n = b.ncols();
     if m * k * n > SMALL {
-        ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
+        if m * k * n >= PAR_MIN {
+            par_mat_mul(rayon::current_num_threads(), alpha, a, b, beta, c);
+        } else {
+            ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
+        }
         return;
     }
     for i in 0..m {
@@ -334,5 +396,42 @@ impl<'a, T: Element> Tape<'a, T> {
             groups,
         };
         Ok(self.push(out, tracked, Op::GroupDot(rec), tan))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    /// The split product equals the one-thread product, for both splits (rows, and the
+    /// inner dimension of a `k ≫ m` product) and with `beta` reading `c`.
+    #[test]
+    fn split_products_equal_the_single_thread_product() {
+        for &(m, k, n) in &[(300, 40, 30), (16, 5000, 12), (3, 700, 9), (64, 64, 64)] {
+            let a = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0);
+            let b = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);
+            let c0 = Array2::from_shape_fn((m, n), |(i, j)| (i + 2 * j) as f64);
+            let mut want = c0.clone();
+            ndarray::linalg::general_mat_mul(2.0, &a.view(), &b.view(), 0.5, &mut want.view_mut());
+            let mut first: Option<Array2<f64>> = None;
+            for threads in [1, 2, 3, 5] {
+                let mut got = c0.clone();
+                par_mat_mul(threads, 2.0, &a.view(), &b.view(), 0.5, &mut got.view_mut());
+                let err = (&got - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
+                assert!(err < 1e-9, "{m}×{k}×{n} on {threads} threads: error {err}");
+                // The same bits on any number of threads.
+                let first = first.get_or_insert_with(|| got.clone());
+                assert_eq!(&got, first, "{m}×{k}×{n} on {threads} threads");
+            }
+            // The transposed left operand of a reverse sweep (`Aᵀ · G`).
+            let at = a.t().to_owned();
+            let g = Array2::from_shape_fn((m, n), |(i, j)| (i as f64 - j as f64) * 0.25);
+            let mut want = Array2::zeros((k, n));
+            ndarray::linalg::general_mat_mul(1.0, &at.view(), &g.view(), 0.0, &mut want.view_mut());
+            let mut got = Array2::from_elem((k, n), f64::NAN);
+            par_mat_mul(2, 1.0, &a.t(), &g.view(), 0.0, &mut got.view_mut());
+            assert_eq!(got, want);
+        }
     }
 }

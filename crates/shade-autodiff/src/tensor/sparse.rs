@@ -31,17 +31,27 @@ const PAR_MIN: usize = 1 << 15;
 #[derive(Debug)]
 pub struct SparseMatrix<T> {
     mat: CsMat<T>,
-    t: OnceLock<Transposed<T>>,
+    /// `Aᵀ` for `spmm`'s reverse rule; `None` when `A = Aᵀ`.
+    t_mul: OnceLock<Option<TransposedCsr<T>>>,
+    /// `Aᵀ`'s structure with the map to `A`'s nonzeros, for `spmm_values`.
+    t: OnceLock<Transposed>,
 }
 
-/// CSR of the transpose plus the map back to the original nonzeros.
+/// CSR of the transpose with its values.
 #[derive(Debug)]
-struct Transposed<T> {
+struct TransposedCsr<T> {
+    indptr: Vec<usize>,
+    indices: Vec<usize>,
+    data: Vec<T>,
+}
+
+/// CSR structure of the transpose plus the map back to the original nonzeros.
+#[derive(Debug)]
+struct Transposed {
     indptr: Vec<usize>,
     indices: Vec<usize>,
     /// Original position of each transposed nonzero.
     perm: Vec<usize>,
-    data: Vec<T>,
     /// Row of each original nonzero.
     row_of: Vec<usize>,
 }
@@ -68,6 +78,7 @@ impl<T: Element> SparseMatrix<T> {
         };
         SparseMatrix {
             mat,
+            t_mul: OnceLock::new(),
             t: OnceLock::new(),
         }
     }
@@ -156,8 +167,7 @@ impl<T: Element> SparseMatrix<T> {
             x.as_slice().unwrap_or_default(),
             out.as_slice_mut().unwrap_or_default(),
         );
-        let t = self.transposed();
-        csr_mm(&t.indptr, &t.indices, |q| t.data[q], xs, f, o);
+        self.transpose_mm(xs, f, o);
         Ok(())
     }
 
@@ -192,43 +202,112 @@ impl<T: Element> SparseMatrix<T> {
         }
     }
 
-    /// Builds the transpose now instead of at the first reverse sweep.
+    /// Builds the transpose now instead of at the first reverse sweep (nothing for a
+    /// matrix equal to its transpose).
     pub fn prepare_transpose(&self) {
-        let _ = self.transposed();
+        let _ = self.transposed_mul();
     }
 
-    fn transposed(&self) -> &Transposed<T> {
-        self.t.get_or_init(|| {
-            let (rows, cols) = (self.rows(), self.cols());
-            let ip = self.indptr();
-            let ind = self.mat.indices();
-            let data = self.mat.data();
-            let nnz = ind.len();
-            let mut indptr = vec![0usize; cols + 1];
-            ind.iter().for_each(|&c| indptr[c + 1] += 1);
-            for c in 0..cols {
-                indptr[c + 1] += indptr[c];
+    /// Whether `A = Aᵀ` exactly (structure and values); checked once, with the
+    /// transpose.
+    pub fn is_symmetric(&self) -> bool {
+        self.transposed_mul().is_none()
+    }
+
+    /// `out += Aᵀ · x` for a row-major `x` with rows of length `f`.
+    fn transpose_mm(&self, x: &[T], f: usize, out: &mut [T]) {
+        match self.transposed_mul() {
+            Some(t) => csr_mm(&t.indptr, &t.indices, |q| t.data[q], x, f, out),
+            None => {
+                let data = self.mat.data();
+                csr_mm(self.indptr(), self.mat.indices(), |p| data[p], x, f, out);
             }
-            let mut next = indptr.clone();
-            let mut indices = vec![0; nnz];
-            let mut perm = vec![0; nnz];
-            let mut row_of = vec![0; nnz];
-            for r in 0..rows {
-                for p in ip[r]..ip[r + 1] {
-                    let c = ind[p];
-                    let q = next[c];
-                    next[c] += 1;
-                    indices[q] = r;
-                    perm[q] = p;
-                    row_of[p] = r;
+        }
+    }
+
+    /// Whether every stored `(r, c, v)` has its mirror `(c, r, v)` (rows' column
+    /// indices are sorted, as sprs guarantees: one binary search per nonzero).
+    fn symmetric(&self) -> bool {
+        if self.rows() != self.cols() {
+            return false;
+        }
+        let (ip, ind, data) = (self.indptr(), self.mat.indices(), self.mat.data());
+        let row_ok = |r: usize| {
+            (ip[r]..ip[r + 1]).all(|p| {
+                let c = ind[p];
+                let (lo, hi) = (ip[c], ip[c + 1]);
+                ind[lo..hi]
+                    .binary_search(&r)
+                    .is_ok_and(|q| data[lo + q] == data[p])
+            })
+        };
+        if self.nnz() < PAR_MIN {
+            (0..self.rows()).all(row_ok)
+        } else {
+            (0..self.rows())
+                .into_par_iter()
+                .with_min_len(4096)
+                .all(row_ok)
+        }
+    }
+
+    fn transposed_mul(&self) -> Option<&TransposedCsr<T>> {
+        self.t_mul
+            .get_or_init(|| {
+                if self.symmetric() {
+                    return None;
                 }
+                let (indptr, indices, perm) = self.transpose_structure();
+                let data = self.mat.data();
+                let data = perm.iter().map(|&p| data[p]).collect();
+                Some(TransposedCsr {
+                    indptr,
+                    indices,
+                    data,
+                })
+            })
+            .as_ref()
+    }
+
+    /// `Aᵀ`'s index pointer and column indices, and each of its nonzeros' position in
+    /// `A`.
+    fn transpose_structure(&self) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+        let (rows, cols) = (self.rows(), self.cols());
+        let ip = self.indptr();
+        let ind = self.mat.indices();
+        let nnz = ind.len();
+        let mut indptr = vec![0usize; cols + 1];
+        ind.iter().for_each(|&c| indptr[c + 1] += 1);
+        for c in 0..cols {
+            indptr[c + 1] += indptr[c];
+        }
+        let mut next = indptr.clone();
+        let mut indices = vec![0; nnz];
+        let mut perm = vec![0; nnz];
+        for r in 0..rows {
+            let (lo, hi) = (ip[r], ip[r + 1]);
+            for (p, &c) in (lo..hi).zip(&ind[lo..hi]) {
+                let q = next[c];
+                next[c] += 1;
+                indices[q] = r;
+                perm[q] = p;
             }
-            let data = perm.iter().map(|&p| data[p]).collect();
+        }
+        (indptr, indices, perm)
+    }
+
+    fn transposed(&self) -> &Transposed {
+        self.t.get_or_init(|| {
+            let (indptr, indices, perm) = self.transpose_structure();
+            let ip = self.indptr();
+            let mut row_of = vec![0; self.nnz()];
+            for r in 0..self.rows() {
+                row_of[ip[r]..ip[r + 1]].fill(r);
+            }
             Transposed {
                 indptr,
                 indices,
                 perm,
-                data,
                 row_of,
             }
         })
@@ -468,10 +547,7 @@ impl<T: Element> Rec<'_, T> {
         };
         let d = gx.as_slice_mut().expect("adjoints are in standard layout");
         match self.kind {
-            Kind::Left => {
-                let t = a.transposed();
-                csr_mm(&t.indptr, &t.indices, |q| t.data[q], gs, f, d);
-            }
+            Kind::Left => a.transpose_mm(gs, f, d),
             Kind::Right => dense_csr_t(gs, a, d),
             Kind::Values => {
                 let t = a.transposed();
@@ -631,5 +707,56 @@ impl<'a, T: Element> Tape<'a, T> {
             v: ix,
         };
         Ok(self.push(out, tracked, Op::Sparse(rec), tan))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    fn matrix(entries: &[(usize, usize, f64)], n: usize) -> SparseMatrix<f64> {
+        let mut tri = sprs::TriMat::new((n, n));
+        for &(r, c, v) in entries {
+            tri.add_triplet(r, c, v);
+        }
+        SparseMatrix::new(tri.to_csr())
+    }
+
+    /// A symmetric matrix keeps no transpose and its `Aᵀ · X` is `A · X`; a matrix
+    /// that differs from its transpose in one value or one entry is not symmetric, and
+    /// its `Aᵀ · X` agrees with the dense transpose.
+    #[test]
+    fn symmetric_matrices_keep_no_transpose() {
+        let sym = [
+            (0, 0, 1.0),
+            (0, 2, 0.5),
+            (2, 0, 0.5),
+            (1, 2, -2.0),
+            (2, 1, -2.0),
+        ];
+        let x = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as f64 - 3.0);
+        let a = matrix(&sym, 3);
+        assert!(a.is_symmetric());
+        assert!(a.t_mul.get().is_some_and(|t| t.is_none()));
+        let (mut ax, mut atx) = (Array2::zeros((3, 4)), Array2::zeros((3, 4)));
+        a.mul_dense_into(x.view(), ax.view_mut()).unwrap();
+        a.transpose_mul_dense_into(x.view(), atx.view_mut())
+            .unwrap();
+        assert_eq!(ax, atx);
+        let mut value = sym;
+        value[2].2 = 0.25;
+        let mut entry = sym.to_vec();
+        entry.pop();
+        for e in [&value[..], &entry[..]] {
+            let b = matrix(e, 3);
+            assert!(!b.is_symmetric());
+            let dense = b.csr().to_dense();
+            let want = dense.t().dot(&x);
+            let mut got = Array2::zeros((3, 4));
+            b.transpose_mul_dense_into(x.view(), got.view_mut())
+                .unwrap();
+            assert_eq!(got, want);
+        }
     }
 }

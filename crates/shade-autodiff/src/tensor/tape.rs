@@ -27,36 +27,90 @@ impl Var {
     }
 }
 
-/// Released buffers, handed out again by best fit.
+/// Released buffers, handed out again by best fit within a size class.
+///
+/// Two rules bound what the pool holds (a 1M-node graph's hidden layer is 256 MB a
+/// buffer, so a loose pool costs gigabytes):
+/// - a request of `len` elements takes only a buffer of capacity `len ..= 2 len` (at
+///   least 32): a large buffer never serves a small request, where it would sit idle
+///   while the large request that follows allocates again;
+/// - [`Pool::trim`], at the end of each call, keeps only the buffers that call handed
+///   out (by allocation address): at rest the pool holds what one call of the program
+///   needs, never buffers that entered from outside (custom-rule outputs) or that no
+///   request of the last call fitted.
 #[derive(Debug, Default)]
 pub(crate) struct Pool<T> {
-    free: Vec<Vec<T>>,
-    free_idx: Vec<Vec<usize>>,
-    /// Element buffers handed out since the last [`Pool::trim`].
-    taken: usize,
-    /// Index buffers handed out since the last [`Pool::trim`].
-    taken_idx: usize,
-    /// The most buffers any one call has needed (the pool keeps no more than this).
-    keep: usize,
-    /// The same for index buffers.
-    keep_idx: usize,
+    elems: FreeList<T>,
+    idx: FreeList<usize>,
 }
 
-fn best_fit<X>(free: &mut Vec<Vec<X>>, len: usize) -> Vec<X> {
-    let mut best: Option<(usize, usize)> = None;
-    for (i, v) in free.iter().enumerate() {
-        let c = v.capacity();
-        if c >= len && best.is_none_or(|(_, bc)| c < bc) {
-            best = Some((i, c));
+/// Free buffers of one element type and the addresses handed out since the last trim.
+#[derive(Debug)]
+struct FreeList<X> {
+    free: Vec<Vec<X>>,
+    /// Allocation addresses of the buffers handed out since the last [`Pool::trim`].
+    used: Vec<usize>,
+}
+
+impl<X> Default for FreeList<X> {
+    fn default() -> Self {
+        FreeList {
+            free: Vec::new(),
+            used: Vec::new(),
         }
     }
-    match best {
-        Some((i, _)) => {
-            let mut v = free.swap_remove(i);
-            v.clear();
-            v
+}
+
+/// The largest capacity a request of `len` elements takes from the pool.
+fn class_max(len: usize) -> usize {
+    len.max(16).saturating_mul(2)
+}
+
+impl<X> FreeList<X> {
+    /// The smallest free buffer of `len`'s class, or a new one of exactly `len`.
+    fn take(&mut self, len: usize) -> Vec<X> {
+        let hi = class_max(len);
+        let mut best: Option<(usize, usize)> = None;
+        for (i, v) in self.free.iter().enumerate() {
+            let c = v.capacity();
+            if c >= len && c <= hi && best.is_none_or(|(_, bc)| c < bc) {
+                best = Some((i, c));
+            }
         }
-        None => Vec::with_capacity(len),
+        let v = match best {
+            Some((i, _)) => {
+                let mut v = self.free.swap_remove(i);
+                v.clear();
+                v
+            }
+            None => Vec::with_capacity(len),
+        };
+        if v.capacity() > 0 {
+            self.used.push(v.as_ptr() as usize);
+        }
+        v
+    }
+
+    fn give(&mut self, v: Vec<X>) {
+        if v.capacity() > 0 {
+            self.free.push(v);
+        }
+    }
+
+    /// Drops the free buffers not handed out since the last trim.
+    fn trim(&mut self) {
+        let used = &mut self.used;
+        used.sort_unstable();
+        self.free
+            .retain(|v| used.binary_search(&(v.as_ptr() as usize)).is_ok());
+        used.clear();
+    }
+
+    fn bytes(&self) -> usize {
+        self.free
+            .iter()
+            .map(|v| v.capacity() * std::mem::size_of::<X>())
+            .sum()
     }
 }
 
@@ -66,14 +120,12 @@ pub(crate) const PAR_MAP_MIN: usize = 1 << 15;
 impl<T: Element> Pool<T> {
     /// An empty vector with room for `len` elements.
     pub(crate) fn vec(&mut self, len: usize) -> Vec<T> {
-        self.taken += 1;
-        best_fit(&mut self.free, len)
+        self.elems.take(len)
     }
 
     /// An empty index vector with room for `len` entries.
     pub(crate) fn idx(&mut self, len: usize) -> Vec<usize> {
-        self.taken_idx += 1;
-        best_fit(&mut self.free_idx, len)
+        self.idx.take(len)
     }
 
     /// A zero-filled array of the given shape.
@@ -131,41 +183,31 @@ impl<T: Element> Pool<T> {
 
     /// Returns a vector to the pool.
     pub(crate) fn give_vec(&mut self, v: Vec<T>) {
-        if v.capacity() > 0 {
-            self.free.push(v);
-        }
+        self.elems.give(v);
     }
 
     /// Returns an index vector to the pool.
     pub(crate) fn give_idx(&mut self, v: Vec<usize>) {
-        if v.capacity() > 0 {
-            self.free_idx.push(v);
-        }
-    }
-}
-
-/// Keeps the `keep` largest buffers of `free` and drops the rest.
-fn trim_free<X>(free: &mut Vec<Vec<X>>, keep: usize) {
-    if free.len() > keep {
-        free.sort_unstable_by_key(|v| std::cmp::Reverse(v.capacity()));
-        free.truncate(keep);
+        self.idx.give(v);
     }
 }
 
 impl<T> Pool<T> {
-    /// Ends one call: drops the buffers beyond the most any call has taken.
-    ///
-    /// Buffers that entered the tape from outside the pool (custom-rule outputs) are
-    /// given back like the others; without this bound the pool would grow by them at
-    /// every call. Keeping the largest buffers keeps every request of a repeated
-    /// program satisfiable without allocation.
+    /// Ends one call: keeps the buffers this call handed out, drops the others (see
+    /// [`Pool`]).
     pub(crate) fn trim(&mut self) {
-        self.keep = self.keep.max(self.taken);
-        self.keep_idx = self.keep_idx.max(self.taken_idx);
-        self.taken = 0;
-        self.taken_idx = 0;
-        trim_free(&mut self.free, self.keep);
-        trim_free(&mut self.free_idx, self.keep_idx);
+        self.elems.trim();
+        self.idx.trim();
+    }
+
+    /// Number of buffers held.
+    pub(crate) fn len(&self) -> usize {
+        self.elems.free.len() + self.idx.free.len()
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.elems.bytes() + self.idx.bytes()
     }
 }
 
@@ -427,7 +469,13 @@ impl<T: Element> TapeBuffers<T> {
 
     /// Number of element buffers held for reuse.
     pub fn pooled_buffers(&self) -> usize {
-        self.pool.free.len() + self.pool.free_idx.len()
+        self.pool.len()
+    }
+
+    /// Bytes of the buffers held for reuse (at rest: what one call of the program
+    /// needs).
+    pub fn pooled_bytes(&self) -> usize {
+        self.pool.bytes()
     }
 }
 
