@@ -16,7 +16,7 @@
 //!   output.
 //! - [`node_batches`] / [`graph_batches`]: the loaders' epochs with that preparation on
 //!   the loader's worker thread, so the training thread only trains.
-//! - [`train_epoch`]: one [`single_train_step`](crate::train::single_train_step) per
+//! - [`train_epoch`]: one [`single_train_step`] per
 //!   batch; [`EpochReport`] holds the mean loss weighted by the items (seeds or graphs)
 //!   of each batch.
 //!

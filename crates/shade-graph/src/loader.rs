@@ -48,9 +48,9 @@
 //! GCN's symmetric normalisation reads degrees, which on a sampled subgraph are the
 //! subgraph's (as in PyG). To reproduce full-batch GCN exactly on batches with full
 //! fan-out (`-1` per hop), normalise once on the whole graph
-//! ([`Graph::gcn_norm_edges`]: the graph's edges and a self-loop per node, with their
-//! coefficients as weights) and aggregate with those weights unchanged (shade-gnn's
-//! `GCNConv { normalize: false, .. }`).
+//! ([`Graph::gcn_normalized`](crate::Graph::gcn_normalized): the graph's edges and a
+//! self-loop per node, with their coefficients as weights) and aggregate with those
+//! weights unchanged (shade-gnn's `GCNConv { normalize: false, .. }`).
 
 /// The batching setters both loaders share (they hold an `order: Order`), documented
 /// with the loader's item name (`seeds`, `graphs`).
