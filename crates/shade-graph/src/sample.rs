@@ -56,7 +56,19 @@ impl NeighborSampler {
     /// assert!(s.graph.num_edges() <= 3 * 5 + 15 * 3);
     /// # Ok::<(), shade_graph::GraphError>(())
     /// ```
+    ///
+    /// A fan-out of 0 would draw nothing in its layer and beyond (an empty subgraph
+    /// without a word): it is refused with `SHADE-E0320`.
     pub fn sample(&self, g: &Graph, seeds: &[u32], seed: u64) -> GraphResult<SampledSubgraph> {
+        if let Some(l) = self.fanouts.iter().position(|&f| f == 0) {
+            return Err(GraphError::InvalidParameter {
+                name: "fanouts",
+                value: format!("{:?}", self.fanouts),
+                expected: format!(
+                    "at least 1 neighbour per node in every layer (layer {l} has 0; usize::MAX takes all)"
+                ),
+            });
+        }
         check_nodes("seeds", seeds, g.num_nodes())?;
         let mut rng = StdRng::seed_from_u64(seed);
         let csr = g.csr_by_dst();
@@ -77,7 +89,7 @@ impl NeighborSampler {
             for &v in &frontier {
                 let (nb, ids) = csr.row(v as usize);
                 picks.clear();
-                if nb.is_empty() || fanout == 0 {
+                if nb.is_empty() {
                     continue;
                 } else if fanout >= nb.len() && (!self.replace || fanout == usize::MAX) {
                     picks.extend(0..nb.len());

@@ -4,4 +4,5 @@
 mod cora;
 mod save_load;
 mod sparse_input;
+mod trust;
 mod users_model;

@@ -9,3 +9,4 @@ mod graph_api;
 mod properties;
 mod readers;
 mod sampling;
+mod trust;
