@@ -175,6 +175,37 @@ pub enum AdError {
         /// What is wrong, in a few words.
         what: String,
     },
+    /// A tracked value was read as plain numbers while the tape recorded (the tensor
+    /// tape's [`Tape::value`](crate::tensor::Tape::value), the scalar layer's
+    /// [`Real::value`](crate::scalar::Real::value) on a recorded `Var`): numbers
+    /// computed from them are constants to the derivative, so the gradient through
+    /// them would be silently zero.
+    #[error(
+        "{what} was read as plain numbers while recording ({mode}), at {location}: numbers computed from it carry no derivative"
+    )]
+    TrackedValueRead {
+        /// Where the program read the value.
+        location: &'static core::panic::Location<'static>,
+        /// What was read, e.g. `a tracked tensor of shape [2, 3]`.
+        what: String,
+        /// The mode that was recording.
+        mode: &'static str,
+    },
+    /// A custom rule's reverse (or forward) rule gave an adjoint (or tangent) of
+    /// another shape than the array it belongs to.
+    #[error(
+        "custom rule `{rule}` gave {what} of shape {found:?}, but that array has shape {expected:?}"
+    )]
+    RuleShape {
+        /// The rule's name.
+        rule: &'static str,
+        /// What it gave, e.g. `the adjoint of input 1`.
+        what: String,
+        /// The array's shape.
+        expected: Shape,
+        /// The shape the rule gave.
+        found: Shape,
+    },
     /// A reverse-mode recording outgrew the tape's 32-bit index space.
     #[error("the tape outgrew its index space: {records} records, at most {limit} fit")]
     TapeOverflow {
@@ -275,6 +306,8 @@ impl AdError {
             AdError::AxisOutOfRange { .. } => "SHADE-E0112",
             AdError::ForeignValue { .. } => "SHADE-E0113",
             AdError::InvalidArgument { .. } => "SHADE-E0114",
+            AdError::TrackedValueRead { .. } => "SHADE-E0115",
+            AdError::RuleShape { .. } => "SHADE-E0116",
             AdError::TapeOverflow { .. } => "SHADE-E0120",
             AdError::BufferLength { .. } => "SHADE-E0121",
             AdError::OutputsNotWritten { .. } => "SHADE-E0130",
@@ -298,6 +331,8 @@ impl AdError {
         "SHADE-E0112",
         "SHADE-E0113",
         "SHADE-E0114",
+        "SHADE-E0115",
+        "SHADE-E0116",
         "SHADE-E0120",
         "SHADE-E0121",
         "SHADE-E0130",
@@ -336,6 +371,17 @@ impl AdError {
                 "use values only with the tape that created them, and not after `reset`".into()
             }
             AdError::InvalidArgument { .. } => "see the operation's documentation for its domain".into(),
+            AdError::TrackedValueRead { .. } => {
+                "compute with the tracked value itself (the tape's operations, `Real` arithmetic) so the derivative flows; \
+                 to read the numbers on purpose cut them from the derivative first, `let d = t.detach(x)?; t.value(d)?` \
+                 on the tensor tape or `x.detach().value()` in the scalar layer (PyTorch's `.detach()`, JAX's `stop_gradient`)"
+                    .into()
+            }
+            AdError::RuleShape { .. } => {
+                "make the rule's `vjp` give each input's adjoint in that input's shape (and `jvp` the tangent in the output's), \
+                 e.g. sum a broadcast axis back with `sum_axis`"
+                    .into()
+            }
             AdError::TapeOverflow { .. } => {
                 "split the computation (e.g. differentiate a sum term by term, accumulating into the same shadow)"
                     .into()
@@ -407,6 +453,17 @@ mod tests {
             AdError::InvalidArgument {
                 op: "powi",
                 what: "x".into(),
+            },
+            AdError::TrackedValueRead {
+                location: core::panic::Location::caller(),
+                what: "a tracked tensor of shape [2]".into(),
+                mode: "reverse mode",
+            },
+            AdError::RuleShape {
+                rule: "cube",
+                what: "the adjoint of input 0".into(),
+                expected: vec![2],
+                found: vec![3],
             },
             AdError::TapeOverflow {
                 records: 5,

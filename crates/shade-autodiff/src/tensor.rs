@@ -86,7 +86,7 @@ mod tape;
 pub use crate::error::ValueRange;
 pub use args::{TensorArg, TensorArgs};
 pub use coo::SymNorm;
-pub use custom::TensorRule;
+pub use custom::{RuleSlot, TensorRule};
 pub use dropout::keep_mask;
 pub use index::Rows;
 pub use sparse::SparseMatrix;
@@ -153,7 +153,7 @@ where
     let mut tape = Tape::new(bufs, TapeMode::Reverse);
     let handles = args.register(&mut tape)?;
     let out = f(&mut tape, handles);
-    tape.anomaly_result()?;
+    tape.pending_result()?;
     let o = tape.index(out?)?;
     let len = tape.vals[o].view().len();
     if len != 1 {
@@ -166,7 +166,7 @@ where
         .copied()
         .unwrap_or_else(T::zero);
     tape.backward(o, |mut g| g.map_inplace(|x| *x += T::one()));
-    tape.anomaly_result()?;
+    tape.pending_result()?;
     Ok(y)
 }
 
@@ -190,7 +190,7 @@ where
     let mut tape = Tape::new(bufs, TapeMode::Reverse);
     let handles = args.register(&mut tape)?;
     let out = f(&mut tape, handles);
-    tape.anomaly_result()?;
+    tape.pending_result()?;
     let o = tape.index(out?)?;
     if tape.vals[o].view().shape() != seed.shape() {
         return Err(AdError::ShapeMismatch {
@@ -201,7 +201,7 @@ where
     }
     let seed = seed.view().into_dyn();
     tape.backward(o, |mut g| g += &seed);
-    tape.anomaly_result()?;
+    tape.pending_result()?;
     Ok(())
 }
 
@@ -222,7 +222,7 @@ where
     let mut tape = Tape::new(bufs, TapeMode::Forward);
     let handles = args.register(&mut tape)?;
     let out = f(&mut tape, handles);
-    tape.anomaly_result()?;
+    tape.pending_result()?;
     let o = tape.index(out?)?;
     let y = tape.vals[o].view().to_owned();
     let dy = match tape.tans[o].view() {
@@ -251,7 +251,7 @@ where
     let mut tape = Tape::new(bufs, TapeMode::Forward);
     let handles = args.register(&mut tape)?;
     let out = f(&mut tape, handles);
-    tape.anomaly_result()?;
+    tape.pending_result()?;
     let o = tape.index(out?)?;
     let v = tape.vals[o].view();
     for target in [y.shape(), dy.shape()] {
@@ -282,7 +282,7 @@ where
     let mut tape = Tape::new(bufs, TapeMode::Primal);
     let handles = args.register(&mut tape)?;
     let out = f(&mut tape, handles);
-    tape.anomaly_result()?;
+    tape.pending_result()?;
     let o = tape.index(out?)?;
     Ok(tape.vals[o].view().to_owned())
 }

@@ -68,8 +68,8 @@ pub static ENTRIES: &[Entry] = entries! {
     "shade-autodiff": [
         "SHADE-E0101", "SHADE-E0102", "SHADE-E0103", "SHADE-E0104", "SHADE-E0105",
         "SHADE-E0110", "SHADE-E0111", "SHADE-E0112", "SHADE-E0113", "SHADE-E0114",
-        "SHADE-E0120", "SHADE-E0121", "SHADE-E0130", "SHADE-E0131", "SHADE-E0140",
-        "SHADE-E0170", "SHADE-E0171",
+        "SHADE-E0115", "SHADE-E0116", "SHADE-E0120", "SHADE-E0121", "SHADE-E0130",
+        "SHADE-E0131", "SHADE-E0140", "SHADE-E0170", "SHADE-E0171",
     ],
     "shade-autodiff-macros": [
         "SHADE-E0180", "SHADE-E0181", "SHADE-E0182", "SHADE-E0183", "SHADE-E0184",
@@ -79,14 +79,17 @@ pub static ENTRIES: &[Entry] = entries! {
     ],
     "shade-graph": [
         "SHADE-E0301", "SHADE-E0302", "SHADE-E0303", "SHADE-E0304", "SHADE-E0305",
-        "SHADE-E0306", "SHADE-E0310", "SHADE-E0311", "SHADE-E0312", "SHADE-E0320",
+        "SHADE-E0306", "SHADE-E0307", "SHADE-E0310", "SHADE-E0311", "SHADE-E0312",
+        "SHADE-E0320",
         "SHADE-E0321", "SHADE-E0330", "SHADE-E0331", "SHADE-E0332", "SHADE-E0333",
         "SHADE-E0334", "SHADE-E0335",
     ],
     "shade-gnn": [
         "SHADE-E0401", "SHADE-E0402", "SHADE-E0403", "SHADE-E0404", "SHADE-E0405",
         "SHADE-E0406", "SHADE-E0407", "SHADE-E0408", "SHADE-E0409", "SHADE-E0410",
-        "SHADE-E0411",
+        "SHADE-E0411", "SHADE-E0412", "SHADE-E0413", "SHADE-E0414", "SHADE-E0415",
+        "SHADE-E0416",
+        "SHADE-W0401",
     ],
     "shade-diagnostics": [
         "SHADE-E0500", "SHADE-E0501", "SHADE-E0502", "SHADE-E0503", "SHADE-E0504",
@@ -117,6 +120,7 @@ pub fn declared_codes() -> Vec<(&'static str, &'static str)> {
     add("shade-interface", shade_interface::InterfaceError::CODES);
     add("shade-graph", shade_graph::GraphError::CODES);
     add("shade-gnn", shade_gnn::GnnError::CODES);
+    add("shade-gnn", shade_gnn::GnnWarning::CODES);
     add("shade-diagnostics", CODES);
     v
 }

@@ -87,7 +87,13 @@ impl Coded for AdError {
         AdError::code(self)
     }
     fn message(&self) -> String {
-        self.to_string()
+        match self {
+            // The location is the diagnostic's `-->` line: not said twice.
+            AdError::TrackedValueRead { what, mode, .. } => format!(
+                "{what} was read as plain numbers while recording ({mode}): numbers computed from it carry no derivative"
+            ),
+            e => e.to_string(),
+        }
     }
     fn help(&self) -> String {
         AdError::help(self)
@@ -109,6 +115,7 @@ impl Coded for AdError {
         match self {
             AdError::NonFiniteForward { location, .. }
             | AdError::NonFiniteBackward { location, .. } => *location,
+            AdError::TrackedValueRead { location, .. } => Some(*location),
             _ => None,
         }
     }
@@ -266,6 +273,21 @@ impl Diagnostic {
             location: Some(e.location().unwrap_or(caller)),
             notes: e.notes(),
             help: Some(style(&e.help())),
+        }
+    }
+
+    /// The diagnostic of a warning the GNN crate kept while a model ran
+    /// ([`shade_gnn::GraphCtx::warnings`]), located at the caller (the line that shows
+    /// the warnings).
+    #[track_caller]
+    pub fn from_warning(w: &shade_gnn::GnnWarning) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            code: w.code(),
+            message: style(&w.to_string()),
+            location: Some(Location::caller()),
+            notes: w.notes(),
+            help: Some(style(&w.help())),
         }
     }
 

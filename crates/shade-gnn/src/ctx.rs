@@ -22,10 +22,11 @@ mod edges;
 pub(crate) use edges::SelfLoopFill;
 pub use edges::{EdgeIndex, NormEdgeList};
 
+use crate::error::GnnWarning;
 use ndarray::{Array1, Array2, ArrayD};
 use shade_autodiff::tensor::{Element, SparseMatrix};
 use shade_graph::{GcnNorm, Graph, GraphError, GraphFloat, GraphResult, LaplacianNorm};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The float types of shade-gnn: `f32` and `f64` (the tensor layer's [`Element`] that
 /// the graph crate can also produce).
@@ -84,6 +85,7 @@ pub struct GraphCtx<T: Float> {
     adjacency: Memo<GcnNorm, SparseMatrix<T>>,
     norm_edges: Memo<GcnNorm, NormEdgeList<T>>,
     laplacian: Memo<LaplacianNorm, ScaledCache<T>>,
+    warnings: Mutex<Vec<GnnWarning>>,
 }
 
 /// `L̂ = 2L / λ_max - I` for one normalisation, built for the first `λ_max` asked.
@@ -135,6 +137,25 @@ impl<T: Float> GraphCtx<T> {
             adjacency: Memo::new(every_gcn_norm()),
             norm_edges: Memo::new(every_gcn_norm()),
             laplacian: Memo::new(LaplacianNorm::ALL),
+            warnings: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What the layers' use of this graph found probably not meant (e.g. a GCN
+    /// normalisation without self-loops over nodes without incoming edges,
+    /// `SHADE-W0401`), each once, in the order found. The computation went on; show
+    /// them to the user (shade-diagnostics renders them as warnings).
+    pub fn warnings(&self) -> Vec<GnnWarning> {
+        self.warnings
+            .lock()
+            .map(|w| w.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    fn warn(&self, w: GnnWarning) {
+        let mut held = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
+        if !held.contains(&w) {
+            held.push(w);
         }
     }
 
@@ -190,6 +211,17 @@ impl<T: Float> GraphCtx<T> {
     /// option set.
     pub fn normalized_adjacency(&self, opts: GcnNorm) -> &SparseMatrix<T> {
         self.adjacency.get_or_init(opts, || {
+            if !opts.add_self_loops {
+                let deg = self.graph.in_degree();
+                let isolated: Vec<usize> = (0..deg.len()).filter(|&v| deg[v] == 0).collect();
+                if !isolated.is_empty() {
+                    self.warn(GnnWarning::IsolatedWithoutSelfLoops {
+                        isolated: isolated.len(),
+                        num_nodes: deg.len(),
+                        first: isolated.into_iter().take(8).collect(),
+                    });
+                }
+            }
             let a = SparseMatrix::new(self.graph.gcn_norm::<T>(opts));
             a.prepare_transpose();
             a

@@ -12,7 +12,7 @@
 //! - **A status exchange before every gradient exchange.** Each rank reports its step,
 //!   its item count, its loss, or its error (a batch that could not be prepared, a
 //!   non-finite loss, any error of the step). If a rank failed, every rank returns
-//!   `SHADE-E0411` naming the (lowest) failing rank and its error, and nobody steps.
+//!   `SHADE-E0416` naming the (lowest) failing rank and its error, and nobody steps.
 //!   A rank that does not report within the timeout (killed, hung, unreachable) is
 //!   named the same way; over MPI the rank that notices prints the error and aborts the
 //!   job (`MPI_Abort`), the only way to end a rank that hangs. A rank killed outright
@@ -168,7 +168,7 @@ pub trait Collective {
     /// Ranks in the job.
     fn world(&self) -> usize;
     /// Every rank's report (in rank order), on every rank. A rank that does not report
-    /// within `timeout` is a `SHADE-E0411` naming it (over MPI: printed, then the job
+    /// within `timeout` is a `SHADE-E0416` naming it (over MPI: printed, then the job
     /// is aborted).
     fn exchange(&mut self, mine: &Report, timeout: Duration) -> GnnResult<Vec<Report>>;
     /// Sums `buf` element-wise over the ranks; every rank gets the same sum.
@@ -275,7 +275,7 @@ impl<C: Collective> DataParallel<C> {
         }
     }
 
-    /// Every rank's report; the first failed rank as `SHADE-E0411` on every rank.
+    /// Every rank's report; the first failed rank as `SHADE-E0416` on every rank.
     fn agree(&mut self, mine: &Report) -> GnnResult<Vec<Report>> {
         let all = self.comm.exchange(mine, self.timeout)?;
         if let Some((r, rep)) = all.iter().enumerate().find(|(_, r)| r.error.is_some()) {
@@ -290,7 +290,7 @@ impl<C: Collective> DataParallel<C> {
     /// exchange, the weighted gradient sum, the optimiser step. Every rank returns the
     /// same result.
     ///
-    /// Errors: `SHADE-E0411` on every rank when any rank failed (its own error inside),
+    /// Errors: `SHADE-E0416` on every rank when any rank failed (its own error inside),
     /// or the optimiser's error (the same on every rank, since the gradients are).
     pub fn step<T, B, L, M, F>(
         &mut self,

@@ -125,6 +125,62 @@ pub enum GnnError {
         /// What happened there: that rank's error with its code, or "did not report".
         cause: String,
     },
+    /// Two children of a container have the same name, so they would share their
+    /// parameters (the second's would shadow the first's in the store).
+    /// (Raised by the container, whose path the error then carries.)
+    #[error("two {what} are named `{name}`")]
+    DuplicateName {
+        /// `layers` or `parameters`.
+        what: &'static str,
+        /// The repeated name.
+        name: String,
+    },
+    /// The parameters (or the optimiser's buffers) of a [`TrainState`] no longer have
+    /// the names of the model it was built for, e.g. after `ts.params` was replaced
+    /// by a checkpoint of another model.
+    ///
+    /// [`TrainState`]: crate::train::TrainState
+    #[error(
+        "{what} do not match the model's parameters: {}",
+        Listing(missing, unexpected)
+    )]
+    StoreMismatch {
+        /// What does not match, e.g. `the parameters`.
+        what: String,
+        /// Names the model has and the store lacks.
+        missing: Vec<String>,
+        /// Names the store has and the model lacks.
+        unexpected: Vec<String>,
+    },
+    /// An input array (node or edge features) holds NaN or an infinity.
+    #[error("the {what} hold {value} at {index:?} (the first non-finite entry)")]
+    NonFiniteInput {
+        /// The array, e.g. `node features`.
+        what: String,
+        /// The entry's index, e.g. `[1, 2]`.
+        index: Vec<usize>,
+        /// The value.
+        value: f64,
+    },
+    /// A feature array has one column per node instead of one row: `[F, N]`.
+    #[error("the {what} look transposed: got {found:?}, expected [{nodes}, F] (one row per node)")]
+    Transposed {
+        /// The array, e.g. `node features`.
+        what: String,
+        /// Its shape.
+        found: Vec<usize>,
+        /// The number of nodes.
+        nodes: usize,
+    },
+    /// A node-level graph layer follows a graph-level readout, whose output has one
+    /// row per graph.
+    #[error(
+        "the layer reads node features, but layer `{readout}` before it is a graph-level readout: its output has one row per graph"
+    )]
+    AfterReadout {
+        /// The readout's path.
+        readout: String,
+    },
     /// An error raised inside a layer of a model: the layer's path in the model and
     /// its type, and the error (its code is the error's own).
     #[error("{}: {source}", if path.is_empty() { layer } else { path.as_str() })]
@@ -137,6 +193,100 @@ pub enum GnnError {
         /// What went wrong.
         source: Box<GnnError>,
     },
+}
+
+/// Something a model runs with that is probably not meant: the computation goes on,
+/// and the warning is kept where the caller reads it ([`GraphCtx::warnings`]) to show
+/// it (shade-diagnostics renders it as `warning[SHADE-W0401]: ...`), as the project's
+/// proactive checks report their warnings.
+///
+/// [`GraphCtx::warnings`]: crate::GraphCtx::warnings
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GnnWarning {
+    /// A GCN normalisation without self-loops over a graph with nodes that have no
+    /// incoming edge: their rows of `D^-1/2 A D^-1/2` are zero, so their outputs
+    /// ignore their own features (and pass them no gradient).
+    #[error(
+        "{isolated} of {num_nodes} nodes have no incoming edge and a GCN normalisation without self-loops gives them zero rows"
+    )]
+    IsolatedWithoutSelfLoops {
+        /// Nodes without an incoming edge.
+        isolated: usize,
+        /// Nodes of the graph.
+        num_nodes: usize,
+        /// The first few of them.
+        first: Vec<usize>,
+    },
+}
+
+impl GnnWarning {
+    /// Every code of this crate's warnings.
+    pub const CODES: &'static [&'static str] = &["SHADE-W0401"];
+
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            GnnWarning::IsolatedWithoutSelfLoops { .. } => "SHADE-W0401",
+        }
+    }
+
+    /// Further facts, one line each.
+    pub fn notes(&self) -> Vec<String> {
+        match self {
+            GnnWarning::IsolatedWithoutSelfLoops {
+                isolated, first, ..
+            } => {
+                let list: Vec<String> = first.iter().map(usize::to_string).collect();
+                let more = if *isolated > first.len() { ", ..." } else { "" };
+                vec![
+                    format!("nodes without incoming edges: {}{more}", list.join(", ")),
+                    "their outputs are the bias alone, whatever their features".into(),
+                ]
+            }
+        }
+    }
+
+    /// What to do.
+    pub fn help(&self) -> String {
+        match self {
+            GnnWarning::IsolatedWithoutSelfLoops { .. } => {
+                "keep the layer's self-loops (the default), or add them to the graph with \
+                 `graph.add_remaining_self_loops(1.0)`"
+                    .into()
+            }
+        }
+    }
+}
+
+/// The names missing from and added to a store, for [`GnnError::StoreMismatch`].
+struct Listing<'a>(&'a [String], &'a [String]);
+
+impl std::fmt::Display for Listing<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &[String]| {
+            let mut s = v
+                .iter()
+                .take(4)
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>();
+            if v.len() > 4 {
+                s.push(format!("and {} more", v.len() - 4));
+            }
+            s.join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.0.is_empty() {
+            parts.push(format!("missing {}", names(self.0)));
+        }
+        if !self.1.is_empty() {
+            parts.push(format!("not in the model {}", names(self.1)));
+        }
+        if parts.is_empty() {
+            parts.push("the same names in another order".into());
+        }
+        f.write_str(&parts.join("; "))
+    }
 }
 
 /// `` `name` `` for a parameter, `the layer` otherwise (the subject of "... expects").
@@ -169,6 +319,11 @@ impl GnnError {
         "SHADE-E0409",
         "SHADE-E0410",
         "SHADE-E0411",
+        "SHADE-E0412",
+        "SHADE-E0413",
+        "SHADE-E0414",
+        "SHADE-E0415",
+        "SHADE-E0416",
     ];
 
     /// The stable code, e.g. `SHADE-E0401`; the wrapped error's own code for
@@ -188,7 +343,12 @@ impl GnnError {
             GnnError::Safetensors { .. } => "SHADE-E0408",
             GnnError::NoGraph { .. } => "SHADE-E0409",
             GnnError::InputShape { .. } => "SHADE-E0410",
-            GnnError::RankFailed { .. } => "SHADE-E0411",
+            GnnError::DuplicateName { .. } => "SHADE-E0411",
+            GnnError::StoreMismatch { .. } => "SHADE-E0412",
+            GnnError::NonFiniteInput { .. } => "SHADE-E0413",
+            GnnError::Transposed { .. } => "SHADE-E0414",
+            GnnError::AfterReadout { .. } => "SHADE-E0415",
+            GnnError::RankFailed { .. } => "SHADE-E0416",
         }
     }
 
@@ -209,7 +369,10 @@ impl GnnError {
                 "make the model's input size match the data (e.g. the number of features or classes)".into()
             }
             GnnError::NonFinite { .. } => {
-                "lower the learning rate, clip the gradient norm, or check the inputs for NaN".into()
+                "find the first operation that produced it with `ts.set_anomaly(true)` before the step \
+                 (or `shade_diagnostics::detect_anomaly`); then lower the learning rate or clip the \
+                 gradient norm (`Optimiser::clip_grad_norm`)"
+                    .into()
             }
             GnnError::Io { .. } => "check that the path exists and is readable/writable".into(),
             GnnError::Safetensors { .. } => {
@@ -233,6 +396,27 @@ impl GnnError {
             }
             GnnError::RankFailed { .. } => {
                 "fix what that rank reports (its data shard, its settings), or see its log if it was killed or hung; then restart the job from the last checkpoint".into()
+            }
+            GnnError::DuplicateName { .. } => {
+                "give every layer of a container its own name (`Chain::push` names layers by position)".into()
+            }
+            GnnError::StoreMismatch { .. } => {
+                "load a checkpoint saved from this model (`TrainState::load_params` checks and reorders it), \
+                 or start a new `TrainState::from_params` for another model's parameters"
+                    .into()
+            }
+            GnnError::NonFiniteInput { .. } => {
+                "clean the data before training: replace missing values (e.g. by the column mean) \
+                 or drop the affected nodes; `shade_diagnostics::check_finite` lists every entry"
+                    .into()
+            }
+            GnnError::Transposed { .. } => {
+                "transpose the features to one row per node: `x.t().as_standard_layout().into_owned()`".into()
+            }
+            GnnError::AfterReadout { .. } => {
+                "put node-level layers before the readout (global pooling), and only graph-level \
+                 layers (Dense, MLPs) after it"
+                    .into()
             }
         }
     }
@@ -315,6 +499,26 @@ mod tests {
                 param: None,
                 expected: s(),
             },
+            GnnError::DuplicateName {
+                what: "layers",
+                name: s(),
+            },
+            GnnError::StoreMismatch {
+                what: s(),
+                missing: vec![],
+                unexpected: vec![],
+            },
+            GnnError::NonFiniteInput {
+                what: s(),
+                index: vec![],
+                value: f64::NAN,
+            },
+            GnnError::Transposed {
+                what: s(),
+                found: vec![],
+                nodes: 0,
+            },
+            GnnError::AfterReadout { readout: s() },
             GnnError::RankFailed {
                 rank: 1,
                 world: 2,

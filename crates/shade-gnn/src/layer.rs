@@ -189,6 +189,13 @@ pub trait Layer<T: Float>: Send + Sync {
     fn drops_nodes(&self) -> bool {
         false
     }
+
+    /// Whether the layer is a graph-level readout (global pooling): its output has one
+    /// row per graph, so a node-level graph layer after it is refused by a
+    /// [`Chain`](crate::layers::Chain) with a coded error.
+    fn is_readout(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Float, L: Layer<T> + ?Sized> Layer<T> for Box<L> {
@@ -214,12 +221,19 @@ impl<T: Float, L: Layer<T> + ?Sized> Layer<T> for Box<L> {
     fn drops_nodes(&self) -> bool {
         (**self).drops_nodes()
     }
+    fn is_readout(&self) -> bool {
+        (**self).is_readout()
+    }
 }
 
 /// Calls `layer` as a part of the calling layer (a child of a container, a layer's own
 /// sublayer such as GIN's `nn`) with the views `p` and `st` narrowed to it
 /// ([`ParamVars::scope`]): an error it returns names its path (`conv1`, `conv1.nn.0`)
 /// and type ([`GnnError::InLayer`]), unless a layer further in already did.
+///
+/// A graph layer's input must have one row per node of the graph it reads: another
+/// row count is refused here, in the user's terms (`SHADE-E0410`), before any
+/// operation of the layer runs into it.
 pub fn forward_sublayer<'a, T: Float, L: Layer<T> + ?Sized>(
     layer: &L,
     t: &mut Tape<'a, T>,
@@ -228,9 +242,20 @@ pub fn forward_sublayer<'a, T: Float, L: Layer<T> + ?Sized>(
     p: ParamVars<'_>,
     st: StateScope<'_, T>,
 ) -> GnnResult<Var> {
-    layer
-        .forward(t, env, x, p, st)
-        .map_err(|e| e.in_layer(p.path(), layer.name()))
+    let named = |e: GnnError| e.in_layer(p.path(), layer.name());
+    if let Some(g) = env.graph.filter(|_| layer.is_graph_layer()) {
+        let shape = match x {
+            Input::Dense(v) => t.shape(v)?.to_vec(),
+            Input::Sparse(s) => vec![s.rows(), s.cols()],
+        };
+        if shape.len() != 2 || shape[0] != g.num_nodes() {
+            return Err(named(crate::layers::blocks::rows_per_node(
+                &shape,
+                g.num_nodes(),
+            )));
+        }
+    }
+    layer.forward(t, env, x, p, st).map_err(named)
 }
 
 /// Carries the GNN crate's errors out of a tensor program, whose closure returns the
@@ -434,9 +459,39 @@ impl<'d, T: Float> Inputs<'d, T> {
         }
     }
 
-    /// Checks the sizes against the graph: feature rows = nodes, edge rows = edges.
+    /// Checks the inputs: feature rows = nodes (features of shape `[F, N]` are named
+    /// as transposed, `SHADE-E0414`), edge rows = edges (`SHADE-E0405`), and every
+    /// feature value finite (`SHADE-E0413`, naming the array and the first bad entry).
     pub fn validate(&self) -> GnnResult<()> {
+        match self.x {
+            Features::Dense(x) => first_non_finite("node features", x.view())?,
+            Features::Sparse(x) => {
+                let m = x.csr();
+                if let Some(k) = m.data().iter().position(|v| !v.is_finite()) {
+                    // The stored entry `k` lies in the row whose range holds it.
+                    let ip = m.indptr();
+                    let ip = ip.raw_storage();
+                    let r = ip.partition_point(|&o| o <= k).saturating_sub(1);
+                    return Err(GnnError::NonFiniteInput {
+                        what: "node features".into(),
+                        index: vec![r, m.indices()[k]],
+                        value: m.data()[k].to_f64().unwrap_or(f64::NAN),
+                    });
+                }
+            }
+        }
+        if let Some(e) = self.edge_attr {
+            first_non_finite("edge features", e.view())?;
+        }
         if let Some(g) = self.graph {
+            let n = g.num_nodes();
+            if self.x.rows() != n && self.x.cols() == n {
+                return Err(GnnError::Transposed {
+                    what: "node features".into(),
+                    found: vec![self.x.rows(), self.x.cols()],
+                    nodes: n,
+                });
+            }
             if self.x.rows() != g.num_nodes() {
                 return Err(GnnError::DataMismatch {
                     what: "rows of the node features".into(),
@@ -456,6 +511,30 @@ impl<'d, T: Float> Inputs<'d, T> {
         }
         Ok(())
     }
+}
+
+/// [`GnnError::NonFiniteInput`] for the first NaN or infinity of `a`, named `what`.
+fn first_non_finite<T: Float>(what: &str, a: ndarray::ArrayViewD<'_, T>) -> GnnResult<()> {
+    let found = match a.as_slice_memory_order() {
+        // Fast path: one pass over the memory; the index is recovered only on failure.
+        Some(s) if a.is_standard_layout() => s.iter().position(|v| !v.is_finite()),
+        _ => a.iter().position(|v| !v.is_finite()),
+    };
+    let Some(flat) = found else {
+        return Ok(());
+    };
+    let mut index = vec![0; a.ndim()];
+    let mut rest = flat;
+    for (k, &d) in a.shape().iter().enumerate().rev() {
+        index[k] = rest % d.max(1);
+        rest /= d.max(1);
+    }
+    let value = a[ndarray::IxDyn(&index)].to_f64().unwrap_or(f64::NAN);
+    Err(GnnError::NonFiniteInput {
+        what: what.into(),
+        index,
+        value,
+    })
 }
 
 /// One annotated array argument of a model call: a constant, or a tracked value with
@@ -557,6 +636,43 @@ pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
     )
 }
 
+/// An error of `model` run with `params`, in the user's terms: a shape that a layer's
+/// operations could not combine (the core's `SHADE-E0110` / `SHADE-E0140`) most often
+/// comes from a parameter of another shape than the model's own. When a parameter's
+/// shape differs from what the model's `init` gives, that is the error
+/// (`SHADE-E0402`, naming the parameter and both shapes, in the layer it belongs to).
+/// Only error paths pay for the model's `init`.
+pub(crate) fn in_user_terms<T: Float, L: Layer<T> + ?Sized>(
+    model: &L,
+    params: &Params<T>,
+    e: GnnError,
+) -> GnnError {
+    if !matches!(
+        e.innermost(),
+        GnnError::Ad(AdError::ShapeMismatch { .. } | AdError::RankMismatch { .. })
+    ) {
+        return e;
+    }
+    let (reference, _) = model.init(&mut rand::SeedableRng::seed_from_u64(0));
+    let Some((name, expected, found)) = reference.iter().find_map(|(n, r)| {
+        let a = params.get(n)?;
+        (a.shape() != r.shape()).then(|| (n.to_string(), r.shape().to_vec(), a.shape().to_vec()))
+    }) else {
+        return e;
+    };
+    let shape = GnnError::ParamShape {
+        name: name.clone(),
+        expected,
+        found,
+    };
+    match e {
+        GnnError::InLayer { path, layer, .. } if name.starts_with(&format!("{path}.")) => {
+            shape.in_layer(path, layer)
+        }
+        _ => shape,
+    }
+}
+
 /// Lux's `apply`: the model's output on `inputs` with `params`, and the new state.
 /// No derivative is taken.
 ///
@@ -564,7 +680,7 @@ pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
 /// use rand::{SeedableRng, rngs::StdRng};
 /// use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer};
 /// use shade_gnn::layers::GCNConv;
-/// let g = shade_graph::Graph::new(3, vec![0, 1], vec![1, 2]);
+/// let g = shade_graph::Graph::try_new(3, vec![0, 1], vec![1, 2])?;
 /// let ctx = GraphCtx::<f64>::new(&g);
 /// let x = Features::dense(ndarray::Array2::ones((3, 2)));
 /// let conv = GCNConv::new(2, 4);
@@ -574,6 +690,11 @@ pub fn forward_model<'a, T: Float, L: Layer<T> + ?Sized>(
 /// assert_eq!(y.shape(), &[3, 4]);
 /// # Ok::<(), shade_gnn::GnnError>(())
 /// ```
+///
+/// The parameters are the caller's: each one the model has must have the shape the
+/// model's `init` gives it (`SHADE-E0402`), so that a store saved from a model of
+/// other sizes is refused instead of run as that other model. (A missing parameter is
+/// named by the layer that reads it, `SHADE-E0401`.)
 pub fn apply<T: Float, L: Layer<T> + ?Sized>(
     model: &L,
     inputs: &Inputs<'_, T>,
@@ -582,6 +703,18 @@ pub fn apply<T: Float, L: Layer<T> + ?Sized>(
     training: bool,
     rng: &mut StdRng,
 ) -> GnnResult<(ArrayD<T>, State<T>)> {
+    let (reference, _) = model.init(&mut rand::SeedableRng::seed_from_u64(0));
+    for (name, r) in reference.iter() {
+        if let Some(a) = params.get(name)
+            && a.shape() != r.shape()
+        {
+            return Err(GnnError::ParamShape {
+                name: name.to_string(),
+                expected: r.shape().to_vec(),
+                found: a.shape().to_vec(),
+            });
+        }
+    }
     apply_in(
         &mut TapeBuffers::new(),
         model,
@@ -613,14 +746,16 @@ pub(crate) fn apply_in<T: Float, L: Layer<T> + ?Sized>(
     let names = params.names();
     let args = model_args(params, None, inputs, None, None);
     let carry = ErrorCarry::new();
-    let y = carry.land(tensor::value(
-        bufs,
-        |t, h: Vec<Var>| {
-            carry.lift(forward_model(
-                t, model, names, &h, inputs, &mut st, training, rng,
-            ))
-        },
-        args,
-    ))?;
+    let y = carry
+        .land(tensor::value(
+            bufs,
+            |t, h: Vec<Var>| {
+                carry.lift(forward_model(
+                    t, model, names, &h, inputs, &mut st, training, rng,
+                ))
+            },
+            args,
+        ))
+        .map_err(|e| in_user_terms(model, params, e))?;
     Ok((y, st))
 }

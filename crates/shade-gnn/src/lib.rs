@@ -104,7 +104,7 @@
 //!     fn is_graph_layer(&self) -> bool { true }
 //! }
 //!
-//! let g = shade_graph::Graph::new(3, vec![0, 1], vec![1, 2]);
+//! let g = shade_graph::Graph::try_new(3, vec![0, 1], vec![1, 2])?;
 //! let x = ndarray::array![[1.0, -1.0], [2.0, 0.5], [0.0, 3.0]];
 //! let layer = MaxConv { inp: 2, out: 3 };
 //! let ctx = shade_gnn::GraphCtx::<f64>::new(&g);
@@ -142,7 +142,7 @@ pub mod testing;
 pub mod train;
 
 pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx, NormEdgeList, ScaledLaplacian};
-pub use error::{GnnError, GnnResult};
+pub use error::{GnnError, GnnResult, GnnWarning};
 pub use layer::{
     Arg, Env, ErrorCarry, Features, Input, Inputs, Layer, apply, forward_model, forward_sublayer,
     model_args,

@@ -9,8 +9,8 @@
 use crate::ctx::Float;
 use crate::error::{GnnError, GnnResult};
 use ndarray::{ArrayD, Axis};
-use shade_autodiff::AdResult;
 use shade_autodiff::tensor::{Rows, Tape, Var};
+use shade_autodiff::{AdError, AdResult};
 
 /// Class labels of every node and the nodes the loss is taken over (e.g. the
 /// training nodes).
@@ -36,17 +36,61 @@ impl NodeTargets {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DenseTargets<T>(pub ArrayD<T>);
 
+/// Checks node targets against an output `[N, C]` in the user's terms (a target node
+/// without a row or a label, a label not below `C`), before the tape's loss, whose
+/// index errors speak of positions in its arrays.
+fn check_targets<T: Float>(
+    t: &Tape<'_, T>,
+    out: Var,
+    y: &NodeTargets,
+    op: &'static str,
+) -> AdResult<()> {
+    let &[n, c] = t.shape(out)? else {
+        return Ok(()); // the tape's loss names the rank
+    };
+    let bad = |what: String| Err(AdError::InvalidArgument { op, what });
+    for (k, &v) in y.nodes.iter().enumerate() {
+        if v >= n {
+            return bad(format!(
+                "target node {v} (entry {k} of `nodes`) has no row in the output's {n} rows (one per node)"
+            ));
+        }
+        match y.labels.get(v) {
+            None => {
+                return bad(format!(
+                    "target node {v} has no label (`labels` has {} entries, one per node)",
+                    y.labels.len()
+                ));
+            }
+            Some(&l) if l >= c => {
+                return bad(format!(
+                    "label {l} of node {v} is not below the output's {c} classes (labels count from 0 to {})",
+                    c.saturating_sub(1)
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Mean cross-entropy of the logits `[N, C]` over the target nodes.
+///
+/// Errors (`SHADE-E0114`) name a target node without a row or a label, or a label
+/// not below `C`, in those terms.
 pub fn cross_entropy<'a, T: Float>(
     t: &mut Tape<'a, T>,
     logits: Var,
     y: &'a NodeTargets,
 ) -> AdResult<Var> {
+    check_targets(t, logits, y, "cross_entropy")?;
     t.cross_entropy(logits, &y.labels, Rows::Index(&y.nodes))
 }
 
-/// Mean negative log-likelihood of log-probabilities `[N, C]` over the target nodes.
+/// Mean negative log-likelihood of log-probabilities `[N, C]` over the target nodes
+/// (errors as [`cross_entropy`]'s).
 pub fn nll<'a, T: Float>(t: &mut Tape<'a, T>, logp: Var, y: &'a NodeTargets) -> AdResult<Var> {
+    check_targets(t, logp, y, "nll")?;
     t.nll(logp, &y.labels, Rows::Index(&y.nodes))
 }
 

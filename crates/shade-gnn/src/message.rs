@@ -15,14 +15,14 @@
 //! use shade_autodiff::tensor::{self, TapeBuffers};
 //! use shade_autodiff::Const;
 //! use shade_gnn::{GraphCtx, message::{propagate, Aggr, Message}};
-//! let g = shade_graph::Graph::new(3, vec![0, 1, 2], vec![1, 2, 1]);
+//! let g = shade_graph::Graph::try_new(3, vec![0, 1, 2], vec![1, 2, 1])?;
 //! let ctx = GraphCtx::<f64>::new(&g);
 //! let x = ndarray::array![[1.0], [10.0], [100.0]];
 //! let y = tensor::value(&mut TapeBuffers::new(), |t, (x,)| {
 //!     propagate(t, ctx.edges(), x, Message::CopySrc, Aggr::Mean)
 //! }, (Const(&x),))?;
 //! assert_eq!(y.into_raw_vec_and_offset().0, vec![0.0, 50.5, 10.0]);
-//! # Ok::<(), shade_autodiff::AdError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use crate::ctx::{EdgeIndex, Float};

@@ -226,29 +226,46 @@ impl Optimiser {
     }
 
     /// One update of `params` with `grads` (clipped in place when clipping is on).
+    /// Arrays of any memory layout (column-major, strided views made owned) are
+    /// updated element by element in logical order.
     ///
-    /// Errors: [`GnnError::NonFinite`] for a non-finite gradient (the parameters are
-    /// left unchanged), [`GnnError::ParamShape`] if the stores do not match.
+    /// Everything is checked before any parameter changes: the settings
+    /// ([`Optimiser::validate`], e.g. a NaN or negative learning rate,
+    /// [`GnnError::InvalidSetting`]); the gradients and the optimiser's buffers must
+    /// have the parameters' names, in order ([`GnnError::StoreMismatch`]), and shapes
+    /// ([`GnnError::ParamShape`]); the gradient must be finite
+    /// ([`GnnError::NonFinite`]).
     pub fn step<T: Float>(
         &self,
         params: &mut Params<T>,
         grads: &mut Params<T>,
         st: &mut OptState<T>,
     ) -> GnnResult<()> {
-        if grads.len() != params.len() || st.m.len() != params.len() {
-            return Err(GnnError::DataMismatch {
-                what: "number of gradients and optimiser buffers".into(),
-                expected: params.len().to_string(),
-                found: format!("{} / {}", grads.len(), st.m.len()),
-            });
+        self.validate()?;
+        let mut stores = vec![
+            ("the gradients", &*grads),
+            ("the optimiser's buffers", &st.m),
+        ];
+        if !matches!(self.rule, Rule::Sgd { .. }) {
+            stores.push(("the optimiser's second moments", &st.v));
         }
-        for ((n, p), g) in params.iter().zip(grads.values()) {
-            if p.shape() != g.shape() {
-                return Err(GnnError::ParamShape {
-                    name: n.to_string(),
-                    expected: p.shape().to_vec(),
-                    found: g.shape().to_vec(),
+        for (what, other) in stores {
+            if other.names() != params.names() {
+                let (missing, unexpected) = differences(params.names(), other.names());
+                return Err(GnnError::StoreMismatch {
+                    what: what.into(),
+                    missing,
+                    unexpected,
                 });
+            }
+            for ((n, p), o) in params.iter().zip(other.values()) {
+                if p.shape() != o.shape() {
+                    return Err(GnnError::ParamShape {
+                        name: format!("{n} ({what})"),
+                        expected: p.shape().to_vec(),
+                        found: o.shape().to_vec(),
+                    });
+                }
             }
         }
         let norm = grads.global_norm().to_f64().unwrap_or(f64::NAN);
@@ -283,8 +300,7 @@ impl Optimiser {
                     nesterov,
                 } => {
                     let (mu, damp) = (T::cst(momentum), T::cst(1.0 - dampening));
-                    let (p, g, m) = (slice_mut(p), slice(g), slice_mut(m));
-                    p.iter_mut().zip(g).zip(m).for_each(|((p, &g), b)| {
+                    ndarray::Zip::from(p).and(g).and(m).for_each(|p, &g, b| {
                         let mut d = g + wd * *p;
                         if momentum != 0.0 {
                             *b = if k == 1 { d } else { mu * *b + damp * d };
@@ -321,13 +337,11 @@ impl Optimiser {
     }
 }
 
-fn slice<T>(a: &ndarray::ArrayD<T>) -> &[T] {
-    a.as_slice().expect("stores hold standard-layout arrays")
-}
-
-fn slice_mut<T>(a: &mut ndarray::ArrayD<T>) -> &mut [T] {
-    a.as_slice_mut()
-        .expect("stores hold standard-layout arrays")
+/// The names of `want` missing from `have`, and those of `have` not in `want`.
+pub(crate) fn differences(want: &[String], have: &[String]) -> (Vec<String>, Vec<String>) {
+    let missing = want.iter().filter(|n| !have.contains(n)).cloned().collect();
+    let unexpected = have.iter().filter(|n| !want.contains(n)).cloned().collect();
+    (missing, unexpected)
 }
 
 #[cfg(test)]

@@ -120,6 +120,20 @@ impl<T: Clone> Store<T> {
         self.names.iter().map(String::as_str).zip(&self.values)
     }
 
+    /// The first name that appears twice, if any (a model whose layers share a name).
+    pub fn first_duplicate(&self) -> Option<&str> {
+        let mut seen = std::collections::HashSet::with_capacity(self.names.len());
+        self.names
+            .iter()
+            .find(|n| !seen.insert(n.as_str()))
+            .map(String::as_str)
+    }
+
+    /// Removes entry `i`, moving the last entry into its place.
+    pub(crate) fn swap_remove(&mut self, i: usize) -> (String, ArrayD<T>) {
+        (self.names.swap_remove(i), self.values.swap_remove(i))
+    }
+
     /// A store with the same names and shapes, filled with zeros.
     pub fn zeros_like(&self) -> Store<T>
     where

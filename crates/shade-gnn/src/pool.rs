@@ -20,8 +20,8 @@
 //! use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer};
 //! use shade_gnn::message::Aggr;
 //! use shade_gnn::pool::GlobalPool;
-//! let a = shade_graph::Graph::new(2, vec![0], vec![1]);
-//! let b = shade_graph::Graph::new(1, vec![], vec![]);
+//! let a = shade_graph::Graph::try_new(2, vec![0], vec![1])?;
+//! let b = shade_graph::Graph::try_new(1, vec![], vec![])?;
 //! let batch = shade_graph::Graph::batch(&[a, b])?;
 //! let ctx = GraphCtx::<f64>::new(&batch);
 //! let x = Features::dense(ndarray::array![[1.0], [3.0], [5.0]]);

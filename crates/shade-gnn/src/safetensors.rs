@@ -349,8 +349,13 @@ pub fn from_safetensors_bytes<T: Float>(bytes: &[u8]) -> GnnResult<Store<T>> {
             .try_fold(e.dtype.bits, |a, &d| a.checked_mul(d))
             .ok_or_else(|| bad(format!("`{}`: shape {:?} overflows", e.name, e.shape)))?;
         if !bits.is_multiple_of(8) || bits / 8 != e.end - e.start {
+            let needs = if bits.is_multiple_of(8) {
+                format!("{} bytes", bits / 8)
+            } else {
+                format!("{bits} bits (not whole bytes)")
+            };
             return Err(bad(format!(
-                "`{}`: shape {:?} of {} needs {bits} bits, but data_offsets [{}, {}] hold {} bytes",
+                "`{}`: shape {:?} of {} needs {needs}, but data_offsets [{}, {}] hold {} bytes",
                 e.name,
                 e.shape,
                 e.dtype.name,

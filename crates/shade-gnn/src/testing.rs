@@ -515,9 +515,9 @@ mod tests {
     use super::*;
     use crate::layer::{Env, Input};
     use crate::params::{ParamVars, State, StateScope};
-    use ndarray::{ArrayViewD, ArrayViewMutD};
+    use ndarray::ArrayViewD;
     use shade_autodiff::AdResult;
-    use shade_autodiff::tensor::{Tape, TensorRule};
+    use shade_autodiff::tensor::{RuleSlot, Tape, TensorRule};
 
     /// `x²` elementwise, or `relu(x)`, or `x²` with a rule that forgets the factor 2.
     #[derive(Clone, Copy)]
@@ -542,19 +542,20 @@ mod tests {
             _y: ArrayViewD<'_, f64>,
             g: ArrayViewD<'_, f64>,
             _input: usize,
-            mut dx: ArrayViewMutD<'_, f64>,
-        ) {
-            dx.zip_mut_with(&(&g * &x[0]), |d, &v| *d += v);
+            mut dx: RuleSlot<'_, f64>,
+        ) -> AdResult<()> {
+            dx.add(&(&g * &x[0]))
         }
         fn jvp(
             &self,
             x: &[ArrayViewD<'_, f64>],
             _y: ArrayViewD<'_, f64>,
             t: &[Option<ArrayViewD<'_, f64>>],
-            mut ty: ArrayViewMutD<'_, f64>,
-        ) {
-            if let Some(t) = &t[0] {
-                ty.assign(&(t * &x[0]));
+            mut ty: RuleSlot<'_, f64>,
+        ) -> AdResult<()> {
+            match &t[0] {
+                Some(t) => ty.assign(&(t * &x[0])),
+                None => Ok(()),
             }
         }
     }

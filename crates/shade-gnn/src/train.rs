@@ -48,7 +48,9 @@
 
 use crate::ctx::{Float, GraphArena};
 use crate::error::{GnnError, GnnResult};
-use crate::layer::{Env, ErrorCarry, Features, Input, Inputs, Layer, apply_in, forward_sublayer};
+use crate::layer::{
+    Env, ErrorCarry, Features, Input, Inputs, Layer, apply_in, forward_sublayer, in_user_terms,
+};
 use crate::optim::{OptState, Optimiser};
 use crate::params::{ParamVars, Params, State, StateScope};
 use ndarray::ArrayD;
@@ -84,6 +86,9 @@ pub struct TrainState<T: Float> {
 impl<T: Float> TrainState<T> {
     /// Initialises the model's parameters and state from `seed` and the optimiser's
     /// buffers. Errors if the optimiser's settings are invalid (`SHADE-E0404`).
+    ///
+    /// A model whose parameters would share a name (two layers of a container under
+    /// one name) is refused with `SHADE-E0411`.
     pub fn new<L: Layer<T> + ?Sized>(model: &L, opt: Optimiser, seed: u64) -> GnnResult<Self> {
         let mut rng = StdRng::seed_from_u64(seed);
         let (params, state) = model.init(&mut rng);
@@ -91,6 +96,9 @@ impl<T: Float> TrainState<T> {
     }
 
     /// A train state from given parameters and state (e.g. loaded from a file).
+    ///
+    /// Errors: invalid optimiser settings (`SHADE-E0404`), two parameters of one name
+    /// (`SHADE-E0411`).
     pub fn from_params(
         params: Params<T>,
         state: State<T>,
@@ -98,6 +106,12 @@ impl<T: Float> TrainState<T> {
         rng: StdRng,
     ) -> GnnResult<Self> {
         opt.validate()?;
+        if let Some(name) = params.first_duplicate() {
+            return Err(GnnError::DuplicateName {
+                what: "parameters",
+                name: name.to_string(),
+            });
+        }
         Ok(TrainState {
             grads: params.zeros_like(),
             opt_state: opt.init(&params),
@@ -108,6 +122,57 @@ impl<T: Float> TrainState<T> {
             step: 0,
             work: Workspace::new(),
         })
+    }
+
+    /// Replaces the parameters with `params` (e.g. a checkpoint), which must have the
+    /// model's names and shapes (in any order: they are put in the model's). The
+    /// optimiser's buffers are kept.
+    ///
+    /// Errors: `SHADE-E0412` listing the names missing and the names the model does
+    /// not have; `SHADE-E0402` for a parameter of another shape. The train state is
+    /// unchanged on error.
+    pub fn load_params(&mut self, params: Params<T>) -> GnnResult<()> {
+        self.params = conform("the loaded parameters", params, &self.grads).map_err(|(e, _)| e)?;
+        Ok(())
+    }
+
+    /// Turns anomaly mode on or off for the steps (and predictions) of this train
+    /// state: the first operation whose result or adjoint is NaN or infinite stops the
+    /// step with `SHADE-E0170` / `SHADE-E0171`, naming the operation and its line in
+    /// the model (the core's `TapeBuffers::set_anomaly`). Off by default.
+    pub fn set_anomaly(&mut self, on: bool) {
+        self.work.buffers_mut().set_anomaly(on);
+    }
+
+    /// Whether anomaly mode is on.
+    pub fn anomaly(&self) -> bool {
+        self.work.buffers().anomaly()
+    }
+
+    /// Checks that the parameters still fit the gradients and the optimiser's buffers
+    /// (the public fields may have been replaced): same names and shapes. Parameters
+    /// with the right names in another order are put back in the model's order.
+    fn check_stores(&mut self) -> GnnResult<()> {
+        if self.params.names() != self.grads.names() {
+            let params = std::mem::take(&mut self.params);
+            match conform("the parameters", params, &self.grads) {
+                Ok(p) => self.params = p,
+                Err((e, params)) => {
+                    self.params = params;
+                    return Err(e);
+                }
+            }
+        }
+        for ((name, p), g) in self.params.iter().zip(self.grads.values()) {
+            if p.shape() != g.shape() {
+                return Err(GnnError::ParamShape {
+                    name: name.to_string(),
+                    expected: g.shape().to_vec(),
+                    found: p.shape().to_vec(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Number of buffers the reusable tape storage holds (for tests of steady-state
@@ -145,6 +210,60 @@ impl<T: Float> TrainState<T> {
     }
 }
 
+/// `store` in `reference`'s order, when it has exactly `reference`'s names and shapes;
+/// otherwise the error (`SHADE-E0412` listing the differences, `SHADE-E0402` for a
+/// shape) and the store, untouched.
+fn conform<T: Float>(
+    what: &str,
+    store: Params<T>,
+    reference: &Params<T>,
+) -> Result<Params<T>, (GnnError, Params<T>)> {
+    let has = |s: &Params<T>, n: &str| s.position(n).is_some();
+    let missing: Vec<String> = reference
+        .names()
+        .iter()
+        .filter(|n| !has(&store, n))
+        .cloned()
+        .collect();
+    let unexpected: Vec<String> = store
+        .names()
+        .iter()
+        .filter(|n| !has(reference, n))
+        .cloned()
+        .collect();
+    if !missing.is_empty() || !unexpected.is_empty() || store.len() != reference.len() {
+        let e = GnnError::StoreMismatch {
+            what: what.into(),
+            missing,
+            unexpected,
+        };
+        return Err((e, store));
+    }
+    for (name, r) in reference.iter() {
+        let found = store
+            .get(name)
+            .map(|a| a.shape().to_vec())
+            .unwrap_or_default();
+        if found != r.shape() {
+            let e = GnnError::ParamShape {
+                name: name.to_string(),
+                expected: r.shape().to_vec(),
+                found,
+            };
+            return Err((e, store));
+        }
+    }
+    let mut out = Params::new();
+    let mut store = store;
+    for name in reference.names() {
+        if let Some(i) = store.position(name) {
+            let (n, v) = store.swap_remove(i);
+            out.push(n, v);
+        }
+    }
+    Ok(out)
+}
+
 /// The data of a step: model inputs and targets.
 #[derive(Debug)]
 pub struct Data<'d, T: Float, D: ?Sized> {
@@ -175,6 +294,7 @@ where
     D: ?Sized,
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
 {
+    ts.check_stores()?;
     // The step's random stream, seeded from the train state's stream: every backend
     // (and every evaluation of a finite-difference backend) sees the same masks.
     let seed = ts.rng.next_u64();
@@ -239,7 +359,9 @@ where
     match r {
         Ok(v) => Ok(v),
         // A GNN error carried out of the program comes back as it was raised.
-        Err(InterfaceError::Core(e)) => carry.land(Err(e)),
+        Err(InterfaceError::Core(e)) => carry
+            .land(Err(e))
+            .map_err(|e| in_user_terms(model, params, e)),
         Err(e) => Err(interface_error(backend, e)),
     }
 }

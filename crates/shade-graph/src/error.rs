@@ -20,7 +20,8 @@ pub enum GraphError {
     },
     /// A node index points outside `0..num_nodes`.
     #[error(
-        "`{what}` holds node index {index} at position {position}, but the graph has {num_nodes} nodes"
+        "`{what}` holds node index {index} at position {position}, but the graph has {num_nodes} nodes{}",
+        negative_hint(*index)
     )]
     NodeOutOfRange {
         /// The array (or argument) holding the index.
@@ -61,6 +62,19 @@ pub enum GraphError {
         found: u64,
         /// The largest supported value.
         max: u64,
+    },
+    /// A node count whose per-node structures this machine cannot allocate (often a
+    /// garbage id, such as `-2` written as `u32`, taken for the largest node).
+    #[error(
+        "{what} = {found} needs {gib:.1} GiB for the graph's per-node structures, which cannot be allocated"
+    )]
+    Unallocatable {
+        /// What asked for it, e.g. `num_nodes`.
+        what: String,
+        /// The count.
+        found: u64,
+        /// The memory the per-node offsets alone need, in GiB.
+        gib: f64,
     },
     /// An edge weight (or another value that must be finite) is NaN or infinite.
     #[error("`{what}` holds the non-finite value {value} at position {position}")]
@@ -182,6 +196,17 @@ pub enum GraphError {
     },
 }
 
+/// For an index whose 32-bit pattern is a negative `i32` (a `-1` cast to `u32`): says so.
+fn negative_hint(index: u64) -> String {
+    match u32::try_from(index) {
+        Ok(i) if i >= 1 << 31 => format!(
+            " (as a 32-bit signed number it is {}: a negative id written unsigned?)",
+            i as i32
+        ),
+        _ => String::new(),
+    }
+}
+
 fn member_suffix(member: &Option<String>) -> String {
     member
         .as_ref()
@@ -202,6 +227,7 @@ impl GraphError {
         "SHADE-E0304",
         "SHADE-E0305",
         "SHADE-E0306",
+        "SHADE-E0307",
         "SHADE-E0310",
         "SHADE-E0311",
         "SHADE-E0312",
@@ -224,6 +250,7 @@ impl GraphError {
             GraphError::GraphOutOfRange { .. } => "SHADE-E0304",
             GraphError::TooLarge { .. } => "SHADE-E0305",
             GraphError::NonFinite { .. } => "SHADE-E0306",
+            GraphError::Unallocatable { .. } => "SHADE-E0307",
             GraphError::DataShape { .. } => "SHADE-E0310",
             GraphError::DataMismatch { .. } => "SHADE-E0311",
             GraphError::InvalidBatch { .. } => "SHADE-E0312",
@@ -242,7 +269,9 @@ impl GraphError {
     pub fn help(&self) -> String {
         match self {
             GraphError::LengthMismatch { .. } => {
-                "give every edge array one entry per edge (`src`, `dst` and weights alike)".into()
+                "give every array its count: one entry per edge for `src`, `dst` and weights, \
+                 one per node for the graph indicator"
+                    .into()
             }
             GraphError::NodeOutOfRange { .. } => {
                 "node indices count from 0 to num_nodes - 1; raise num_nodes or fix the index".into()
@@ -253,7 +282,12 @@ impl GraphError {
                 "node and edge counts must fit in u32; split the graph or sample it".into()
             }
             GraphError::NonFinite { .. } => {
-                "replace NaN/inf weights before building the graph (e.g. drop those edges)".into()
+                "replace NaN/inf values before building the graph (e.g. drop those edges or points)".into()
+            }
+            GraphError::Unallocatable { .. } => {
+                "check the ids the count came from (a negative id written unsigned, a sentinel \
+                 such as u32::MAX - 1); give the node count explicitly, or split the graph"
+                    .into()
             }
             GraphError::DataShape { .. } => {
                 "node data needs num_nodes rows, edge data num_edges rows, graph data num_graphs rows"
@@ -334,6 +368,11 @@ mod tests {
                 what: s(),
                 position: 0,
                 value: f64::NAN,
+            },
+            GraphError::Unallocatable {
+                what: s(),
+                found: 1,
+                gib: 1.0,
             },
             GraphError::DataShape {
                 kind: "node",

@@ -224,12 +224,27 @@ pub(crate) fn check_finite(what: &str, w: &[f64]) -> GraphResult<()> {
     }
 }
 
+/// Checks a node count: at most [`MAX_NODES`], and small enough that the graph's
+/// per-node structures (CSR offsets, degrees: a word each) can be allocated. The
+/// structures are built lazily, on first use, where a failed allocation would abort
+/// the process; so the offsets' allocation is tried (and released) here, once, and a
+/// count the machine cannot hold is refused with `SHADE-E0307` instead (a garbage id,
+/// e.g. `-1` or `-2` written as `u32`, asks for 4 billion nodes).
 pub(crate) fn check_num_nodes(n: usize) -> GraphResult<()> {
     if n > MAX_NODES {
         return Err(GraphError::TooLarge {
             what: "num_nodes".into(),
             found: n as u64,
             max: MAX_NODES as u64,
+        });
+    }
+    let mut probe: Vec<usize> = Vec::new();
+    if probe.try_reserve_exact(n + 1).is_err() {
+        let gib = ((n + 1) * std::mem::size_of::<usize>()) as f64 / f64::from(1u32 << 30);
+        return Err(GraphError::Unallocatable {
+            what: "num_nodes".into(),
+            found: n as u64,
+            gib,
         });
     }
     Ok(())

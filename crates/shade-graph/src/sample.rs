@@ -135,6 +135,9 @@ impl NeighborSampler {
     /// assert!(s.graph.num_edges() <= 3 * 5 + 15 * 3);
     /// # Ok::<(), shade_graph::GraphError>(())
     /// ```
+    ///
+    /// A fan-out of 0 would draw nothing in its layer and beyond (an empty subgraph
+    /// without a word): it is refused with `SHADE-E0320`.
     pub fn sample(&self, g: &Graph, seeds: &[u32], seed: u64) -> GraphResult<SampledSubgraph> {
         self.validate()?;
         check_nodes("seeds", seeds, g.num_nodes())?;

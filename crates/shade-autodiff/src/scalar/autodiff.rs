@@ -58,9 +58,9 @@ pub(crate) fn reverse_core<T: Real, F: ScalarFn, A: ReverseArgs<F::Kinds, T>>(
     let (value, out, slots) = {
         let (inputs, slots) = args.inputs(&tape.trace, &tape.bump);
         let y = f.call(inputs);
-        (y.val(), y.raw_index(), slots)
+        (y.primal(), y.raw_index(), slots)
     };
-    tape.check_overflow()?;
+    tape.check_recording()?;
     match out {
         Some(i) => tape.sweep(&[(i, seed)]),
         None => tape.sweep(&[]),

@@ -87,7 +87,7 @@ impl<T: Real, const N: usize> DualVec<T, N> {
 impl<T: Real, const N: usize> Lift for DualVec<T, N> {
     type Base = T;
     #[inline(always)]
-    fn val(&self) -> T {
+    fn base(&self) -> T {
         self.v
     }
     #[inline(always)]
@@ -122,6 +122,10 @@ impl<T: Real, const N: usize> Real for DualVec<T, N> {
     #[inline]
     fn value(&self) -> f64 {
         self.v.value()
+    }
+    #[inline]
+    fn detach(self) -> Self {
+        DualVec::constant(self.v.detach())
     }
     #[inline]
     fn erf(self) -> Self {

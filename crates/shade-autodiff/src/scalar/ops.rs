@@ -57,9 +57,9 @@ impl Tape<f64> {
             let xs = bump.alloc_slice_fill_iter(x.iter().map(|&v| t.var(v)));
             let start = xs.first().and_then(Var::raw_index).unwrap_or(0) as usize;
             let y = f.call(F::Kinds::join(xs, consts.args(bump)));
-            (y.val(), y.raw_index(), start)
+            (y.primal(), y.raw_index(), start)
         };
-        self.check_overflow()?;
+        self.check_recording()?;
         match out {
             Some(i) => {
                 self.sweep(&[(i, 1.0)]);
@@ -206,14 +206,14 @@ impl Tape<f64> {
             f.call(ys, F::Kinds::join(xs, consts.args(bump)));
             // Keep the outputs' indices in the arena's scratch: `u32::MAX` marks constants.
             for (yo, r) in y.iter_mut().zip(ys.iter()) {
-                *yo = r.val();
+                *yo = r.primal();
             }
             self.out_ids.clear();
             self.out_ids
                 .extend(ys.iter().map(|r| r.raw_index().unwrap_or(u32::MAX)));
             start
         };
-        self.check_overflow()?;
+        self.check_recording()?;
         Ok(start)
     }
 
@@ -312,9 +312,9 @@ impl Tape<Dual<f64>> {
                 bump.alloc_slice_fill_iter(x.iter().zip(v).map(|(&a, &b)| t.var(Dual::new(a, b))));
             let start = xs.first().and_then(Var::raw_index).unwrap_or(0) as usize;
             let y = f.call(F::Kinds::join(xs, consts.args(bump)));
-            (y.val().v, y.raw_index(), start)
+            (y.primal().v, y.raw_index(), start)
         };
-        self.check_overflow()?;
+        self.check_recording()?;
         match out {
             Some(i) => {
                 self.sweep(&[(i, Dual::new(1.0, 0.0))]);

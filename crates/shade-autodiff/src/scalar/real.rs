@@ -47,7 +47,42 @@ pub trait Real:
     fn cst(c: f64) -> Self;
 
     /// The primal value as `f64`, through every level of nesting.
+    ///
+    /// A plain number carries no derivative. Reading a recorded reverse-mode
+    /// [`Var`](crate::scalar::Var) (at any level of nesting) while it records is
+    /// therefore refused: the derivative of that recording fails with
+    /// [`AdError::TrackedValueRead`](crate::AdError::TrackedValueRead), naming this
+    /// call, because a number computed from the value and fed back would cut the
+    /// gradient silently. Compute with `Real` operations instead; to read on purpose,
+    /// [`detach`](Real::detach) first (`x.detach().value()`). Comparisons (`x > 0.0`)
+    /// are not reads: a branch keeps the derivative of the branch taken.
+    ///
+    /// ```
+    /// use shade_autodiff::scalar::{gradient, shade_fn, Real};
+    ///
+    /// // A step size taken from the value: a constant by request.
+    /// fn damped<S: Real>(x: &[S]) -> S {
+    ///     let c = 1.0 / (1.0 + x[0].detach().value().abs());
+    ///     x[0] * x[0] * c
+    /// }
+    /// assert_eq!(gradient(shade_fn!(damped(&[S])), &[1.0], ())?, vec![1.0]);
+    ///
+    /// // The same number read without `detach`: refused, not a silently cut gradient.
+    /// fn cut<S: Real>(x: &[S]) -> S {
+    ///     let c = 1.0 / (1.0 + x[0].value().abs());
+    ///     x[0] * x[0] * c
+    /// }
+    /// let e = gradient(shade_fn!(cut(&[S])), &[1.0], ()).unwrap_err();
+    /// assert_eq!(e.code(), "SHADE-E0115");
+    /// # Ok::<(), shade_autodiff::AdError>(())
+    /// ```
+    #[track_caller]
     fn value(&self) -> f64;
+
+    /// This number cut from the derivative: the same value as a constant, with no
+    /// derivative (PyTorch's `x.detach()`, JAX's `jax.lax.stop_gradient`), at every
+    /// level of nesting. Its [`value`](Real::value) may be read while recording.
+    fn detach(self) -> Self;
 
     /// The error function `erf(x) = 2/√π ∫₀ˣ e^{-t²} dt`.
     ///
@@ -181,6 +216,10 @@ impl Real for f64 {
     #[inline(always)]
     fn value(&self) -> f64 {
         *self
+    }
+    #[inline(always)]
+    fn detach(self) -> Self {
+        self
     }
     #[inline]
     fn erf(self) -> Self {

@@ -20,6 +20,7 @@ use super::real::{Real, ScalarRule};
 use crate::error::{AdError, AdResult};
 use bumpalo::Bump;
 use core::cell::RefCell;
+use core::panic::Location;
 #[allow(unused_imports)]
 use num_traits::{Float, One, ToPrimitive, Zero};
 
@@ -39,6 +40,9 @@ pub(super) struct TraceData<T> {
     pub(super) args: Vec<u32>,
     pub(super) parts: Vec<T>,
     pub(super) overflow: bool,
+    /// Where a recorded value was first read as a plain number ([`Real::value`] on a
+    /// recorded [`Var`]): the recording's derivative is refused.
+    pub(super) read: Option<&'static Location<'static>>,
     /// Reused buffer for operand lists that need copies recorded first.
     scratch: Vec<u32>,
 }
@@ -73,6 +77,7 @@ impl<T: Real> Trace<T> {
                 args: Vec::new(),
                 parts: Vec::new(),
                 overflow: false,
+                read: None,
                 scratch: Vec::new(),
             }),
         }
@@ -161,10 +166,32 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Var<'_, T> {
 }
 
 impl<'t, T: Real> Var<'t, T> {
-    /// The value.
+    /// The value, as a plain number of the level below.
+    ///
+    /// Reading a recorded variable is refused as [`Real::value`] is: the recording's
+    /// derivative then fails with [`AdError::TrackedValueRead`] naming this call. Read
+    /// [`Real::detach`]ed values on purpose.
     #[inline]
+    #[track_caller]
     pub fn val(&self) -> T {
+        self.note_read();
         self.v
+    }
+
+    /// The value, for the engine's own use (reading a result is not a read by the user).
+    #[inline]
+    pub(crate) fn primal(&self) -> T {
+        self.v
+    }
+
+    /// Notes (once per recording) that the user read this recorded variable's value.
+    #[inline]
+    #[track_caller]
+    fn note_read(&self) {
+        if let Some(t) = self.tape {
+            let loc = Location::caller();
+            t.data.borrow_mut().read.get_or_insert(loc);
+        }
     }
 
     /// The record index, or `None` for a constant. A value shifted by a constant
@@ -194,8 +221,13 @@ impl VarId {
 impl<'t, T: Real> Lift for Var<'t, T> {
     type Base = T;
     #[inline(always)]
-    fn val(&self) -> T {
+    fn base(&self) -> T {
         self.v
+    }
+    #[inline(always)]
+    #[track_caller]
+    fn on_read(&self) {
+        self.note_read();
     }
     #[inline(always)]
     fn constant(v: T) -> Self {
@@ -303,7 +335,12 @@ impl<'t, T: Real> Real for Var<'t, T> {
     }
     #[inline]
     fn value(&self) -> f64 {
+        self.note_read();
         self.v.value()
+    }
+    #[inline]
+    fn detach(self) -> Self {
+        Self::constant(self.v.detach())
     }
     #[inline]
     fn erf(self) -> Self {
@@ -477,6 +514,7 @@ impl<T: Real> Tape<T> {
         d.args.clear();
         d.parts.clear();
         d.overflow = false;
+        d.read = None;
         self.bump.reset();
     }
 
@@ -505,9 +543,17 @@ impl<T: Real> Tape<T> {
             + self.bump.allocated_bytes()
     }
 
-    /// Checks that the recording fit the index space.
-    pub(crate) fn check_overflow(&mut self) -> AdResult<()> {
+    /// Checks that the recording fit the index space and that no recorded value was
+    /// read as a plain number ([`AdError::TrackedValueRead`]).
+    pub(crate) fn check_recording(&mut self) -> AdResult<()> {
         let d = self.trace.data.get_mut();
+        if let Some(location) = d.read {
+            return Err(AdError::TrackedValueRead {
+                location,
+                what: "the value of a recorded scalar `Var`".into(),
+                mode: "reverse mode",
+            });
+        }
         if d.overflow {
             return Err(AdError::TapeOverflow {
                 records: d.kinds.len(),
@@ -522,7 +568,7 @@ impl<T: Real> Tape<T> {
     /// gradient; an intermediate shifted by a constant shares its operand's (see
     /// [`Var`]).
     pub fn backward(&mut self, out: VarId, seed: T) -> AdResult<&[T]> {
-        self.check_overflow()?;
+        self.check_recording()?;
         self.sweep(&[(out.0, seed)]);
         Ok(&self.adj)
     }
@@ -561,7 +607,7 @@ mod tests {
             // Non-contiguous second operand, with a constant in it.
             let b = [a[2], Var::cst(5.0), a[0]];
             let y = Var::dot(&a, &b);
-            assert_eq!(y.val(), 3.0 + 10.0 + 3.0);
+            assert_eq!(y.detach().val(), 3.0 + 10.0 + 3.0);
             (
                 a.iter().map(|x| x.id().unwrap()).collect::<Vec<_>>(),
                 y.id().unwrap(),

@@ -183,7 +183,7 @@ impl Tracer {
 impl Lift for Tracer {
     type Base = f64;
     #[inline(always)]
-    fn val(&self) -> f64 {
+    fn base(&self) -> f64 {
         self.v
     }
     #[inline(always)]
@@ -213,6 +213,10 @@ impl Real for Tracer {
     #[inline]
     fn value(&self) -> f64 {
         self.v
+    }
+    #[inline]
+    fn detach(self) -> Self {
+        Tracer::constant(self.v)
     }
     #[inline]
     fn erf(self) -> Self {

@@ -2,9 +2,9 @@
 //! rules, registered on the tape like a built-in one.
 //!
 //! ```
-//! use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Array1};
+//! use ndarray::{ArrayD, ArrayViewD, Array1};
 //! use shade_autodiff::{AdResult, Duplicated};
-//! use shade_autodiff::tensor::{self, TapeBuffers, TensorRule};
+//! use shade_autodiff::tensor::{self, RuleSlot, TapeBuffers, TensorRule};
 //!
 //! /// `x ↦ x³`, with its rules written by hand.
 //! struct Cube;
@@ -14,12 +14,15 @@
 //!         Ok(x[0].mapv(|v| v * v * v))
 //!     }
 //!     fn vjp(&self, x: &[ArrayViewD<'_, f64>], _y: ArrayViewD<'_, f64>, g: ArrayViewD<'_, f64>,
-//!            _input: usize, mut dx: ArrayViewMutD<'_, f64>) {
-//!         dx.zip_mut_with(&(&g * &x[0].mapv(|v| 3.0 * v * v)), |d, &c| *d += c);
+//!            _input: usize, mut dx: RuleSlot<'_, f64>) -> AdResult<()> {
+//!         dx.add(&(&g * &x[0].mapv(|v| 3.0 * v * v)))
 //!     }
 //!     fn jvp(&self, x: &[ArrayViewD<'_, f64>], _y: ArrayViewD<'_, f64>,
-//!            t: &[Option<ArrayViewD<'_, f64>>], mut ty: ArrayViewMutD<'_, f64>) {
-//!         if let Some(t) = &t[0] { ty.assign(&(t * &x[0].mapv(|v| 3.0 * v * v))); }
+//!            t: &[Option<ArrayViewD<'_, f64>>], mut ty: RuleSlot<'_, f64>) -> AdResult<()> {
+//!         match &t[0] {
+//!             Some(t) => ty.assign(&(t * &x[0].mapv(|v| 3.0 * v * v))),
+//!             None => Ok(()),
+//!         }
 //!     }
 //! }
 //!
@@ -34,14 +37,80 @@
 //! assert_eq!(dx.to_vec(), vec![3.0, 12.0]);
 //! # Ok::<(), shade_autodiff::AdError>(())
 //! ```
+//!
+//! A rule gives its results through a [`RuleSlot`], which checks their shapes: an
+//! adjoint of the wrong shape is [`AdError::RuleShape`] naming the rule (returned by
+//! the entry point after the sweep), never a panic inside ndarray.
 
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
-#[cfg(doc)]
-use crate::error::AdError;
-use crate::error::AdResult;
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
+use crate::error::{AdError, AdResult};
+use ndarray::{ArrayBase, ArrayD, ArrayViewD, ArrayViewMutD, Data, Dimension};
 use smallvec::SmallVec;
+
+/// Where a custom rule writes one result: the adjoint of one input (in
+/// [`TensorRule::vjp`]) or the output's tangent (in [`TensorRule::jvp`]). It has that
+/// array's shape; [`RuleSlot::add`] and [`RuleSlot::assign`] check what the rule gives
+/// against it ([`AdError::RuleShape`], naming the rule and the array, instead of a
+/// panic inside ndarray).
+#[derive(Debug)]
+pub struct RuleSlot<'v, T> {
+    view: ArrayViewMutD<'v, T>,
+    rule: &'static str,
+    /// The input whose adjoint this is; `None` for the output's tangent.
+    input: Option<usize>,
+}
+
+impl<'v, T: Element> RuleSlot<'v, T> {
+    pub(crate) fn new(
+        view: ArrayViewMutD<'v, T>,
+        rule: &'static str,
+        input: Option<usize>,
+    ) -> Self {
+        RuleSlot { view, rule, input }
+    }
+
+    /// The shape the result must have.
+    pub fn shape(&self) -> &[usize] {
+        self.view.shape()
+    }
+
+    fn check(&self, found: &[usize]) -> AdResult<()> {
+        if found == self.view.shape() {
+            return Ok(());
+        }
+        Err(AdError::RuleShape {
+            rule: self.rule,
+            what: match self.input {
+                Some(k) => format!("the adjoint of input {k}"),
+                None => "the tangent of its output".into(),
+            },
+            expected: self.view.shape().to_vec(),
+            found: found.to_vec(),
+        })
+    }
+
+    /// Adds `a` (`+=`, as reverse rules accumulate), which must have the slot's shape.
+    pub fn add<S: Data<Elem = T>, D: Dimension>(&mut self, a: &ArrayBase<S, D>) -> AdResult<()> {
+        self.check(a.shape())?;
+        let a = a.view().into_dyn();
+        self.view.zip_mut_with(&a, |d, &v| *d += v);
+        Ok(())
+    }
+
+    /// Writes `a`, which must have the slot's shape.
+    pub fn assign<S: Data<Elem = T>, D: Dimension>(&mut self, a: &ArrayBase<S, D>) -> AdResult<()> {
+        self.check(a.shape())?;
+        self.view.assign(&a.view().into_dyn());
+        Ok(())
+    }
+
+    /// The slot as a mutable view, for a rule that writes element by element (reverse
+    /// rules add to what is there).
+    pub fn view_mut(&mut self) -> ArrayViewMutD<'_, T> {
+        self.view.view_mut()
+    }
+}
 
 /// An operation with hand-written rules (like EnzymeRules / ChainRules).
 ///
@@ -55,27 +124,28 @@ pub trait TensorRule<T: Element>: Send + Sync {
     /// error (e.g. [`AdError::ShapeMismatch`]) when they do not fit.
     fn forward(&self, inputs: &[ArrayViewD<'_, T>]) -> AdResult<ArrayD<T>>;
 
-    /// Reverse rule: accumulates (`+=`) the adjoint of input number `input` into
-    /// `grad_input`, given the output `output` and its adjoint `grad_output`. Called
-    /// once per tracked input.
+    /// Reverse rule: accumulates (`+=`, [`RuleSlot::add`]) the adjoint of input number
+    /// `input` into `grad_input`, given the output `output` and its adjoint
+    /// `grad_output`. Called once per tracked input. An error (e.g. the slot's
+    /// [`AdError::RuleShape`]) is returned by the entry point after the sweep.
     fn vjp(
         &self,
         inputs: &[ArrayViewD<'_, T>],
         output: ArrayViewD<'_, T>,
         grad_output: ArrayViewD<'_, T>,
         input: usize,
-        grad_input: ArrayViewMutD<'_, T>,
-    );
+        grad_input: RuleSlot<'_, T>,
+    ) -> AdResult<()>;
 
-    /// Forward rule: writes the output's tangent into `tangent_output` (zeroed), given
-    /// the inputs' tangents (`None` for constants).
+    /// Forward rule: writes the output's tangent into `tangent_output` (zeroed,
+    /// [`RuleSlot::assign`]), given the inputs' tangents (`None` for constants).
     fn jvp(
         &self,
         inputs: &[ArrayViewD<'_, T>],
         output: ArrayViewD<'_, T>,
         tangents: &[Option<ArrayViewD<'_, T>>],
-        tangent_output: ArrayViewMutD<'_, T>,
-    );
+        tangent_output: RuleSlot<'_, T>,
+    ) -> AdResult<()>;
 }
 
 /// Backward record of a custom operation.
@@ -106,9 +176,13 @@ impl<T: Element> Rec<'_, T> {
         let views: SmallVec<[ArrayViewD<'_, T>; 4]> =
             self.inputs.iter().map(|&j| bw.vals[j].view()).collect();
         let y = bw.vals[me].view();
+        let name = self.rule.name();
         for (pos, &j) in self.inputs.iter().enumerate() {
             if let Some(gj) = bw.gs.acc(j, views[pos].shape()) {
-                self.rule.vjp(&views, y.view(), g.view(), pos, gj);
+                let slot = RuleSlot::new(gj, name, Some(pos));
+                if let Err(e) = self.rule.vjp(&views, y.view(), g.view(), pos, slot) {
+                    bw.err.get_or_insert(e);
+                }
             }
         }
     }
@@ -118,8 +192,9 @@ impl<'a, T: Element> Tape<'a, T> {
     /// Applies a user rule to `inputs`. A zero-sized rule (a unit struct) costs no
     /// allocation.
     ///
-    /// Errors: [`AdError::ForeignValue`] for a handle from another tape, and whatever
-    /// the rule's `forward` returns.
+    /// Errors: [`AdError::ForeignValue`] for a handle from another tape, whatever the
+    /// rule's `forward` (and in forward mode its `jvp`) returns, and
+    /// [`AdError::RuleShape`] for a tangent of another shape than the output's.
     #[track_caller]
     pub fn custom<R: TensorRule<T> + 'a>(&mut self, rule: R, inputs: &[Var]) -> AdResult<Var> {
         let ins: SmallVec<[usize; 4]> = inputs
@@ -140,7 +215,17 @@ impl<'a, T: Element> Tape<'a, T> {
             let ts: SmallVec<[Option<ArrayViewD<'_, T>>; 4]> =
                 ins.iter().map(|&j| self.tans[j].view()).collect();
             let mut t = self.pool.zeros(y.shape());
-            rule.jvp(&views, y.view(), &ts, t.view_mut());
+            let r = rule.jvp(
+                &views,
+                y.view(),
+                &ts,
+                RuleSlot::new(t.view_mut(), rule.name(), None),
+            );
+            if let Err(e) = r {
+                self.pool.give(t);
+                self.pool.give(y);
+                return Err(e);
+            }
             tan = Tan::Own(t);
         }
         drop(views);

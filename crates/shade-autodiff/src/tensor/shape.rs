@@ -228,11 +228,13 @@ impl<'a, T: Element> Tape<'a, T> {
         }
         let n = x.shape()[axis];
         if start.checked_add(len).is_none_or(|e| e > n) {
-            return Err(AdError::IndexOutOfRange {
+            return Err(AdError::InvalidArgument {
                 op: "narrow",
-                position: axis,
-                index: start.saturating_add(len),
-                bound: n + 1,
+                what: format!(
+                    "{len} entries from {start} along axis {axis} end at {}, past its size {n} (shape {:?})",
+                    start.saturating_add(len),
+                    x.shape()
+                ),
             });
         }
         let s = Slice::from(start..start + len);

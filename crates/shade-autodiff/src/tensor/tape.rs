@@ -363,6 +363,9 @@ impl<T: Element> Op<'_, T> {
 pub(crate) struct Bwd<'s, 'a, T: Element> {
     pub(crate) vals: &'s [Val<'a, T>],
     pub(crate) gs: Sink<'s, 'a, T>,
+    /// An error a rule ran into (a custom rule's wrongly shaped adjoint); the entry
+    /// point returns it after the sweep.
+    pub(crate) err: Option<AdError>,
 }
 
 /// Adjoint storage, handed out lazily per input.
@@ -412,6 +415,17 @@ pub(crate) enum TapeMode {
     Reverse,
     /// Computes tangents eagerly for tracked values.
     Forward,
+}
+
+impl TapeMode {
+    /// How messages call the mode.
+    fn name(self) -> &'static str {
+        match self {
+            TapeMode::Primal => "an evaluation",
+            TapeMode::Reverse => "reverse mode",
+            TapeMode::Forward => "forward mode",
+        }
+    }
 }
 
 /// Reusable storage for tensor programs: keep one per program and pass it to every
@@ -508,8 +522,9 @@ pub struct Tape<'a, T: Element> {
     anomaly: bool,
     /// Call site of each node's operation (anomaly mode only).
     locs: Vec<Option<&'static Location<'static>>>,
-    /// The first non-finite value found (anomaly mode only).
-    anomaly_err: Option<AdError>,
+    /// The first non-finite value found (anomaly mode), or the first error a reverse
+    /// rule ran into: the entry point returns it.
+    pending_err: Option<AdError>,
     bufs: &'a mut TapeBuffers<T>,
 }
 
@@ -535,14 +550,14 @@ impl<'a, T: Element> Tape<'a, T> {
             pool: std::mem::take(&mut bufs.pool),
             anomaly: bufs.anomaly,
             locs: std::mem::take(&mut bufs.locs),
-            anomaly_err: None,
+            pending_err: None,
             bufs,
         }
     }
 
-    /// The first anomaly found so far, as an error (anomaly mode only).
-    pub(crate) fn anomaly_result(&mut self) -> AdResult<()> {
-        match self.anomaly_err.take() {
+    /// The first anomaly (anomaly mode) or reverse-rule error found so far, as an error.
+    pub(crate) fn pending_result(&mut self) -> AdResult<()> {
+        match self.pending_err.take() {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -569,7 +584,7 @@ impl<'a, T: Element> Tape<'a, T> {
         loc: &'static Location<'static>,
     ) {
         self.locs.push(Some(loc));
-        if self.anomaly_err.is_some() {
+        if self.pending_err.is_some() {
             return;
         }
         let found = first_non_finite(val.iter()).or_else(|| match tan {
@@ -578,7 +593,7 @@ impl<'a, T: Element> Tape<'a, T> {
         });
         if let Some((position, what)) = found {
             let inputs = self.ranges(&op.inputs());
-            self.anomaly_err = Some(AdError::NonFiniteForward {
+            self.pending_err = Some(AdError::NonFiniteForward {
                 op: op.name(),
                 what,
                 position,
@@ -591,7 +606,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// Anomaly mode: checks the adjoints that the reverse rule of node `i` wrote.
     #[cold]
     fn check_backward(&mut self, i: usize, op: &Op<'a, T>, g: &ArrayD<T>) {
-        if self.anomaly_err.is_some() {
+        if self.pending_err.is_some() {
             return;
         }
         let inputs = op.inputs();
@@ -609,7 +624,7 @@ impl<'a, T: Element> Tape<'a, T> {
             };
             if let Some((_, what)) = found {
                 let ranges = self.ranges(&inputs);
-                self.anomaly_err = Some(AdError::NonFiniteBackward {
+                self.pending_err = Some(AdError::NonFiniteBackward {
                     op: op.name(),
                     what,
                     input: k,
@@ -657,10 +672,74 @@ impl<'a, T: Element> Tape<'a, T> {
         })
     }
 
-    /// The current value of `v`.
+    /// The current value of `v` as plain numbers.
+    ///
+    /// Allowed for constants (values that depend on no differentiated argument, every
+    /// value of [`value`](super::value)'s evaluation). Refused for a tracked value
+    /// while the tape records ([`AdError::TrackedValueRead`], naming this call's
+    /// location): numbers read out of a tracked value and fed back into the program
+    /// are constants to the derivative, so the gradient through them would be
+    /// silently zero. Compute with the tape's operations instead (they carry the
+    /// derivative), or cut the value from the derivative on purpose with
+    /// [`Tape::detach`] and read that (PyTorch's `x.detach()`, JAX's `stop_gradient`).
+    /// The entry points' results are plain arrays, free to read after the recording.
+    ///
+    /// ```
+    /// use ndarray::{array, Array1};
+    /// use shade_autodiff::Duplicated;
+    /// use shade_autodiff::tensor::{self, TapeBuffers};
+    ///
+    /// let x = array![1.0, -2.0];
+    /// let mut dx = Array1::zeros(2);
+    /// let e = tensor::gradient(&mut TapeBuffers::new(), |t, (x,)| {
+    ///     let _numbers = t.value(x)?; // a tracked value: refused
+    ///     t.sum(x)
+    /// }, (Duplicated(&x, &mut dx),)).unwrap_err();
+    /// assert_eq!(e.code(), "SHADE-E0115");
+    ///
+    /// // Detached on purpose: the numbers are a constant, and say so.
+    /// let y = tensor::gradient(&mut TapeBuffers::new(), |t, (x,)| {
+    ///     let d = t.detach(x)?;
+    ///     let largest = t.value(d)?.fold(f64::MIN, |m, &v| m.max(v));
+    ///     let s = t.sum(x)?;
+    ///     t.scale(s, largest)
+    /// }, (Duplicated(&x, &mut dx),))?;
+    /// assert_eq!((y, dx.to_vec()), (-1.0, vec![1.0, 1.0]));
+    /// # Ok::<(), shade_autodiff::AdError>(())
+    /// ```
+    #[track_caller]
     pub fn value(&self, v: Var) -> AdResult<ArrayViewD<'_, T>> {
         let i = self.index(v)?;
+        if self.tracked[i] {
+            return Err(AdError::TrackedValueRead {
+                location: Location::caller(),
+                what: format!(
+                    "a tracked tensor of shape {:?}",
+                    self.vals[i].view().shape()
+                ),
+                mode: self.mode.name(),
+            });
+        }
         Ok(self.vals[i].view())
+    }
+
+    /// `v` cut from the derivative: a constant with `v`'s value, whose numbers
+    /// [`Tape::value`] reads (PyTorch's `x.detach()`, JAX's `jax.lax.stop_gradient`).
+    /// Nothing flows back through it: the derivative of what is computed from it is
+    /// zero by request. A constant is returned as it is; a tracked value is copied
+    /// into tape storage.
+    #[track_caller]
+    pub fn detach(&mut self, v: Var) -> AdResult<Var> {
+        let i = self.index(v)?;
+        if !self.tracked[i] {
+            return Ok(v);
+        }
+        let view = self.vals[i].view();
+        let shape: SmallVec<[usize; 4]> = view.shape().into();
+        let mut out = self.pool.vec(view.len());
+        out.extend(view.iter().copied());
+        let out = wrap(&shape, out);
+        Ok(self.push(out, false, Op::Leaf, Tan::None))
     }
 
     /// Whether `v` depends on a differentiated argument.
@@ -793,8 +872,12 @@ impl<'a, T: Element> Tape<'a, T> {
                         tracked: &self.tracked,
                         pool: &mut self.pool,
                     },
+                    err: None,
                 };
                 op.backward(i, g.view(), &mut b);
+                if let Some(e) = b.err {
+                    self.pending_err.get_or_insert(e);
+                }
                 if self.anomaly {
                     self.check_backward(i, &op, g);
                 }

@@ -28,3 +28,4 @@ mod tensor_entry;
 mod tensor_fastpaths;
 mod tensor_graph;
 mod tensor_shape;
+mod tensor_trust;

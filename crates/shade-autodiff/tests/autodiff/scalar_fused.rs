@@ -104,6 +104,42 @@ fn fused_helpers_record_one_entry_each() {
     assert!(close(m.val(), want, 1e-15));
 }
 
+/// Reading a recorded value as a number while recording and feeding it back as a
+/// constant once gave a silently cut gradient; now the recording's derivative is
+/// refused, naming the line that read it. `detach` says the cut is meant.
+#[test]
+fn a_value_read_while_recording_is_refused_unless_detached() {
+    fn cut<S: Real>(x: &[S]) -> S {
+        let scale = x[0].value(); // plain number: no derivative
+        x[0] * scale
+    }
+    let e = gradient(shade_fn!(cut(&[S])), &[3.0], ()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0115");
+    match e {
+        shade_autodiff::AdError::TrackedValueRead { location, .. } => {
+            assert!(location.file().ends_with("scalar_fused.rs"), "{location}");
+            assert_eq!(location.line(), line!() - 8);
+        }
+        e => panic!("{e}"),
+    }
+    fn via_to_f64<S: Real>(x: &[S]) -> S {
+        x[0] * x[0].to_f64().unwrap_or(0.0)
+    }
+    let e = gradient(shade_fn!(via_to_f64(&[S])), &[3.0], ()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0115");
+    fn meant<S: Real>(x: &[S]) -> S {
+        let scale = x[0].detach().value();
+        x[0] * scale
+    }
+    // d/dx (x · stop_gradient(x)) = x.
+    assert_eq!(gradient(shade_fn!(meant(&[S])), &[3.0], ()).unwrap(), [3.0]);
+    // Forward over reverse (a Hessian-vector product) refuses the read too.
+    let e = shade_autodiff::scalar::hvp(shade_fn!(cut(&[S])), &[3.0], &[1.0], ()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0115");
+    // Reading is free outside a recording: the plain function and forward mode.
+    assert_eq!(cut(&[3.0]), 9.0);
+}
+
 #[test]
 fn logsumexp_edge_cases() {
     assert_eq!(f64::logsumexp(&[]), f64::NEG_INFINITY);
@@ -126,11 +162,12 @@ fn constant_offsets_share_their_operand_record() {
         let s = (x + 1.0) - 3.0;
         // No record: `s` is `x`'s record with its own value.
         assert_eq!(tape.len(), n0);
-        assert_eq!((s.val(), s.id()), (0.0, x.id()));
+        // (Values read as numbers while recording are read detached.)
+        assert_eq!((s.detach().val(), s.id()), (0.0, x.id()));
         // A product of shifted values stores its partials (one record).
         let y = s * (x + 0.5);
         assert_eq!(tape.len(), n0 + 1);
-        assert_eq!(y.val(), 0.0);
+        assert_eq!(y.detach().val(), 0.0);
         (x.id().unwrap(), y.id().unwrap())
     };
     // y = (x - 2)(x + 0.5): y' = 2x - 1.5 = 2.5 at x = 2.

@@ -92,20 +92,22 @@ impl tensor::TensorRule<f64> for Double {
         _y: ndarray::ArrayViewD<'_, f64>,
         g: ndarray::ArrayViewD<'_, f64>,
         _input: usize,
-        mut dx: ndarray::ArrayViewMutD<'_, f64>,
-    ) {
-        dx.zip_mut_with(&g, |d, &g| *d += 2.0 * g);
+        mut dx: tensor::RuleSlot<'_, f64>,
+    ) -> shade_autodiff::AdResult<()> {
+        dx.view_mut().zip_mut_with(&g, |d, &g| *d += 2.0 * g);
+        Ok(())
     }
     fn jvp(
         &self,
         _x: &[ndarray::ArrayViewD<'_, f64>],
         _y: ndarray::ArrayViewD<'_, f64>,
         t: &[Option<ndarray::ArrayViewD<'_, f64>>],
-        mut ty: ndarray::ArrayViewMutD<'_, f64>,
-    ) {
+        mut ty: tensor::RuleSlot<'_, f64>,
+    ) -> shade_autodiff::AdResult<()> {
         if let Some(t) = &t[0] {
-            ty.zip_mut_with(t, |o, &t| *o = 2.0 * t);
+            ty.view_mut().zip_mut_with(t, |o, &t| *o = 2.0 * t);
         }
+        Ok(())
     }
 }
 

@@ -468,26 +468,28 @@ impl tensor::TensorRule<f64> for Cube {
         _y: ndarray::ArrayViewD<'_, f64>,
         g: ndarray::ArrayViewD<'_, f64>,
         _input: usize,
-        mut dx: ndarray::ArrayViewMutD<'_, f64>,
-    ) {
-        ndarray::Zip::from(&mut dx)
+        mut dx: tensor::RuleSlot<'_, f64>,
+    ) -> shade_autodiff::AdResult<()> {
+        ndarray::Zip::from(&mut dx.view_mut())
             .and(&g)
             .and(&x[0])
             .for_each(|d, &g, &x| *d += 3.0 * x * x * g);
+        Ok(())
     }
     fn jvp(
         &self,
         x: &[ndarray::ArrayViewD<'_, f64>],
         _y: ndarray::ArrayViewD<'_, f64>,
         t: &[Option<ndarray::ArrayViewD<'_, f64>>],
-        mut ty: ndarray::ArrayViewMutD<'_, f64>,
-    ) {
+        mut ty: tensor::RuleSlot<'_, f64>,
+    ) -> shade_autodiff::AdResult<()> {
         if let Some(t) = &t[0] {
-            ndarray::Zip::from(&mut ty)
+            ndarray::Zip::from(&mut ty.view_mut())
                 .and(t)
                 .and(&x[0])
                 .for_each(|o, &t, &x| *o = 3.0 * x * x * t);
         }
+        Ok(())
     }
 }
 

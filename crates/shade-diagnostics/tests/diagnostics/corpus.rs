@@ -17,12 +17,22 @@ mod gnn;
 mod gnn_layers;
 #[path = "corpus/graph.rs"]
 mod graph;
+#[path = "corpus/graphs.rs"]
+mod graphs;
 #[path = "corpus/harness.rs"]
 mod harness;
 #[path = "corpus/interface.rs"]
 mod interface;
 #[path = "corpus/io.rs"]
 mod io;
+#[path = "corpus/model.rs"]
+mod model;
+#[path = "corpus/readers.rs"]
+mod readers;
+#[path = "corpus/tape.rs"]
+mod tape;
+#[path = "corpus/training.rs"]
+mod training;
 
 use std::collections::BTreeSet;
 
@@ -59,11 +69,17 @@ fn corpus() {
         gnn_layers::PROGRAMS,
         checks::PROGRAMS,
         io::PROGRAMS,
+        tape::PROGRAMS,
+        graphs::PROGRAMS,
+        model::PROGRAMS,
+        training::PROGRAMS,
+        readers::PROGRAMS,
     ]
     .concat();
     assert!(
-        programs.len() >= 25,
-        "the corpus needs at least 25 programs"
+        programs.len() >= 160,
+        "the corpus needs at least 160 programs, found {}",
+        programs.len()
     );
     let mut names = BTreeSet::new();
     let mut seen = BTreeSet::new();

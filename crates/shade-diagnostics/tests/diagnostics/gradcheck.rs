@@ -208,19 +208,21 @@ impl shade_autodiff::tensor::TensorRule<f64> for Double {
         _y: ndarray::ArrayViewD<'_, f64>,
         g: ndarray::ArrayViewD<'_, f64>,
         _input: usize,
-        mut dx: ndarray::ArrayViewMutD<'_, f64>,
-    ) {
-        dx.zip_mut_with(&g, |d, &g| *d += 2.0 * g);
+        mut dx: shade_autodiff::tensor::RuleSlot<'_, f64>,
+    ) -> AdResult<()> {
+        dx.view_mut().zip_mut_with(&g, |d, &g| *d += 2.0 * g);
+        Ok(())
     }
     fn jvp(
         &self,
         _x: &[ndarray::ArrayViewD<'_, f64>],
         _y: ndarray::ArrayViewD<'_, f64>,
         t: &[Option<ndarray::ArrayViewD<'_, f64>>],
-        mut ty: ndarray::ArrayViewMutD<'_, f64>,
-    ) {
-        if let Some(t) = &t[0] {
-            ty.assign(t);
+        mut ty: shade_autodiff::tensor::RuleSlot<'_, f64>,
+    ) -> AdResult<()> {
+        match &t[0] {
+            Some(t) => ty.assign(t),
+            None => Ok(()),
         }
     }
 }

@@ -122,7 +122,7 @@ impl<C: Collective> DataParallel<C> {
     /// Rank 0 writes the checkpoint of `ts` (the job continues with `next_epoch`) to
     /// `path`, through a temporary file and a rename, so a job killed while writing
     /// leaves the previous checkpoint intact. Every rank returns once rank 0 has
-    /// written; a failed write is `SHADE-E0411` naming rank 0 on every rank.
+    /// written; a failed write is `SHADE-E0416` naming rank 0 on every rank.
     pub fn save_checkpoint<T: Float>(
         &mut self,
         ts: &TrainState<T>,
@@ -154,7 +154,7 @@ impl<C: Collective> DataParallel<C> {
     /// Rank 0 reads the checkpoint at `path` and sends it to every rank, which
     /// restores `ts` from it ([`restore_checkpoint`]); returns where the job stands.
     /// A checkpoint rank 0 cannot read, or one that does not fit the model, is
-    /// `SHADE-E0411` on every rank, naming the rank that failed.
+    /// `SHADE-E0416` on every rank, naming the rank that failed.
     pub fn load_checkpoint<T: Float>(
         &mut self,
         ts: &mut TrainState<T>,

@@ -5,7 +5,7 @@
 //! or hangs is named instead of waited for: the status exchange goes through rank 0
 //! (each rank sends its report, rank 0 answers with all of them), which tells who is
 //! missing; the gradient sum is `MPI_Iallreduce`. When a wait runs out, the rank prints
-//! the coded error (`SHADE-E0411`, naming the rank) and aborts the job with
+//! the coded error (`SHADE-E0416`, naming the rank) and aborts the job with
 //! `MPI_Abort`: a hung rank cannot be finished any other way, and its pending
 //! messages cannot be abandoned safely. The job's exit code is then 9.
 
@@ -261,7 +261,7 @@ impl MpiCollective {
                 // Every rank reported a moment ago: one died or hung since, and an
                 // allreduce cannot tell which.
                 eprintln!(
-                    "error[SHADE-E0411]: a rank of {} failed at step {}: the gradient sum did not \
+                    "error[SHADE-E0416]: a rank of {} failed at step {}: the gradient sum did not \
                      complete within {:.1} s (a rank died or hung after reporting)\n  \
                      = note: seen by rank {}; the job is aborted (MPI_Abort)\n  \
                      = help: see the other ranks' logs (mpirun names a rank that was killed)",

@@ -42,7 +42,7 @@ use shade_graph::GcnNorm;
 /// use rand::{SeedableRng, rngs::StdRng};
 /// use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer};
 /// use shade_gnn::layers::APPNP;
-/// let g = shade_graph::Graph::new(3, vec![0, 1, 2], vec![1, 2, 0]);
+/// let g = shade_graph::Graph::try_new(3, vec![0, 1, 2], vec![1, 2, 0])?;
 /// let ctx = GraphCtx::<f64>::new(&g);
 /// let x = Features::dense(ndarray::array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]);
 /// let appnp = APPNP { dropout: 0.5, ..APPNP::new(10, 0.1) };

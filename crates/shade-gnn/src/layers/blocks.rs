@@ -24,6 +24,35 @@ pub(crate) fn no_edge_features(expected: String) -> GnnError {
     }
 }
 
+/// [`GnnError::InputShape`] unless the 2-D input `x` has `width` columns, the width
+/// the layer's option `option` (e.g. `num_features`) sets.
+pub(crate) fn check_width<T: crate::ctx::Float>(
+    t: &Tape<'_, T>,
+    what: &str,
+    x: Var,
+    width: usize,
+    option: &str,
+) -> GnnResult<()> {
+    let shape = t.shape(x)?;
+    if shape.len() == 2 && shape[1] == width {
+        return Ok(());
+    }
+    let unit = if what == "input" {
+        "features per node"
+    } else {
+        "columns"
+    };
+    Err(GnnError::InputShape {
+        what: what.into(),
+        found: match shape {
+            [_, f] => format!("{f} {unit}"),
+            s => format!("shape {s:?}"),
+        },
+        param: None,
+        expected: format!("{option} = {width}"),
+    })
+}
+
 /// [`GnnError::InputShape`] for an input of shape `shape` where the layer needs
 /// `[nodes, F]`.
 pub(crate) fn rows_per_node(shape: &[usize], nodes: usize) -> GnnError {

@@ -2,7 +2,7 @@
 //! options and defaults.
 
 use super::BatchNorm;
-use super::blocks::{linear, no_edge_features};
+use super::blocks::{check_width, linear, no_edge_features};
 use crate::ctx::Float;
 use crate::error::GnnResult;
 use crate::init;
@@ -92,6 +92,7 @@ impl<T: Float> Layer<T> for CGConv {
             let e = env
                 .edge_attr
                 .ok_or_else(|| no_edge_features(format!("`[E, {}]` (dim = {0})", self.dim)))?;
+            check_width(t, "edge feature array", e, self.dim, "dim")?;
             t.concat(&[xi, xj, e], 1)?
         } else {
             t.concat(&[xi, xj], 1)?

@@ -22,8 +22,26 @@ use shade_autodiff::tensor::{Tape, Var};
 ///     .add("dense", Dense::new(50, 100).with_activation(Activation::Sigmoid));
 /// assert_eq!(model.len(), 5);
 /// ```
+///
+/// Two layers under one name would share their parameters' names (the second would
+/// read the first's weights and get no gradient of its own): [`Chain::try_add`]
+/// refuses the name (`SHADE-E0411`), and a chain built with [`Chain::add`] refuses to
+/// run ([`Layer::forward`], and so `TrainState::new`'s first step or `apply`) with the
+/// same error.
+///
+/// ```
+/// use shade_gnn::layers::{Chain, GCNConv};
+/// let e = Chain::<f64>::new()
+///     .add("conv", GCNConv::new(3, 4))
+///     .try_add("conv", GCNConv::new(4, 4))
+///     .unwrap_err();
+/// assert_eq!(e.code(), "SHADE-E0411");
+/// ```
 pub struct Chain<T: Float> {
     layers: Vec<(String, Box<dyn Layer<T>>)>,
+    /// The first name that is not usable (repeated, empty or dotted), refused when
+    /// the chain runs.
+    bad_name: Option<String>,
 }
 
 impl<T: Float> std::fmt::Debug for Chain<T> {
@@ -43,13 +61,42 @@ impl<T: Float> Default for Chain<T> {
 impl<T: Float> Chain<T> {
     /// An empty chain (the identity).
     pub fn new() -> Self {
-        Chain { layers: Vec::new() }
+        Chain {
+            layers: Vec::new(),
+            bad_name: None,
+        }
     }
 
-    /// Appends a layer under `name` (must not contain `.`; names should be unique).
+    /// Appends a layer under `name` (unique in the chain, not empty, without `.`).
+    /// A name that breaks the rule is refused when the chain runs; [`Chain::try_add`]
+    /// refuses it at once.
     pub fn add(mut self, name: impl Into<String>, layer: impl Layer<T> + 'static) -> Self {
-        self.layers.push((name.into(), Box::new(layer)));
+        let name = name.into();
+        if self.bad_name.is_none() && !self.usable(&name) {
+            self.bad_name = Some(name.clone());
+        }
+        self.layers.push((name, Box::new(layer)));
         self
+    }
+
+    /// [`Chain::add`], refusing a repeated name (`SHADE-E0411`) or an empty or dotted
+    /// one (`SHADE-E0404`) at once.
+    pub fn try_add(
+        self,
+        name: impl Into<String>,
+        layer: impl Layer<T> + 'static,
+    ) -> GnnResult<Self> {
+        let name = name.into();
+        if self.usable(&name) {
+            Ok(self.add(name, layer))
+        } else {
+            Err(name_error(&name))
+        }
+    }
+
+    /// Whether `name` can name a new layer: not empty, no `.`, not taken.
+    fn usable(&self, name: &str) -> bool {
+        !name.is_empty() && !name.contains('.') && self.layers.iter().all(|(n, _)| n != name)
     }
 
     /// Appends a layer named by its position.
@@ -71,6 +118,22 @@ impl<T: Float> Chain<T> {
     /// The layers' names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.layers.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+/// The error for an unusable layer name (the chain's path is added on the way out).
+fn name_error(name: &str) -> GnnError {
+    if name.is_empty() || name.contains('.') {
+        GnnError::setting(
+            "layer name",
+            format!("{name:?}"),
+            "a non-empty name without `.` (dots separate the parts of a parameter's path)",
+        )
+    } else {
+        GnnError::DuplicateName {
+            what: "layers",
+            name: name.to_string(),
+        }
     }
 }
 
@@ -106,8 +169,12 @@ impl<T: Float> Layer<T> for Chain<T> {
         p: ParamVars<'_>,
         mut st: StateScope<'_, T>,
     ) -> GnnResult<Var> {
+        if let Some(name) = &self.bad_name {
+            return Err(name_error(name));
+        }
         let mut h = x;
         let mut pooled: Option<&str> = None;
+        let mut readout: Option<&str> = None;
         for (name, l) in &self.layers {
             // With an arena the pooling hands the pooled graph on; without, the layers
             // after it would read the input graph.
@@ -119,8 +186,17 @@ impl<T: Float> Layer<T> for Chain<T> {
                 };
                 return Err(e.in_layer(lp.path(), l.name()));
             }
+            if let Some(r) = readout.filter(|_| l.is_graph_layer()) {
+                let e = GnnError::AfterReadout {
+                    readout: join(&p.path(), r),
+                };
+                return Err(e.in_layer(lp.path(), l.name()));
+            }
             if l.drops_nodes() {
                 pooled = Some(name);
+            }
+            if l.is_readout() {
+                readout = Some(name);
             }
             let y = if l.is_graph_layer() {
                 forward_sublayer(l, t, env, h, lp, ls)?
@@ -139,6 +215,10 @@ impl<T: Float> Layer<T> for Chain<T> {
 
     fn drops_nodes(&self) -> bool {
         self.layers.iter().any(|(_, l)| l.drops_nodes())
+    }
+
+    fn is_readout(&self) -> bool {
+        self.layers.iter().any(|(_, l)| l.is_readout())
     }
 }
 

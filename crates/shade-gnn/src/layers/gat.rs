@@ -33,7 +33,7 @@ use shade_autodiff::tensor::{Tape, Var};
 /// use rand::{SeedableRng, rngs::StdRng};
 /// use shade_gnn::layers::{FillValue, GATConv};
 /// use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer};
-/// let g = shade_graph::Graph::new(3, vec![0, 1, 2], vec![1, 2, 1]);
+/// let g = shade_graph::Graph::try_new(3, vec![0, 1, 2], vec![1, 2, 1])?;
 /// let ctx = GraphCtx::<f64>::new(&g);
 /// let x = Features::dense(ndarray::Array2::ones((3, 4)));
 /// let e = ndarray::Array2::<f64>::ones((3, 2)).into_dyn();

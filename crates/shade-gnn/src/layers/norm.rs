@@ -2,7 +2,7 @@
 //! PyG's `LayerNorm(mode="graph")` over each graph of a batch, and `nn.BatchNorm1d`
 //! over the node axis).
 
-use super::blocks::rows_per_node;
+use super::blocks::{check_width, rows_per_node};
 use crate::ctx::{Float, GraphCtx};
 use crate::error::GnnResult;
 use crate::init;
@@ -77,8 +77,8 @@ pub enum LayerNormMode {
 /// use rand::{SeedableRng, rngs::StdRng};
 /// use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer};
 /// use shade_gnn::layers::{LayerNorm, LayerNormMode};
-/// let a = shade_graph::Graph::new(2, vec![0], vec![1]);
-/// let b = shade_graph::Graph::new(1, vec![], vec![]);
+/// let a = shade_graph::Graph::try_new(2, vec![0], vec![1])?;
+/// let b = shade_graph::Graph::try_new(1, vec![], vec![])?;
 /// let ctx = GraphCtx::<f64>::new(&shade_graph::Graph::batch(&[a, b])?);
 /// let x = Features::dense(ndarray::array![[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]]);
 /// let norm = LayerNorm::new(2).with_mode(LayerNormMode::Graph);
@@ -185,11 +185,13 @@ impl<T: Float> Layer<T> for LayerNorm {
         let y = match self.mode {
             LayerNormMode::Node => {
                 let x = x.dense(t)?;
+                check_width(t, "input", x, self.num_features, "num_features")?;
                 standardise(t, x, 1, self.eps)?.0
             }
             LayerNormMode::Graph => {
                 let g = env.graph("LayerNorm")?;
                 let x = x.dense(t)?;
+                check_width(t, "input", x, self.num_features, "num_features")?;
                 standardise_graph(t, g, x, self.eps)?
             }
         };
@@ -293,6 +295,7 @@ impl<T: Float> Layer<T> for BatchNorm {
         mut st: StateScope<'_, T>,
     ) -> GnnResult<Var> {
         let x = x.dense(t)?;
+        check_width(t, "input", x, self.num_features, "num_features")?;
         let y = if !self.track_running_stats {
             standardise(t, x, 0, self.eps)?.0
         } else if env.training {
@@ -301,6 +304,9 @@ impl<T: Float> Layer<T> for BatchNorm {
             let unbias = if n > 1.0 { n / (n - 1.0) } else { 1.0 };
             let mom = T::cst(self.momentum);
             let keep = T::one() - mom;
+            // Running statistics are not differentiated (PyTorch updates them under
+            // `no_grad`): the batch statistics are detached before they are read.
+            let (m, v) = (t.detach(m)?, t.detach(v)?);
             let mv: Vec<T> = t.value(m)?.iter().copied().collect();
             let vv: Vec<T> = t.value(v)?.iter().copied().collect();
             let rm = st.get_mut("running_mean")?;
@@ -495,7 +501,7 @@ mod tests {
             err.to_string(),
             "BatchNorm: parameter `running_mean` is missing from the store"
         );
-        // Affine parameters of the wrong width: a shape error.
+        // Affine parameters of the wrong width: named as the parameter they are.
         let err = apply(
             &bn,
             &inputs,
@@ -505,7 +511,11 @@ mod tests {
             &mut StdRng::seed_from_u64(0),
         )
         .unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0110", "{err}");
+        assert_eq!(err.code(), "SHADE-E0402", "{err}");
+        assert_eq!(
+            err.to_string(),
+            "parameter `weight` has shape [2], but the model needs [3]"
+        );
     }
 
     /// Graph mode written from PyG's definition with plain loops.

@@ -103,7 +103,9 @@ impl<T: Float> Layer<T> for SGConv {
                 for _ in 0..self.k {
                     h = t.spmm(a, h)?;
                 }
-                *st.get_mut("cache")? = t.value(h)?.to_owned();
+                // A cache is a constant by design (PyG's `cached=True`): detached.
+                let d = t.detach(h)?;
+                *st.get_mut("cache")? = t.value(d)?.to_owned();
                 h
             };
             return linear(t, Input::Dense(h), &p, "lin", self.bias);

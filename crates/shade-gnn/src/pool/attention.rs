@@ -107,6 +107,9 @@ impl<T: Float> Layer<T> for GlobalAttentionPool<T> {
     fn is_graph_layer(&self) -> bool {
         true
     }
+    fn is_readout(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -102,6 +102,9 @@ impl<T: Float> Layer<T> for GlobalPool {
     fn is_graph_layer(&self) -> bool {
         true
     }
+    fn is_readout(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -100,6 +100,9 @@ impl<T: Float> Layer<T> for Set2Set {
     fn is_graph_layer(&self) -> bool {
         true
     }
+    fn is_readout(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

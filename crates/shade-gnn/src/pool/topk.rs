@@ -85,8 +85,8 @@ impl From<usize> for Ratio {
 /// use rand::{SeedableRng, rngs::StdRng};
 /// use shade_gnn::{apply, Features, GraphCtx, Inputs, Layer, Params, State};
 /// use shade_gnn::pool::{Ratio, TopKPool};
-/// let a = shade_graph::Graph::new(3, vec![0, 1], vec![1, 2]);
-/// let b = shade_graph::Graph::new(2, vec![0], vec![1]);
+/// let a = shade_graph::Graph::try_new(3, vec![0, 1], vec![1, 2])?;
+/// let b = shade_graph::Graph::try_new(2, vec![0], vec![1])?;
 /// let batch = shade_graph::Graph::batch(&[a, b])?;
 /// let ctx = GraphCtx::<f64>::new(&batch);
 /// let x = Features::dense(ndarray::array![[1.0], [3.0], [2.0], [-1.0], [4.0]]);
@@ -246,9 +246,11 @@ impl TopKPool {
             let s = t.div(s, norm)?;
             self.nonlinearity.apply(t, s)?
         };
-        // The selection: a constant computed from the scores' values.
+        // The selection: a constant computed from the scores' values (detached: the
+        // scores' derivative flows through the gating below, not through the choice).
+        let detached = t.detach(score)?;
         let sv: Vec<f64> = t
-            .value(score)?
+            .value(detached)?
             .iter()
             .map(|v| v.to_f64().unwrap_or(f64::NAN))
             .collect();

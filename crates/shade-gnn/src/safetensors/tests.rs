@@ -195,7 +195,7 @@ fn each_validation_rule_is_a_coded_message() {
                 r#"{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}"#,
                 &two,
             ),
-            "shape [3] of F32 needs 96 bits, but data_offsets [0, 8] hold 8 bytes",
+            "shape [3] of F32 needs 12 bytes, but data_offsets [0, 8] hold 8 bytes",
         ),
         (
             file(

@@ -1,6 +1,6 @@
 //! Data-parallel training with ranks as threads (the MPI runs of the same scenarios are
 //! in `distributed_mpi.rs`): two ranks equal one process on the union batch, a failing
-//! rank (bad shard, NaN loss, hung, gone) stops every rank with `SHADE-E0411` naming
+//! rank (bad shard, NaN loss, hung, gone) stops every rank with `SHADE-E0416` naming
 //! it, and a checkpoint from rank 0 lets a restarted job continue identically.
 
 use ndarray::{Array1, Array2};
@@ -223,7 +223,7 @@ fn three_ranks_with_a_short_last_slice_equal_one_process() {
     }
 }
 
-/// Every rank's error is `SHADE-E0411` naming rank 1, with `cause` in it.
+/// Every rank's error is `SHADE-E0416` naming rank 1, with `cause` in it.
 fn assert_every_rank_names_rank_1(
     results: &[GnnResult<Params<f32>>],
     cause: &str,
@@ -234,7 +234,7 @@ fn assert_every_rank_names_rank_1(
             continue;
         }
         let e = res.as_ref().unwrap_err();
-        assert_eq!(e.code(), "SHADE-E0411", "rank {r}: {e}");
+        assert_eq!(e.code(), "SHADE-E0416", "rank {r}: {e}");
         let msg = e.to_string();
         assert!(msg.starts_with("rank 1 of "), "rank {r}: {msg}");
         assert!(msg.contains(cause), "rank {r}: {msg}");
@@ -274,7 +274,7 @@ fn a_hung_rank_is_named_after_the_timeout() {
     let results = threads(3, 0..1, Fault::Hang, None, None);
     // Ranks 0 and 2 give up after the 1.5 s timeout; rank 1 wakes up to the news.
     assert_every_rank_names_rank_1(&results, "did not report within 1.5 s", Some(1));
-    assert_eq!(results[1].as_ref().unwrap_err().code(), "SHADE-E0411");
+    assert_eq!(results[1].as_ref().unwrap_err().code(), "SHADE-E0416");
     assert!(t.elapsed() < Duration::from_secs(20));
 }
 
@@ -308,7 +308,7 @@ fn a_checkpoint_from_rank_0_continues_with_identical_parameters() {
     );
     for r in &missing {
         let e = r.as_ref().unwrap_err();
-        assert_eq!(e.code(), "SHADE-E0411");
+        assert_eq!(e.code(), "SHADE-E0416");
         assert!(
             e.to_string().contains("rank 0 of 2") && e.to_string().contains("SHADE-E0407"),
             "{e}"

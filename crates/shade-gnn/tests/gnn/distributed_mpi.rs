@@ -144,7 +144,7 @@ fn mpi_a_failing_rank_stops_every_rank_naming_it() {
         let job = mpirun(test, scenario, &[]);
         assert_ne!(job.code, Some(0), "{}", job.out);
         for r in 0..2 {
-            let line = format!("[rank {r}] error[SHADE-E0411]: rank 1 of 2 failed {cause}");
+            let line = format!("[rank {r}] error[SHADE-E0416]: rank 1 of 2 failed {cause}");
             assert!(
                 job.out.contains(&line),
                 "{scenario}: no `{line}` in\n{}",
@@ -157,7 +157,7 @@ fn mpi_a_failing_rank_stops_every_rank_naming_it() {
     assert_eq!(job.code, Some(ABORT_EXIT_CODE), "{}", job.out);
     assert!(
         job.out.contains(
-            "error[SHADE-E0411]: rank 1 of 2 failed at step 2: it did not report within 1.5 s"
+            "error[SHADE-E0416]: rank 1 of 2 failed at step 2: it did not report within 1.5 s"
         ),
         "{}",
         job.out

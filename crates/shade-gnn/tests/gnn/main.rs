@@ -8,4 +8,5 @@ mod distributed_mpi;
 mod minibatch;
 mod save_load;
 mod sparse_input;
+mod trust;
 mod users_model;

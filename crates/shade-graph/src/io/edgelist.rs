@@ -29,6 +29,8 @@ pub fn parse_edge_list(bytes: &[u8], file: &str, num_nodes: Option<usize>) -> Gr
         ),
     })?;
     let (mut src, mut dst, mut w) = (Vec::new(), Vec::new(), Vec::new());
+    // The line of each edge, for messages about it.
+    let mut lines: Vec<usize> = Vec::new();
     let mut header: Option<usize> = None;
     let mut weighted: Option<bool> = None;
     for (i, raw) in text.lines().enumerate() {
@@ -62,9 +64,14 @@ pub fn parse_edge_list(bytes: &[u8], file: &str, num_nodes: Option<usize>) -> Gr
             ));
         }
         let node = |f: &str| -> GraphResult<u32> {
-            let v: u64 = f
-                .parse()
-                .map_err(|_| parse_err(file, line, format!("{f:?} is not a node index")))?;
+            let v: u64 = f.parse().map_err(|_| {
+                let what = if f.parse::<i64>().is_ok() {
+                    format!("{f:?} is a negative node index (node ids count from 0)")
+                } else {
+                    format!("{f:?} is not a node index")
+                };
+                parse_err(file, line, what)
+            })?;
             u32::try_from(v)
                 .ok()
                 .filter(|&v| (v as usize) < MAX_NODES)
@@ -76,6 +83,7 @@ pub fn parse_edge_list(bytes: &[u8], file: &str, num_nodes: Option<usize>) -> Gr
         };
         src.push(node(fields[0])?);
         dst.push(node(fields[1])?);
+        lines.push(line);
         let has_w = fields.len() == 3;
         if *weighted.get_or_insert(has_w) != has_w {
             return Err(parse_err(
@@ -89,11 +97,11 @@ pub fn parse_edge_list(bytes: &[u8], file: &str, num_nodes: Option<usize>) -> Gr
                 .parse()
                 .map_err(|_| parse_err(file, line, format!("{:?} is not a weight", fields[2])))?;
             if !x.is_finite() {
-                return Err(GraphError::NonFinite {
-                    what: format!("`{file}` line {line}: weight"),
-                    position: src.len() - 1,
-                    value: x,
-                });
+                return Err(parse_err(
+                    file,
+                    line,
+                    format!("weight {x} is not finite (edge weights must be)"),
+                ));
             }
             w.push(x);
         }
@@ -101,18 +109,22 @@ pub fn parse_edge_list(bytes: &[u8], file: &str, num_nodes: Option<usize>) -> Gr
     let max = src.iter().chain(&dst).max().map_or(0, |&m| m as usize + 1);
     let n = num_nodes.or(header).unwrap_or(max);
     check_num_nodes(n)?;
+    let from = match (num_nodes, header) {
+        (Some(_), _) => "the `num_nodes` given",
+        (None, Some(_)) => "the `# nodes` header",
+        (None, None) => "the largest index plus one",
+    };
     let g = Graph::try_new(n, src, dst).map_err(|e| match e {
         GraphError::NodeOutOfRange {
             what,
             position,
             index,
             num_nodes,
-        } => GraphError::NodeOutOfRange {
-            what: format!("`{file}` {what} (edge {position})"),
-            position,
-            index,
-            num_nodes,
-        },
+        } => parse_err(
+            file,
+            lines.get(position).copied().unwrap_or(0),
+            format!("{what} node {index} is not below the node count {num_nodes} ({from})"),
+        ),
         e => e,
     })?;
     if weighted == Some(true) {

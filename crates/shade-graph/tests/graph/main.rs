@@ -10,3 +10,4 @@ mod loader;
 mod properties;
 mod readers;
 mod sampling;
+mod trust;

@@ -248,12 +248,16 @@ fn edge_list_errors_are_coded() {
         assert!(e.to_string().contains(part), "{e} lacks {part}");
     };
     check("0 1\n1 x\n", "SHADE-E0334", "line 2");
-    check("0 1 nan\n", "SHADE-E0306", "NaN");
+    check("0 1 nan\n", "SHADE-E0334", "weight NaN is not finite");
     check("0 1 1.0\n1 2\n", "SHADE-E0334", "some edges");
     check("0 99999999999\n", "SHADE-E0305", "99999999999");
     check("1 2 3 4\n", "SHADE-E0334", "2 or 3 fields");
     let e = parse_edge_list(b"0 5\n", "g.txt", Some(3)).unwrap_err();
-    assert_eq!(e.code(), "SHADE-E0302");
+    assert_eq!(e.code(), "SHADE-E0334");
+    assert_eq!(
+        e.to_string(),
+        "`g.txt` line 1: dst node 5 is not below the node count 3 (the `num_nodes` given)"
+    );
     let g = parse_edge_list(b"% comment\n0,1\n\n2\t0 # trailing\n", "g.txt", None).unwrap();
     assert_eq!(g, Graph::try_new(3, vec![0, 2], vec![1, 0]).unwrap());
     assert_eq!(edge_list_string(&g), "# nodes 3\n0 1\n2 0\n");

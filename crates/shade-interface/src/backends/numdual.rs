@@ -346,6 +346,10 @@ impl<D: NumDualNumber> Real for NumDual<D> {
     fn value(&self) -> f64 {
         self.re()
     }
+    #[inline]
+    fn detach(self) -> Self {
+        Self::c(self.re())
+    }
     fn erf(self) -> Self {
         NumDual(D::from_shade(self.0.to_shade().erf()))
     }

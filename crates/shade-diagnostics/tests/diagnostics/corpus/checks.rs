@@ -2,9 +2,9 @@
 //! `SHADE-E05xx`, `SHADE-W05xx`).
 
 use super::harness::{Program, Seen};
-use ndarray::{Array1, Array2, ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
+use ndarray::{Array1, Array2, ArrayD, ArrayViewD, IxDyn};
 use shade_autodiff::scalar::{Real, ScalarRule, shade_fn};
-use shade_autodiff::tensor::{Tape, TensorRule, Var};
+use shade_autodiff::tensor::{RuleSlot, Tape, TensorRule, Var};
 use shade_autodiff::{AdResult, Duplicated};
 use shade_diagnostics::gradcheck::{GradcheckOptions, gradcheck_tensor, gradgradcheck};
 use shade_diagnostics::{
@@ -138,19 +138,20 @@ impl TensorRule<f64> for Cube {
         _y: ArrayViewD<'_, f64>,
         g: ArrayViewD<'_, f64>,
         _input: usize,
-        mut dx: ArrayViewMutD<'_, f64>,
-    ) {
-        dx.zip_mut_with(&(&g * &x[0].mapv(|v| v * v)), |d, &c| *d += c);
+        mut dx: RuleSlot<'_, f64>,
+    ) -> AdResult<()> {
+        dx.add(&(&g * &x[0].mapv(|v| v * v)))
     }
     fn jvp(
         &self,
         x: &[ArrayViewD<'_, f64>],
         _y: ArrayViewD<'_, f64>,
         t: &[Option<ArrayViewD<'_, f64>>],
-        mut ty: ArrayViewMutD<'_, f64>,
-    ) {
-        if let Some(t) = &t[0] {
-            ty.assign(&(t * &x[0].mapv(|v| 3.0 * v * v)));
+        mut ty: RuleSlot<'_, f64>,
+    ) -> AdResult<()> {
+        match &t[0] {
+            Some(t) => ty.assign(&(t * &x[0].mapv(|v| 3.0 * v * v))),
+            None => Ok(()),
         }
     }
 }
