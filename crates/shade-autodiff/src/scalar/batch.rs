@@ -186,9 +186,9 @@ impl<const N: usize> Tape<DualVec<f64, N>> {
                 }));
                 let start = xs.first().and_then(Var::raw_index).unwrap_or(0) as usize;
                 let y = f.call(F::Kinds::join(xs, consts.args(bump)));
-                (y.val().v, y.raw_index(), start)
+                (y.primal().v, y.raw_index(), start)
             };
-            self.check_overflow()?;
+            self.check_recording()?;
             match out {
                 Some(i) => {
                     self.sweep(&[(i, DualVec::constant(1.0))]);

@@ -138,7 +138,7 @@ where
             let y = f.call(F::Kinds::join(xs, consts.args(bump)));
             (y.raw_index(), start)
         };
-        tape.check_overflow()?;
+        tape.check_recording()?;
         let Some(out) = out else {
             return Ok(vec![IndexSet::new(); n]);
         };
