@@ -213,6 +213,8 @@ impl<T: Float> TrainState<T> {
 /// `store` in `reference`'s order, when it has exactly `reference`'s names and shapes;
 /// otherwise the error (`SHADE-E0412` listing the differences, `SHADE-E0402` for a
 /// shape) and the store, untouched.
+// Private, called once per load: the store travels back by value, unboxed.
+#[allow(clippy::result_large_err)]
 fn conform<T: Float>(
     what: &str,
     store: Params<T>,
