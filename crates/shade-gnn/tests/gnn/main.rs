@@ -3,6 +3,7 @@
 
 mod cora;
 mod save_load;
+mod no_panic;
 mod sparse_input;
 mod trust;
 mod users_model;

@@ -6,6 +6,7 @@
 
 mod generators;
 mod graph_api;
+mod no_panic;
 mod properties;
 mod readers;
 mod sampling;
