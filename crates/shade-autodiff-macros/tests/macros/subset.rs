@@ -270,7 +270,7 @@ fn vec_in(lo: f64, hi: f64, n: usize) -> impl Strategy<Value = Vec<f64>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(shade_test_support::strategies::cases(64))]
 
     #[test]
     fn elementary_functions(x in vec_in(0.2, 0.8, 3)) {

@@ -191,7 +191,7 @@ fn shape_errors_are_coded() {
     let e = tensor::value(&mut bufs, |t, (a,)| t.reshape(a, &[5]), (Const(&a),)).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0110");
     let e = tensor::value(&mut bufs, |t, (a,)| t.narrow(a, 1, 2, 2), (Const(&a),)).unwrap_err();
-    assert_eq!(e.code(), "SHADE-E0111");
+    assert_eq!(e.code(), "SHADE-E0114");
     let z = Array2::<f64>::zeros((0, 3));
     let e = tensor::value(&mut bufs, |t, (z,)| t.max(z), (Const(&z),)).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0114");

@@ -2,8 +2,8 @@
 //! (one link instead of one per file; `cargo test -p shade-gnn --test gnn`).
 
 mod cora;
-mod save_load;
 mod no_panic;
+mod save_load;
 mod sparse_input;
 mod trust;
 mod users_model;

@@ -8,7 +8,7 @@
 //! 64 cases by default; `PROPTEST_CASES=10000` (or `cargo xtask fuzz`) for the long
 //! run.
 
-use ndarray::{ArrayD, IxDyn, s};
+use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use shade_gnn::layers::{
     AGNNConv, APPNP, Activation, BatchNorm, CGConv, Chain, ChebConv, Dense, Dropout, EdgeConv,
@@ -26,19 +26,7 @@ use shade_gnn::{
 };
 use shade_graph::Graph;
 use shade_interface::AutoShade;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        max_shrink_iters: 256,
-        ..ProptestConfig::default()
-    }
-}
+use shade_test_support::strategies::{Layout, build, layout, no_panic};
 
 /// A node id: mostly in range, sometimes just past it, sometimes garbage.
 fn node_id(n: u32) -> impl Strategy<Value = u32> {
@@ -64,37 +52,13 @@ fn value() -> impl Strategy<Value = f64> {
     ]
 }
 
-/// How an array is laid out in memory.
-#[derive(Clone, Copy, Debug)]
-enum Layout {
-    Standard,
-    ColumnMajor,
-    Strided,
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop_oneof![
-        Just(Layout::Standard),
-        Just(Layout::ColumnMajor),
-        Just(Layout::Strided)
-    ]
-}
-
-/// A `rows × cols` array with the given layout (the strided one owns every other row of
-/// a twice-as-tall array).
+/// A `rows × cols` array of the case's values in the given layout.
 fn array(rows: usize, cols: usize, vals: &[f64], l: Layout) -> ArrayD<f64> {
-    let at = |i: usize| vals.get(i % vals.len().max(1)).copied().unwrap_or(0.5);
-    match l {
-        Layout::Standard => ArrayD::from_shape_fn(IxDyn(&[rows, cols]), |ix| at(ix[0] * cols + ix[1])),
-        Layout::ColumnMajor => {
-            let t = ndarray::Array2::from_shape_fn((cols, rows), |(j, i)| at(i * cols + j));
-            t.reversed_axes().into_dyn()
-        }
-        Layout::Strided => {
-            let tall = ndarray::Array2::from_shape_fn((2 * rows, cols), |(i, j)| at((i / 2) * cols + j));
-            tall.slice_move(s![..;2, ..]).into_dyn()
-        }
-    }
+    build(rows, cols, l, |i, j| {
+        vals.get((i * cols + j) % vals.len().max(1))
+            .copied()
+            .unwrap_or(0.5)
+    })
 }
 
 /// One arbitrary input of the models.
@@ -150,7 +114,11 @@ fn case() -> impl Strategy<Value = Case> {
 /// widths of 0 and options out of range).
 fn layers(c: &Case) -> Vec<Box<dyn Layer<f64>>> {
     let (i, o, k, p) = (c.cols, c.width, c.k, c.p);
-    let mlp = |a: usize, b: usize| Chain::new().add("0", Dense::new(a, b)).add("1", Activation::Relu);
+    let mlp = |a: usize, b: usize| {
+        Chain::new()
+            .add("0", Dense::new(a, b))
+            .add("1", Activation::Relu)
+    };
     vec![
         Box::new(GCNConv::new(i, o)),
         Box::new(GCNConv {
@@ -195,18 +163,6 @@ fn layers(c: &Case) -> Vec<Box<dyn Layer<f64>>> {
     ]
 }
 
-/// Runs `f`; a panic is returned as its message.
-fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, TestCaseError> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|e| {
-        let msg = e
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        TestCaseError::fail(format!("{what} panicked: {msg}"))
-    })
-}
-
 fn drive(c: &Case) -> Result<(), TestCaseError> {
     let (src, dst): (Vec<u32>, Vec<u32>) = c.edges.iter().copied().unzip();
     let g = no_panic("Graph::try_new", || Graph::try_new(c.num_nodes, src, dst))?;
@@ -220,7 +176,9 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
         return Ok(());
     };
     let g = no_panic("with_weights", || {
-        let w: Vec<f64> = (0..g.num_edges()).map(|e| c.vals[e % c.vals.len()]).collect();
+        let w: Vec<f64> = (0..g.num_edges())
+            .map(|e| c.vals[e % c.vals.len()])
+            .collect();
         g.clone().with_weights(w).unwrap_or(g)
     })?;
     let ctx = no_panic("GraphCtx::new", || GraphCtx::<f64>::new(&g))?;
@@ -237,9 +195,21 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
             }
             let r = apply(&*layer, &inputs, &p, &st, true, &mut rng);
             if std::env::var_os("NO_PANIC_STATS").is_some() {
-                eprintln!("{name}: {}", r.as_ref().map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string()));
+                eprintln!(
+                    "{name}: {}",
+                    r.as_ref()
+                        .map(|_| "ok".to_string())
+                        .unwrap_or_else(|e| e.code().to_string())
+                );
             }
-            let _ = apply(&*layer, &Inputs::without_graph(&feats), &p, &st, false, &mut rng);
+            let _ = apply(
+                &*layer,
+                &Inputs::without_graph(&feats),
+                &p,
+                &st,
+                false,
+                &mut rng,
+            );
         })?;
     }
     // One training step of a small model, with targets that may not fit.
@@ -269,7 +239,7 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(shade_test_support::strategies::cases(64))]
 
     #[test]
     fn no_layer_and_no_constructor_panics(c in case()) {

@@ -16,19 +16,7 @@ use shade_graph::{
     parse_npz_arrays, radius_graph, rand_graph, random_edge_split, split_per_class, sprand,
     stochastic_block_model,
 };
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-/// Runs `f`; a panic is returned as its message.
-fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, TestCaseError> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|e| {
-        let msg = e
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        TestCaseError::fail(format!("{what} panicked: {msg}"))
-    })
-}
+use shade_test_support::strategies::no_panic;
 
 fn node_id(n: u32) -> impl Strategy<Value = u32> {
     prop_oneof![
@@ -116,7 +104,10 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
         let _ = g.remove_nodes(&c.nodes);
         let _ = g.add_self_loops(c.f);
         let _ = g.add_remaining_self_loops(c.g);
-        let _ = g.coalesce(Reduce::Sum).to_undirected(Reduce::Max).to_unidirected();
+        let _ = g
+            .coalesce(Reduce::Sum)
+            .to_undirected(Reduce::Max)
+            .to_unidirected();
         let _ = g.remove_self_loops().to_bidirected();
         let indicator: Vec<u32> = (0..g.num_nodes() as u32).map(|v| v / 2).collect();
         let _ = g.clone().with_graph_indicator(&indicator, small);
@@ -138,7 +129,9 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
             let _ = g.lambda_max(norm);
         }
         let _ = edge_list_string(&g);
-        let x = Array2::from_shape_fn((g.num_nodes(), 2), |(i, j)| c.weights.get(i + j).copied().unwrap_or(0.5) as f32);
+        let x = Array2::from_shape_fn((g.num_nodes(), 2), |(i, j)| {
+            c.weights.get(i + j).copied().unwrap_or(0.5) as f32
+        });
         if let Ok(g) = g.clone().with_node_data("x", x.into_dyn()) {
             let _ = NormalizeFeatures::new().apply(&g);
             let _ = Graph::batch(&[g.clone(), g.clone()]).and_then(|b| {
@@ -148,7 +141,11 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
         }
     })?;
     no_panic("sampling", || {
-        let fanouts: Vec<usize> = c.ids.iter().map(|&i| if i == usize::MAX { i } else { i % 4 }).collect();
+        let fanouts: Vec<usize> = c
+            .ids
+            .iter()
+            .map(|&i| if i == usize::MAX { i } else { i % 4 })
+            .collect();
         let mut s = NeighborSampler::new(fanouts);
         let _ = s.sample(&g, &c.nodes, 0);
         s.replace = true;
