@@ -151,7 +151,7 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
         s.replace = true;
         let _ = s.sample(&g, &c.nodes, 1);
         let _ = negative_edges(&g, small, 0);
-        let _ = random_edge_split(&g, c.f, c.g, c.k % 2 == 0, 0);
+        let _ = random_edge_split(&g, c.f, c.g, c.k.is_multiple_of(2), 0);
         let labels: Vec<usize> = (0..g.num_nodes()).map(|v| v % 3).collect();
         let _ = split_per_class(&labels, small, 1, small, small, 0);
     })?;
@@ -177,14 +177,14 @@ proptest! {
         no_panic("generators", || {
             if n <= 64 || n > u32::MAX as usize {
                 let _ = rand_graph(n, m.min(256), 0);
-                let _ = erdos_renyi(n, p, k % 2 == 0, 0);
+                let _ = erdos_renyi(n, p, k.is_multiple_of(2), 0);
                 let _ = sprand(n, q, 0);
             }
             let sizes = vec![n.min(8); k];
             let probs = vec![vec![p; k]; k.saturating_sub(usize::from(q > 0.5))];
             let _ = stochastic_block_model(&sizes, &probs, 0);
             let points = Array2::from_shape_fn((pts.len() / 2, 2), |(i, j)| pts[2 * i + j]);
-            let _ = knn_graph(points.view(), k, k % 2 == 1);
+            let _ = knn_graph(points.view(), k, !k.is_multiple_of(2));
             let _ = radius_graph(points.view(), p, true, Some(k));
             let _ = shade_graph::csbm(n.min(64), k, k, p.abs() * 10.0, q, 0);
         })?;

@@ -103,8 +103,9 @@ fn step_with_optimiser(opt: Optimiser) -> Result<(), Seen> {
 }
 
 fn nan_learning_rate_in_step() -> Result<(), Seen> {
-    // A learning-rate schedule that divided by zero.
-    let lr = 0.01 * (0.0f64 / 0.0);
+    // A learning-rate schedule that divided zero warm-up steps by zero.
+    let (done, warmup) = (0.0f64, 0.0f64);
+    let lr = 0.01 * (done / warmup);
     step_with_optimiser(Optimiser {
         lr,
         ..Optimiser::adam(0.01)
