@@ -168,7 +168,8 @@ twin! {
             } else {
                 acc -= v * x[0];
             }
-            let k = ((x[i].value() + 1.0) * 2.0) as i64;
+            // A branch key from the value: read detached (a constant by request).
+            let k = ((x[i].detach().value() + 1.0) * 2.0) as i64;
             match k {
                 0 => acc += x[i] * 3.0,
                 1 | 2 => acc = acc * x[i],
