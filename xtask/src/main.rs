@@ -263,6 +263,7 @@ fn fuzz(args: &[String]) -> Result<(), String> {
     };
     println!("==> xtask fuzz: {what} with PROPTEST_CASES={cases} (release build)");
     let total = Instant::now();
+    let mut failed = Vec::new();
     for &(select, filter) in runs {
         let mut args = vec!["test", "--release", "--all-features"];
         args.extend_from_slice(select);
@@ -277,15 +278,17 @@ fn fuzz(args: &[String]) -> Result<(), String> {
             .map_err(|e| format!("could not start cargo: {e}"))?;
         println!("    {:.1} s", start.elapsed().as_secs_f64());
         if !status.success() {
-            return Err(format!(
-                "property tests failed ({status}): cargo {}",
-                args.join(" ")
-            ));
+            // Every step runs: one report names every failing one.
+            failed.push(format!("cargo {}", args.join(" ")));
         }
     }
-    println!(
-        "\nxtask fuzz: {what}, {cases} cases each: 0 failures in {:.1} s",
-        total.elapsed().as_secs_f64()
-    );
+    let secs = total.elapsed().as_secs_f64();
+    if !failed.is_empty() {
+        return Err(format!(
+            "property tests failed in {secs:.1} s:\n  {}",
+            failed.join("\n  ")
+        ));
+    }
+    println!("\nxtask fuzz: {what}, {cases} cases each: 0 failures in {secs:.1} s");
     Ok(())
 }
