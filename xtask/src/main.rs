@@ -8,7 +8,9 @@
 //!   `docs/benchmarks.md` from their estimates; `cargo xtask bench --peers` runs the
 //!   peer-comparison benches and the peer scripts (`benches/peers/`) at 1 and 2 threads
 //!   and writes the comparison page instead (not part of `ci`).
-//! - `cargo xtask fuzz [--cases N]`: runs the property tests with many more cases.
+//! - `cargo xtask fuzz [--cases N] [--all]`: runs the gradient property tests (every
+//!   derivative against finite differences, see `GRADIENT_TESTS`) with many more cases
+//!   in release; `--all` runs every property test of the workspace. Not part of `ci`.
 //! - `cargo xtask compat`: regenerates `docs/errors.md`, `docs/compatibility.md` (the
 //!   compatibility matrix is computed by really running each cell), `docs/backends.md`
 //!   and `docs/compiled.md` (the compile-time engine, its examples checked);
@@ -34,7 +36,9 @@ commands:
   bench --peers      run shade and its peers (PyG, PyTorch, JAX, SciPy) at 1 and 2
                      threads and write the comparison docs/benchmarks.md
                      (`--quick`: short runs, for checking the pipeline)
-  fuzz [--cases N]   run the property tests with N cases each (default 10000)
+  fuzz [--cases N] [--all]
+                     run the gradient property tests with N cases each (default 10000);
+                     --all: every property test of the workspace
   compat             regenerate docs/errors.md, compatibility.md, backends.md, compiled.md
 ";
 
@@ -248,8 +252,28 @@ fn has_cargo_deny() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The gradient property tests: every derivative against finite differences (and
+/// forward against reverse mode), in the core (tensor and scalar layers, the
+/// compile-time engine), through the interface (every backend × operator, tensor
+/// programs), in `gradcheck`, and every GNN layer's gradient check.
+/// Each entry: the test target, and the name filter (empty: every test).
+const GRADIENT_TESTS: &[(&[&str], &str)] = &[
+    (&["-p", "shade-autodiff", "--test", "autodiff"], ""),
+    (
+        &["-p", "shade-autodiff-macros", "--test", "macros"],
+        "subset::",
+    ),
+    (&["-p", "shade-interface", "--test", "interface"], ""),
+    (
+        &["-p", "shade-diagnostics", "--test", "diagnostics"],
+        "gradcheck::",
+    ),
+    (&["-p", "shade-gnn", "--lib"], "gradient"),
+];
+
 fn fuzz(args: &[String]) -> Result<(), String> {
     let mut cases: u32 = 10_000;
+    let mut all = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -259,17 +283,48 @@ fn fuzz(args: &[String]) -> Result<(), String> {
                     .parse()
                     .map_err(|_| format!("`--cases` needs a positive number, got `{value}`"))?;
             }
+            "--all" => all = true,
             other => return Err(format!("unknown option `{other}` for `fuzz`")),
         }
     }
-    println!("==> xtask fuzz: property tests with PROPTEST_CASES={cases} (release build)");
-    let status = cargo(&["test", "--workspace", "--release", "--all-features"])
-        .env("PROPTEST_CASES", cases.to_string())
-        .status()
-        .map_err(|e| format!("could not start cargo: {e}"))?;
-    if status.success() {
-        Ok(())
+    let runs: &[(&[&str], &str)] = if all {
+        &[(&["--workspace"], "")]
     } else {
-        Err(format!("property tests failed ({status})"))
+        GRADIENT_TESTS
+    };
+    let what = if all {
+        "every property test"
+    } else {
+        "the gradient property tests"
+    };
+    println!("==> xtask fuzz: {what} with PROPTEST_CASES={cases} (release build)");
+    let total = Instant::now();
+    let mut failed = Vec::new();
+    for &(select, filter) in runs {
+        let mut args = vec!["test", "--release", "--all-features"];
+        args.extend_from_slice(select);
+        if !filter.is_empty() {
+            args.extend_from_slice(&["--", filter]);
+        }
+        println!("\n==> cargo {}", args.join(" "));
+        let start = Instant::now();
+        let status = cargo(&args)
+            .env("PROPTEST_CASES", cases.to_string())
+            .status()
+            .map_err(|e| format!("could not start cargo: {e}"))?;
+        println!("    {:.1} s", start.elapsed().as_secs_f64());
+        if !status.success() {
+            // Every step runs: one report names every failing one.
+            failed.push(format!("cargo {}", args.join(" ")));
+        }
     }
+    let secs = total.elapsed().as_secs_f64();
+    if !failed.is_empty() {
+        return Err(format!(
+            "property tests failed in {secs:.1} s:\n  {}",
+            failed.join("\n  ")
+        ));
+    }
+    println!("\nxtask fuzz: {what}, {cases} cases each: 0 failures in {secs:.1} s");
+    Ok(())
 }

@@ -132,7 +132,8 @@ impl<T: Float> TrainState<T> {
     /// not have; `SHADE-E0402` for a parameter of another shape. The train state is
     /// unchanged on error.
     pub fn load_params(&mut self, params: Params<T>) -> GnnResult<()> {
-        self.params = conform("the loaded parameters", params, &self.grads).map_err(|(e, _)| e)?;
+        check_conforms("the loaded parameters", &params, &self.grads)?;
+        self.params = reorder(params, &self.grads);
         Ok(())
     }
 
@@ -154,14 +155,8 @@ impl<T: Float> TrainState<T> {
     /// with the right names in another order are put back in the model's order.
     fn check_stores(&mut self) -> GnnResult<()> {
         if self.params.names() != self.grads.names() {
-            let params = std::mem::take(&mut self.params);
-            match conform("the parameters", params, &self.grads) {
-                Ok(p) => self.params = p,
-                Err((e, params)) => {
-                    self.params = params;
-                    return Err(e);
-                }
-            }
+            check_conforms("the parameters", &self.params, &self.grads)?;
+            self.params = reorder(std::mem::take(&mut self.params), &self.grads);
         }
         for ((name, p), g) in self.params.iter().zip(self.grads.values()) {
             if p.shape() != g.shape() {
@@ -210,36 +205,16 @@ impl<T: Float> TrainState<T> {
     }
 }
 
-/// `store` in `reference`'s order, when it has exactly `reference`'s names and shapes;
-/// otherwise the error (`SHADE-E0412` listing the differences, `SHADE-E0402` for a
-/// shape) and the store, untouched.
-// Private, called once per load: the store travels back by value, unboxed.
-#[allow(clippy::result_large_err)]
-fn conform<T: Float>(
-    what: &str,
-    store: Params<T>,
-    reference: &Params<T>,
-) -> Result<Params<T>, (GnnError, Params<T>)> {
-    let has = |s: &Params<T>, n: &str| s.position(n).is_some();
-    let missing: Vec<String> = reference
-        .names()
-        .iter()
-        .filter(|n| !has(&store, n))
-        .cloned()
-        .collect();
-    let unexpected: Vec<String> = store
-        .names()
-        .iter()
-        .filter(|n| !has(reference, n))
-        .cloned()
-        .collect();
+/// Checks that `store` has exactly `reference`'s names and shapes, in any order
+/// (`SHADE-E0412` listing the differences, `SHADE-E0402` for a shape).
+fn check_conforms<T: Float>(what: &str, store: &Params<T>, reference: &Params<T>) -> GnnResult<()> {
+    let (missing, unexpected) = crate::optim::differences(reference.names(), store.names());
     if !missing.is_empty() || !unexpected.is_empty() || store.len() != reference.len() {
-        let e = GnnError::StoreMismatch {
+        return Err(GnnError::StoreMismatch {
             what: what.into(),
             missing,
             unexpected,
-        };
-        return Err((e, store));
+        });
     }
     for (name, r) in reference.iter() {
         let found = store
@@ -247,23 +222,26 @@ fn conform<T: Float>(
             .map(|a| a.shape().to_vec())
             .unwrap_or_default();
         if found != r.shape() {
-            let e = GnnError::ParamShape {
+            return Err(GnnError::ParamShape {
                 name: name.to_string(),
                 expected: r.shape().to_vec(),
                 found,
-            };
-            return Err((e, store));
+            });
         }
     }
+    Ok(())
+}
+
+/// `store` (checked by [`check_conforms`]) in `reference`'s order.
+fn reorder<T: Float>(mut store: Params<T>, reference: &Params<T>) -> Params<T> {
     let mut out = Params::new();
-    let mut store = store;
     for name in reference.names() {
         if let Some(i) = store.position(name) {
             let (n, v) = store.swap_remove(i);
             out.push(n, v);
         }
     }
-    Ok(out)
+    out
 }
 
 /// The data of a step: model inputs and targets.

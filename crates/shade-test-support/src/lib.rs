@@ -2,8 +2,9 @@
 //!
 //! - [`alloc`]: a counting global allocator that counts per thread, for the tests that
 //!   prove a warm (prepared) call allocates nothing.
-//! - [`strategies`]: proptest strategies for arrays and the case count that
-//!   `cargo xtask fuzz` raises through `PROPTEST_CASES`.
+//! - [`strategies`]: proptest strategies for arrays, the case count that
+//!   `cargo xtask fuzz` raises through `PROPTEST_CASES`, and `no_panic` for the
+//!   no-panic properties.
 //! - [`close`]: the mixed relative/absolute comparison every gradient check uses.
 //!
 //! A dev-dependency only (`publish = false`): no shipped crate depends on it, and it

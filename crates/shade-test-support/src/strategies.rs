@@ -13,6 +13,62 @@ pub fn cases(n: u32) -> Config {
     Config::with_cases(env.map_or(n, |e| e.max(n)))
 }
 
+/// Runs `f`, turning a panic into a failed test case with its message (the no-panic
+/// properties: any result is fine, a panic is not).
+pub fn no_panic<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, TestCaseError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|e| {
+        let msg = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        TestCaseError::fail(format!("{what} panicked: {msg}"))
+    })
+}
+
+/// How a test array is laid out in memory.
+#[derive(Clone, Copy, Debug)]
+pub enum Layout {
+    /// Row-major, contiguous.
+    Standard,
+    /// Column-major (Fortran order), contiguous.
+    ColumnMajor,
+    /// Every other column of a wider array: owned, not contiguous.
+    Strided,
+}
+
+/// Any of the three layouts.
+pub fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![
+        Just(Layout::Standard),
+        Just(Layout::ColumnMajor),
+        Just(Layout::Strided)
+    ]
+}
+
+/// An `r × c` matrix with entries `f(i, j)` in the given layout.
+pub fn build<T: Clone + Default>(
+    r: usize,
+    c: usize,
+    lay: Layout,
+    f: impl Fn(usize, usize) -> T,
+) -> ArrayD<T> {
+    use ndarray::{Array2, ShapeBuilder, s};
+    let a = match lay {
+        Layout::Standard => Array2::from_shape_fn((r, c), |(i, j)| f(i, j)),
+        Layout::ColumnMajor => Array2::from_shape_fn((r, c).f(), |(i, j)| f(i, j)),
+        Layout::Strided => Array2::from_shape_fn((r, 2 * c), |(i, j)| {
+            if j % 2 == 0 {
+                f(i, j / 2)
+            } else {
+                T::default()
+            }
+        })
+        .slice_move(s![.., ..;2]),
+    };
+    a.into_dyn()
+}
+
 /// An array of the given shape with entries in `lo..hi`.
 pub fn arr(shape: Vec<usize>, lo: f64, hi: f64) -> impl Strategy<Value = ArrayD<f64>> {
     let n: usize = shape.iter().product();

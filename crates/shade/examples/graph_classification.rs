@@ -60,17 +60,17 @@ impl<T: Float> Layer<T> for GlobalMeanPool {
     }
 }
 
-fn ring(n: usize) -> Graph {
+fn ring(n: usize) -> Result<Graph, String> {
     let src: Vec<u32> = (0..n as u32)
         .flat_map(|i| [i, (i + 1) % n as u32])
         .collect();
     let dst: Vec<u32> = (0..n as u32)
         .flat_map(|i| [(i + 1) % n as u32, i])
         .collect();
-    Graph::new(n, src, dst)
+    Graph::try_new(n, src, dst).map_err(coded)
 }
 
-fn random_like(n: usize, rng: &mut StdRng) -> Graph {
+fn random_like(n: usize, rng: &mut StdRng) -> Result<Graph, String> {
     // n undirected edges between random distinct nodes, as a ring has.
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     while src.len() < 2 * n {
@@ -80,7 +80,7 @@ fn random_like(n: usize, rng: &mut StdRng) -> Graph {
             dst.extend([v, u]);
         }
     }
-    Graph::new(n, src, dst)
+    Graph::try_new(n, src, dst).map_err(coded)
 }
 
 /// A batch of graphs prepared once: context, features (a constant 1 per node), labels.
@@ -112,13 +112,13 @@ fn run(args: &Args) -> Result<(), String> {
     let mut graphs: Vec<(Graph, usize)> = (0..400)
         .map(|i| {
             let n = rng.random_range(10..30);
-            if i % 2 == 0 {
-                (ring(n), 0)
+            Ok(if i % 2 == 0 {
+                (ring(n)?, 0)
             } else {
-                (random_like(n, &mut rng), 1)
-            }
+                (random_like(n, &mut rng)?, 1)
+            })
         })
-        .collect();
+        .collect::<Result<_, String>>()?;
     // Shuffle, then 320 for training (10 batches of 32) and 80 for testing.
     for i in (1..graphs.len()).rev() {
         graphs.swap(i, rng.random_range(0..=i));

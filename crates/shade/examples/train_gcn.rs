@@ -27,7 +27,7 @@ mod cli;
 #[path = "support/data.rs"]
 mod data;
 
-use cli::{Args, Opt, Spec, coded};
+use cli::{Args, Opt, Spec, coded, show_warnings};
 use data::NodeData;
 use shade::gnn::layers::{Activation, Chain, Dropout, GCNConv};
 use shade::gnn::loss::{NodeTargets, accuracy, cross_entropy};
@@ -152,6 +152,9 @@ fn train(args: &Args) -> Result<(), String> {
         };
         let loss = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &step, &mut ts)
             .map_err(coded)?;
+        if epoch == 1 {
+            show_warnings(&ctx);
+        }
         // Evaluation mode (no dropout, running statistics): accuracies of the node sets.
         let out = ts.predict(&model, &inputs).map_err(coded)?;
         let acc = |n: &[usize]| accuracy(&out, &data.labels, n).map_err(coded);

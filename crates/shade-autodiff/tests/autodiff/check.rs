@@ -23,6 +23,53 @@ fn random_like(a: &ArrayD<f64>, rng: &mut StdRng) -> ArrayD<f64> {
     a.mapv(|_| uniform(rng))
 }
 
+/// Half the width of the band around a kink (of relu, abs, clamp, or a tie of max and
+/// min) in which the checks do not compare derivatives: central differences with step
+/// `1e-6` straddle a kink within it, and a kink has no derivative (the reverse rule's
+/// value is a subgradient, which differences across the kink need not match).
+pub(crate) const KINK: f64 = 1e-4;
+
+/// Whether no entry of `a` lies within [`KINK`] of a point of `kinks`.
+pub(crate) fn away_from(a: &ArrayD<f64>, kinks: &[f64]) -> bool {
+    a.iter().all(|v| kinks.iter().all(|k| (v - k).abs() > KINK))
+}
+
+/// Whether no two entries of `a` that one max/min reduction compares (along `axis`,
+/// or all of them for `None`) lie within [`KINK`] of each other.
+pub(crate) fn no_near_ties(a: &ArrayD<f64>, axis: Option<usize>) -> bool {
+    let apart = |lane: Vec<f64>| {
+        let mut l = lane;
+        l.sort_by(f64::total_cmp);
+        l.windows(2).all(|w| w[1] - w[0] > KINK)
+    };
+    match axis {
+        None => apart(a.iter().copied().collect()),
+        Some(ax) => a
+            .lanes(ndarray::Axis(ax))
+            .into_iter()
+            .all(|lane| apart(lane.iter().copied().collect())),
+    }
+}
+
+/// [`no_near_ties`] for a segment max: rows of `x` in one segment of `idx`, column by
+/// column.
+pub(crate) fn no_near_ties_in_segments(x: &ArrayD<f64>, idx: &[usize]) -> bool {
+    let cols = x.shape().get(1).copied().unwrap_or(1);
+    let segs = idx.iter().copied().max().map_or(0, |m| m + 1);
+    (0..segs).all(|s| {
+        (0..cols).all(|c| {
+            let mut lane: Vec<f64> = idx
+                .iter()
+                .enumerate()
+                .filter(|&(_, &g)| g == s)
+                .map(|(r, _)| x[[r, c]])
+                .collect();
+            lane.sort_by(f64::total_cmp);
+            lane.windows(2).all(|w| w[1] - w[0] > KINK)
+        })
+    })
+}
+
 /// An argument that is either constant or tracked.
 pub(crate) enum Arg<'a> {
     C(&'a ArrayD<f64>),

@@ -5,4 +5,5 @@
 fn misuse_is_a_compile_error_with_our_message() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/scalar_*.rs");
+    t.compile_fail("tests/ui/tensor_*.rs");
 }

@@ -4,45 +4,11 @@
 //! column-major layout and strided (non-contiguous) layout.
 
 use crate::check::cases;
-use ndarray::{Array2, ArrayD, ShapeBuilder, s};
+use ndarray::ArrayD;
 use proptest::prelude::*;
 use shade_autodiff::tensor::{self, Element, TapeBuffers};
 use shade_autodiff::{Const, Duplicated};
-
-/// How the test input is laid out in memory.
-#[derive(Clone, Copy, Debug)]
-enum Layout {
-    Standard,
-    ColumnMajor,
-    Strided,
-}
-
-fn layout() -> impl Strategy<Value = Layout> {
-    prop_oneof![
-        Just(Layout::Standard),
-        Just(Layout::ColumnMajor),
-        Just(Layout::Strided)
-    ]
-}
-
-/// An `r × c` matrix with entries `f(i, j)` in the given layout.
-fn build<T: Element>(r: usize, c: usize, lay: Layout, f: impl Fn(usize, usize) -> T) -> ArrayD<T> {
-    let a = match lay {
-        Layout::Standard => Array2::from_shape_fn((r, c), |(i, j)| f(i, j)),
-        Layout::ColumnMajor => Array2::from_shape_fn((r, c).f(), |(i, j)| f(i, j)),
-        Layout::Strided => {
-            Array2::from_shape_fn(
-                (r, 2 * c),
-                |(i, j)| {
-                    if j % 2 == 0 { f(i, j / 2) } else { T::zero() }
-                },
-            )
-            .slice_move(s![.., ..;2])
-        }
-    };
-    assert_eq!(a.dim(), (r, c));
-    a.into_dyn()
-}
+use shade_test_support::strategies::{Layout, build, layout};
 
 /// Entries in about `[-2, 2)` from a seed (some exactly zero).
 fn entry<T: Element + From<f32>>(seed: u64) -> impl Fn(usize, usize) -> T {

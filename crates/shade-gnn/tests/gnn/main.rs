@@ -6,6 +6,7 @@ mod distributed;
 #[cfg(feature = "mpi")]
 mod distributed_mpi;
 mod minibatch;
+mod no_panic;
 mod save_load;
 mod sparse_input;
 mod trust;

@@ -7,6 +7,7 @@
 mod generators;
 mod graph_api;
 mod loader;
+mod no_panic;
 mod properties;
 mod readers;
 mod sampling;

@@ -240,6 +240,16 @@ pub(crate) fn coded(e: impl Into<Diagnostic>) -> String {
     e.into().render()
 }
 
+/// Prints what the model's use of the graph found probably not meant (shade's
+/// warnings, e.g. isolated nodes under a GCN normalisation without self-loops), as the
+/// proactive checks' warnings are printed: to stderr, the run goes on.
+#[track_caller]
+pub(crate) fn show_warnings<T: shade::gnn::Float>(ctx: &shade::gnn::GraphCtx<T>) {
+    for w in ctx.warnings() {
+        eprintln!("{}", Diagnostic::from_warning(&w).render());
+    }
+}
+
 /// Writes the curve's SVG and CSV and says where.
 pub(crate) fn write_curve(curve: &TrainingCurve, svg: &std::path::Path) -> Result<(), String> {
     let csv = curve

@@ -5,10 +5,9 @@ use ndarray::Array2;
 use shade_gnn::layers::{Chain, Dense, GCNConv};
 use shade_gnn::loss::{NodeTargets, cross_entropy};
 use shade_gnn::optim::Optimiser;
-use shade_gnn::train::{Data, TrainState, single_train_step};
+use shade_gnn::train::TrainState;
 use shade_gnn::{
-    Features, GraphCtx, Inputs, Params, from_safetensors_bytes, load_safetensors,
-    to_safetensors_bytes,
+    Features, Inputs, Params, from_safetensors_bytes, load_safetensors, to_safetensors_bytes,
 };
 use shade_graph::Graph;
 use shade_interface::AutoShade;
@@ -82,20 +81,12 @@ pub(crate) fn ring(n: u32) -> Result<Graph, Seen> {
 }
 
 fn train_once(x: Array2<f64>) -> Result<(), Seen> {
-    let g = ring(6)?;
-    let ctx = GraphCtx::new(&g);
-    let x = Features::dense(x);
     let y = NodeTargets {
         labels: vec![0, 1, 0, 1, 0, 1],
         nodes: vec![0, 1, 2],
     };
-    let data = Data {
-        inputs: Inputs::new(&ctx, &x),
-        target: &y,
-    };
-    let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?;
+    let x = Some(Features::dense(x));
+    super::training::step_on_ring(x, &y, cross_entropy, Optimiser::adam(0.01), false)??;
     Ok(())
 }
 

@@ -212,18 +212,39 @@ fn gradients_of_another_model() -> Result<(), Seen> {
     Ok(())
 }
 
-fn diverging_learning_rate() -> Result<(), Seen> {
-    // Mean squared error on targets of order 1e150: the loss overflows to inf.
-    let (g, x, _) = ring_data()?;
+/// One training step of `two_layers(4)` on the six-node ring, with features `x` (the
+/// ring's own unless given), targets `target`, `loss`, optimiser `opt`, anomaly mode
+/// as asked; the step's error is the inner result, for the program's `??`.
+pub(crate) fn step_on_ring<D: ?Sized>(
+    x: Option<Features<f64>>,
+    target: &D,
+    loss: impl for<'a> Fn(&mut Tape<'a, f64>, Var, &'a D) -> AdResult<Var>,
+    opt: Optimiser,
+    anomaly: bool,
+) -> Result<GnnResult<f64>, Seen> {
+    let (g, own, _) = ring_data()?;
     let ctx = GraphCtx::new(&g);
-    let y = DenseTargets(ArrayD::from_elem(IxDyn(&[6, 2]), 1e160));
+    let x = x.unwrap_or(own);
     let data = Data {
         inputs: Inputs::new(&ctx, &x),
-        target: &y,
+        target,
     };
     let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::sgd(1e3), 0)?;
-    single_train_step(&AutoShade::REVERSE, &model, mse, &data, &mut ts)?;
+    let mut ts = TrainState::new(&model, opt, 0)?;
+    ts.set_anomaly(anomaly);
+    Ok(single_train_step(
+        &AutoShade::REVERSE,
+        &model,
+        loss,
+        &data,
+        &mut ts,
+    ))
+}
+
+fn diverging_learning_rate() -> Result<(), Seen> {
+    // Mean squared error on targets of order 1e160: the loss overflows to inf.
+    let y = DenseTargets(ArrayD::from_elem(IxDyn(&[6, 2]), 1e160));
+    step_on_ring(None, &y, mse, Optimiser::sgd(1e3), false)??;
     Ok(())
 }
 
@@ -238,16 +259,8 @@ fn bad_loss<'a>(t: &mut Tape<'a, f64>, out: Var, _y: &'a NodeTargets) -> AdResul
 }
 
 fn anomaly_ln_in_loss() -> Result<(), Seen> {
-    let (g, x, y) = ring_data()?;
-    let ctx = GraphCtx::new(&g);
-    let data = Data {
-        inputs: Inputs::new(&ctx, &x),
-        target: &y,
-    };
-    let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    ts.set_anomaly(true);
-    single_train_step(&AutoShade::REVERSE, &model, bad_loss, &data, &mut ts)?;
+    let (_, _, y) = ring_data()?;
+    step_on_ring(None, &y, bad_loss, Optimiser::adam(0.01), true)??;
     Ok(())
 }
 
@@ -261,80 +274,41 @@ fn norm_loss<'a>(t: &mut Tape<'a, f64>, out: Var, _y: &'a NodeTargets) -> AdResu
 }
 
 fn anomaly_sqrt_backward() -> Result<(), Seen> {
-    let (g, x, y) = ring_data()?;
-    let ctx = GraphCtx::new(&g);
-    let data = Data {
-        inputs: Inputs::new(&ctx, &x),
-        target: &y,
-    };
-    let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    ts.set_anomaly(true);
-    single_train_step(&AutoShade::REVERSE, &model, norm_loss, &data, &mut ts)?;
+    let (_, _, y) = ring_data()?;
+    step_on_ring(None, &y, norm_loss, Optimiser::adam(0.01), true)??;
     Ok(())
 }
 
 fn label_beyond_classes() -> Result<(), Seen> {
-    let (g, x, _) = ring_data()?;
-    let ctx = GraphCtx::new(&g);
     // Labels 1..=2 for two classes.
     let y = NodeTargets {
         labels: vec![1, 2, 1, 2, 1, 2],
         nodes: vec![0, 1, 2],
     };
-    let data = Data {
-        inputs: Inputs::new(&ctx, &x),
-        target: &y,
-    };
-    let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?;
+    step_on_ring(None, &y, cross_entropy, Optimiser::adam(0.01), false)??;
     Ok(())
 }
 
 fn target_node_beyond_graph() -> Result<(), Seen> {
-    let (g, x, _) = ring_data()?;
-    let ctx = GraphCtx::new(&g);
     // A training mask of another split: node 9 of a 6-node graph.
     let y = NodeTargets {
         labels: vec![0, 1, 0, 1, 0, 1],
         nodes: vec![0, 1, 9],
     };
-    let data = Data {
-        inputs: Inputs::new(&ctx, &x),
-        target: &y,
-    };
-    let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?;
+    step_on_ring(None, &y, cross_entropy, Optimiser::adam(0.01), false)??;
     Ok(())
 }
 
 fn mse_targets_of_another_shape() -> Result<(), Seen> {
-    let (g, x, _) = ring_data()?;
-    let ctx = GraphCtx::new(&g);
     let y = DenseTargets(ArrayD::zeros(IxDyn(&[6])));
-    let data = Data {
-        inputs: Inputs::new(&ctx, &x),
-        target: &y,
-    };
-    let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    single_train_step(&AutoShade::REVERSE, &model, mse, &data, &mut ts)?;
+    step_on_ring(None, &y, mse, Optimiser::adam(0.01), false)??;
     Ok(())
 }
 
 fn features_transposed() -> Result<(), Seen> {
-    let (g, _, y) = ring_data()?;
-    let ctx = GraphCtx::new(&g);
+    let (_, _, y) = ring_data()?;
     let x = Features::dense(Array2::from_elem((3, 6), 0.5));
-    let data = Data {
-        inputs: Inputs::new(&ctx, &x),
-        target: &y,
-    };
-    let model = two_layers(4);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0)?;
-    single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?;
+    step_on_ring(Some(x), &y, cross_entropy, Optimiser::adam(0.01), false)??;
     Ok(())
 }
 
