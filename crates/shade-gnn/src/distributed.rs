@@ -409,20 +409,12 @@ impl<C: Collective> DataParallel<C> {
         F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a M::Target) -> AdResult<Var>,
         I: IntoIterator<Item = GnnResult<M>>,
     {
-        let mut report = EpochReport {
-            steps: 0,
-            items: 0,
-            mean_loss: 0.0,
-        };
-        let mut total = 0.0;
+        let mut report = EpochReport::default();
         for batch in batches {
             let s = self.step(backend, model, &loss, batch, ts)?;
-            report.steps += 1;
-            report.items += s.items;
-            total += s.loss * s.items as f64;
+            report.record(s.loss, s.items);
             on_step(&s);
         }
-        report.mean_loss = total / report.items.max(1) as f64;
         Ok(report)
     }
 }

@@ -369,7 +369,7 @@ pub fn graph_batches<T: Float>(
 }
 
 /// What an epoch of [`train_epoch`] did.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct EpochReport {
     /// Optimiser steps taken (batches).
     pub steps: usize,
@@ -378,6 +378,16 @@ pub struct EpochReport {
     /// The batches' losses averaged with their item counts as weights (the loss over
     /// the epoch's items, each measured when its batch trained).
     pub mean_loss: f64,
+}
+
+impl EpochReport {
+    /// Adds a step whose loss is the mean over `items` items.
+    pub(crate) fn record(&mut self, loss: f64, items: usize) {
+        let total = self.mean_loss * self.items as f64 + loss * items as f64;
+        self.steps += 1;
+        self.items += items;
+        self.mean_loss = total / self.items.max(1) as f64;
+    }
 }
 
 /// Trains one step per batch ([`single_train_step`]) and reports the epoch. Stops at
@@ -398,19 +408,11 @@ where
     F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a M::Target) -> AdResult<Var>,
     I: IntoIterator<Item = GnnResult<M>>,
 {
-    let mut report = EpochReport {
-        steps: 0,
-        items: 0,
-        mean_loss: 0.0,
-    };
-    let mut total = 0.0;
+    let mut report = EpochReport::default();
     for batch in batches {
         let batch = batch?;
         let l = single_train_step(backend, model, &loss, &batch.data(), ts)?;
-        report.steps += 1;
-        report.items += batch.items();
-        total += l.to_f64().unwrap_or(f64::NAN) * batch.items() as f64;
+        report.record(l.to_f64().unwrap_or(f64::NAN), batch.items());
     }
-    report.mean_loss = total / report.items.max(1) as f64;
     Ok(report)
 }
