@@ -38,6 +38,8 @@ const SPEC: Spec = Spec {
     opts: &[
         cli::DATA,
         cli::NORMALIZE,
+        cli::LCC,
+        cli::SPLIT,
         cli::MODEL,
         cli::HIDDEN,
         cli::EPOCHS,
@@ -114,7 +116,8 @@ fn train(args: &Args) -> Result<(), String> {
             target: &target,
         };
         let loss = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &step, &mut ts)
-            .map_err(coded)?;
+            .map_err(coded)?
+            .loss;
         // Evaluation mode (no dropout, running statistics): accuracies of the node sets.
         let out = ts.predict(&model, &inputs).map_err(coded)?;
         let acc = |n: &[usize]| accuracy(&out, &data.labels, n).map_err(coded);
