@@ -40,7 +40,7 @@ fn stacked(
     out_len: usize,
     out: usize,
 ) -> AdResult<usize> {
-    let k = if len == 0 { 0 } else { found / len };
+    let k = found.checked_div(len).unwrap_or(0);
     if (len == 0 && found != 0) || (len != 0 && !found.is_multiple_of(len)) {
         return Err(AdError::BufferLength {
             op,

@@ -86,7 +86,8 @@ fn a_dense_row_is_coloured_by_rows_when_pullbacks_are_native() {
     let n = 30;
     let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).sin()).collect();
     let (_, dense) = value_and_jacobian_inplace(f, n, &AutoShade::FORWARD, &x, ()).unwrap();
-    for inner in [AutoShade::REVERSE] {
+    {
+        let inner = AutoShade::REVERSE;
         let mut prep = prepare_jacobian_inplace(f, n, &AutoSparse { inner }, &x, ()).unwrap();
         let c = prep.colouring().clone();
         assert_eq!(

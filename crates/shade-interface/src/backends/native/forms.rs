@@ -452,7 +452,7 @@ where
         hvs: &mut [f64],
     ) -> InterfaceResult<()> {
         let n = x.len();
-        let k = if n == 0 { 0 } else { vs.len() / n };
+        let k = vs.len().checked_div(n).unwrap_or(0);
         // Groups of CHUNK directions while more than 4 remain, then one of 4.
         let mut c0 = 0;
         while c0 < k {
@@ -528,7 +528,7 @@ where
             (VecCall::Pullback(dy, dx), _) => tape.pullback_into(&self.f, x, dy, ctx, y, dx)?,
             (VecCall::PushforwardBatch(dxs, dys), _) => {
                 let (n, m) = (x.len(), y.len());
-                let k = if n == 0 { 0 } else { dxs.len() / n };
+                let k = dxs.len().checked_div(n).unwrap_or(0);
                 // Groups of CHUNK tangents while more than 4 remain, then one of 4 (which
                 // also computes the value when there is no tangent).
                 let mut c0 = 0;
