@@ -29,6 +29,22 @@ impl NodeSplit {
     }
 }
 
+/// The nodes of each class, checking the labels (`SHADE-E0320` for one `>= num_classes`).
+fn nodes_by_class(labels: &[usize], num_classes: usize) -> GraphResult<Vec<Vec<u32>>> {
+    if let Some(p) = labels.iter().position(|&l| l >= num_classes) {
+        return Err(GraphError::param(
+            "labels",
+            format!("{} at node {p}", labels[p]),
+            &format!("class ids below num_classes = {num_classes}"),
+        ));
+    }
+    let mut by_class: Vec<Vec<u32>> = vec![Vec::new(); num_classes];
+    for (v, &l) in labels.iter().enumerate() {
+        by_class[l].push(v as u32);
+    }
+    Ok(by_class)
+}
+
 /// PyG Planetoid's "random" protocol: `per_class` random training nodes of every
 /// class, then `num_val` validation and `num_test` test nodes drawn at random from the
 /// rest, all seeded. `SHADE-E0321` if a class has fewer than `per_class` nodes or the
@@ -42,18 +58,8 @@ pub fn split_per_class(
     num_test: usize,
     seed: u64,
 ) -> GraphResult<NodeSplit> {
-    if let Some(p) = labels.iter().position(|&l| l >= num_classes) {
-        return Err(GraphError::param(
-            "labels",
-            format!("{} at node {p}", labels[p]),
-            &format!("class ids below num_classes = {num_classes}"),
-        ));
-    }
+    let mut by_class = nodes_by_class(labels, num_classes)?;
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut by_class: Vec<Vec<u32>> = vec![Vec::new(); num_classes];
-    for (v, &l) in labels.iter().enumerate() {
-        by_class[l].push(v as u32);
-    }
     let mut in_train = vec![false; labels.len()];
     let mut train = Vec::with_capacity(per_class * num_classes);
     for (c, nodes) in by_class.iter_mut().enumerate() {
@@ -101,18 +107,8 @@ pub fn split_per_class_rest(
     val_per_class: usize,
     seed: u64,
 ) -> GraphResult<NodeSplit> {
-    if let Some(p) = labels.iter().position(|&l| l >= num_classes) {
-        return Err(GraphError::param(
-            "labels",
-            format!("{} at node {p}", labels[p]),
-            &format!("class ids below num_classes = {num_classes}"),
-        ));
-    }
+    let mut by_class = nodes_by_class(labels, num_classes)?;
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut by_class: Vec<Vec<u32>> = vec![Vec::new(); num_classes];
-    for (v, &l) in labels.iter().enumerate() {
-        by_class[l].push(v as u32);
-    }
     let mut role = vec![2u8; labels.len()];
     for (c, nodes) in by_class.iter_mut().enumerate() {
         let want = train_per_class + val_per_class;

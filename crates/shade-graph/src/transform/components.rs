@@ -60,33 +60,41 @@ impl Graph {
         let n = self.num_nodes();
         let (out, inn) = adjacency(self);
         match connection {
-            Connection::Weak => {
-                let mut of_node = vec![u32::MAX; n];
-                let mut count = 0u32;
-                let mut stack = Vec::new();
-                for s in 0..n {
-                    if of_node[s] != u32::MAX {
-                        continue;
-                    }
-                    of_node[s] = count;
-                    stack.push(s);
-                    while let Some(v) = stack.pop() {
-                        for &w in out[v].iter().chain(&inn[v]) {
-                            if of_node[w] == u32::MAX {
-                                of_node[w] = count;
-                                stack.push(w);
-                            }
-                        }
-                    }
-                    count += 1;
-                }
-                Components {
-                    count: count as usize,
-                    of_node,
-                }
-            }
+            Connection::Weak => label(0..n, |v| out[v].iter().chain(&inn[v])),
             Connection::Strong => strong(n, &out, &inn),
         }
+    }
+}
+
+/// Labels the nodes reachable through `next` from each start (in the order of `starts`,
+/// skipping labelled ones) with one component number per start.
+fn label<'a, I: Iterator<Item = &'a usize>>(
+    starts: impl Iterator<Item = usize> + Clone,
+    next: impl Fn(usize) -> I,
+) -> Components {
+    let n = starts.clone().count();
+    let mut of_node = vec![u32::MAX; n];
+    let mut count = 0u32;
+    let mut todo = Vec::new();
+    for s in starts {
+        if of_node[s] != u32::MAX {
+            continue;
+        }
+        of_node[s] = count;
+        todo.push(s);
+        while let Some(v) = todo.pop() {
+            for &w in next(v) {
+                if of_node[w] == u32::MAX {
+                    of_node[w] = count;
+                    todo.push(w);
+                }
+            }
+        }
+        count += 1;
+    }
+    Components {
+        count: count as usize,
+        of_node,
     }
 }
 
@@ -126,29 +134,8 @@ fn strong(n: usize, out: &[Vec<usize>], inn: &[Vec<usize>]) -> Components {
             }
         }
     }
-    let mut of_node = vec![u32::MAX; n];
-    let mut count = 0u32;
-    let mut todo = Vec::new();
-    for &s in order.iter().rev() {
-        if of_node[s] != u32::MAX {
-            continue;
-        }
-        of_node[s] = count;
-        todo.push(s);
-        while let Some(v) = todo.pop() {
-            for &w in &inn[v] {
-                if of_node[w] == u32::MAX {
-                    of_node[w] = count;
-                    todo.push(w);
-                }
-            }
-        }
-        count += 1;
-    }
-    Components {
-        count: count as usize,
-        of_node,
-    }
+    // Reverse finishing order over the reversed edges.
+    label(order.iter().rev().copied(), |v| inn[v].iter())
 }
 
 /// PyG's `T.LargestConnectedComponents(num_components, connection)`: the subgraph
