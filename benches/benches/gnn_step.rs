@@ -53,7 +53,8 @@ fn cora_step(c: &mut Criterion, workload: &str, model: Model) {
     group.bench_with_input(BenchmarkId::new("step", &threads), &(), |b, ()| {
         b.iter(|| {
             let l = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)
-                .expect("step");
+                .expect("step")
+                .loss;
             black_box(l);
         })
     });

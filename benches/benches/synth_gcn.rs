@@ -81,7 +81,8 @@ fn step(c: &mut Criterion, workload: &str, nodes: usize, edges: usize) {
         });
         b.iter(|| {
             let l = single_train_step(&AutoShade::REVERSE, &*model, cross_entropy, &*data, ts)
-                .expect("step");
+                .expect("step")
+                .loss;
             black_box(l)
         })
     });

@@ -20,7 +20,10 @@
 //!   gradient-norm clipping. [`loss`]: cross-entropy / NLL on a node set, MSE, BCE
 //!   with logits, accuracy, ROC AUC.
 //! - [`train`]: `TrainState` and `single_train_step` with a backend marker
-//!   (`AutoShade`, native; `AutoFiniteDiff`, for checking).
+//!   (`AutoShade`, native; `AutoFiniteDiff`, for checking), returning the loss, the
+//!   gradients and the new state (`StepOutput`, as Lux); `value_and_gradient(backend,
+//!   model, loss, data, params, state, mode)` without an optimiser, in training or
+//!   evaluation mode (`Mode::Eval`: no dropout).
 //! - [`save_safetensors`] / [`load_safetensors`]: parameters in the safetensors format
 //!   (PyTorch, candle and burn read it); [`save_model_safetensors`] /
 //!   [`load_model_safetensors`]: parameters and state as one PyTorch `state_dict`.

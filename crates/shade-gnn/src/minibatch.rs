@@ -411,7 +411,7 @@ where
     let mut report = EpochReport::default();
     for batch in batches {
         let batch = batch?;
-        let l = single_train_step(backend, model, &loss, &batch.data(), ts)?;
+        let l = single_train_step(backend, model, &loss, &batch.data(), ts)?.loss;
         report.record(l.to_f64().unwrap_or(f64::NAN), batch.items());
     }
     Ok(report)

@@ -266,6 +266,7 @@ pub fn train_node_classifier<T: Float>(
             target: &target,
         };
         let loss = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?
+            .loss
             .to_f64()
             .unwrap_or(f64::NAN);
         let out = ts.predict(&model, &inputs)?;

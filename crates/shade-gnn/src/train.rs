@@ -38,11 +38,15 @@
 //! let mut ts = TrainState::new(&model, Optimiser::adam(0.05), 0)?;
 //! let data = Data { inputs: Inputs::new(&ctx, &x), target: &y };
 //! let first = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?;
-//! let mut last = first;
+//! // The loss, the gradients and the train state after the update, as Lux returns them.
+//! let (loss0, step) = (first.loss, first.state.step);
+//! assert_eq!(step, 1);
+//! assert!(first.grads.values().iter().any(|g| g.iter().any(|v| *v != 0.0)));
+//! let mut last = loss0;
 //! for _ in 0..30 {
-//!     last = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?;
+//!     last = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)?.loss;
 //! }
-//! assert!(last < first);
+//! assert!(last < loss0);
 //! # Ok::<(), shade_gnn::GnnError>(())
 //! ```
 
@@ -253,6 +257,114 @@ pub struct Data<'d, T: Float, D: ?Sized> {
     pub target: &'d D,
 }
 
+/// Whether a forward pass trains (dropout drawn from a stream seeded by `seed`, model
+/// state such as BatchNorm's running statistics updated) or evaluates (no dropout,
+/// running statistics used, state unchanged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Training mode, dropout masks drawn from a stream seeded by `seed`.
+    Train {
+        /// The seed of the dropout stream (every evaluation of the program uses it, so
+        /// every backend sees the same masks).
+        seed: u64,
+    },
+    /// Evaluation mode: no dropout, running statistics.
+    Eval,
+}
+
+/// What [`single_train_step`] returns, as Lux's `single_train_step` does: the loss,
+/// the gradients, and the train state after the update.
+#[derive(Debug)]
+pub struct StepOutput<'s, T: Float> {
+    /// The loss before the update.
+    pub loss: T,
+    /// The gradient of the loss at the parameters before the update.
+    pub grads: &'s Params<T>,
+    /// The train state after the update (parameters, model state, optimiser state,
+    /// step count).
+    pub state: &'s TrainState<T>,
+}
+
+/// What [`value_and_gradient`] returns.
+#[derive(Debug, Clone)]
+pub struct Gradient<T: Float> {
+    /// The loss.
+    pub loss: T,
+    /// Its gradient with respect to every parameter.
+    pub grads: Params<T>,
+    /// The model state after the forward pass (moved on in training mode, unchanged in
+    /// evaluation mode).
+    pub state: State<T>,
+}
+
+/// The loss and its gradient with respect to every parameter, without an optimiser
+/// (Lux's `compute_gradients`), in training or evaluation mode ([`Mode::Eval`]: no
+/// dropout, the gradient of the loss the model is evaluated with).
+///
+/// Runs through shade-interface's tensor operators as [`single_train_step`] does; the
+/// storage is made for this call (a [`TrainState`] keeps it between steps).
+///
+/// ```
+/// use shade_gnn::layers::{Activation, Chain, Dropout, GCNConv};
+/// use shade_gnn::loss::{NodeTargets, cross_entropy};
+/// use shade_gnn::train::{Data, Mode, value_and_gradient};
+/// use shade_gnn::{Features, GraphCtx, Inputs, Layer};
+/// use shade_interface::{AutoFiniteDiff, AutoShade};
+///
+/// let ds = shade_graph::csbm(30, 2, 4, 6.0, 2.0, 0)?;
+/// let ctx = GraphCtx::<f64>::new(&ds.graph);
+/// let x = Features::dense(ds.features.mapv(f64::from));
+/// let y = NodeTargets { labels: ds.labels.clone(), nodes: (0..30).collect() };
+/// let model = Chain::new()
+///     .add("conv", GCNConv::new(4, 3))
+///     .add("act", Activation::Tanh)
+///     .add("drop", Dropout::new(0.5))
+///     .add("out", GCNConv::new(3, 2));
+/// let (params, state) = model.init(&mut <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(1));
+/// let data = Data { inputs: Inputs::new(&ctx, &x), target: &y };
+/// // Evaluation mode: no dropout, so central differences agree with the native gradient.
+/// let g = value_and_gradient(&AutoShade::REVERSE, &model, cross_entropy, &data, &params, &state, Mode::Eval)?;
+/// let fd = value_and_gradient(&AutoFiniteDiff::CENTRAL, &model, cross_entropy, &data, &params, &state, Mode::Eval)?;
+/// assert!((g.loss - fd.loss).abs() < 1e-12);
+/// for (a, b) in g.grads.values().iter().zip(fd.grads.values()) {
+///     assert!(a.iter().zip(b.iter()).all(|(u, v)| (u - v).abs() < 1e-6));
+/// }
+/// # Ok::<(), shade_gnn::GnnError>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn value_and_gradient<T, B, L, D, F>(
+    backend: &B,
+    model: &L,
+    loss: F,
+    data: &Data<'_, T, D>,
+    params: &Params<T>,
+    state: &State<T>,
+    mode: Mode,
+) -> GnnResult<Gradient<T>>
+where
+    T: Float,
+    B: TensorBackend,
+    L: Layer<T> + ?Sized,
+    D: ?Sized,
+    F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
+{
+    data.inputs.validate()?;
+    let mut out = Gradient {
+        loss: T::zero(),
+        grads: params.zeros_like(),
+        state: state.clone(),
+    };
+    let mut work = Workspace::new();
+    let at = Step {
+        params,
+        grads: &mut out.grads,
+        state: &mut out.state,
+        work: &mut work,
+    };
+    out.loss = gradient_at(backend, model, &loss, data, at, mode)?;
+    Ok(out)
+}
+
 /// The loss in training mode and its gradient with respect to every parameter (written
 /// into `ts.grads`, overwriting it), computed by `backend` through shade-interface's
 /// tensor operators; the model state moves on as in one forward pass. This is
@@ -278,6 +390,50 @@ where
     // The step's random stream, seeded from the train state's stream: every backend
     // (and every evaluation of a finite-difference backend) sees the same masks.
     let seed = ts.rng.next_u64();
+    let TrainState {
+        params,
+        grads,
+        state,
+        work,
+        ..
+    } = ts;
+    let at = Step {
+        params,
+        grads,
+        state,
+        work,
+    };
+    gradient_at(backend, model, loss, data, at, Mode::Train { seed })
+}
+
+/// Where a gradient is taken and where it goes.
+struct Step<'s, T: Float> {
+    params: &'s Params<T>,
+    grads: &'s mut Params<T>,
+    state: &'s mut State<T>,
+    work: &'s mut Workspace<T, [ArrayD<T>]>,
+}
+
+/// The loss and its gradient at `at.params` in `mode`, through the interface.
+fn gradient_at<T, B, L, D, F>(
+    backend: &B,
+    model: &L,
+    loss: &F,
+    data: &Data<'_, T, D>,
+    at: Step<'_, T>,
+    mode: Mode,
+) -> GnnResult<T>
+where
+    T: Float,
+    B: TensorBackend,
+    L: Layer<T> + ?Sized,
+    D: ?Sized,
+    F: for<'a> Fn(&mut Tape<'a, T>, Var, &'a D) -> AdResult<Var>,
+{
+    let (training, seed) = match mode {
+        Mode::Train { seed } => (true, seed),
+        Mode::Eval => (false, 0),
+    };
     let arena = GraphArena::new();
     let inputs = data.inputs.or_arena(&arena);
     let dense_x = match inputs.x {
@@ -290,13 +446,12 @@ where
         Constant(dense_x),
         Constant(inputs.edge_attr),
     );
-    let TrainState {
+    let Step {
         params,
         grads,
         state,
         work,
-        ..
-    } = ts;
+    } = at;
     let names = params.names();
     let start = state.clone();
     let carry = ErrorCarry::new();
@@ -317,7 +472,7 @@ where
             let mut env = Env {
                 graph: inputs.graph,
                 edge_attr,
-                training: true,
+                training,
                 rng: &mut rng,
                 arena: inputs.arena,
             };
@@ -366,18 +521,19 @@ fn interface_error<B: Backend>(backend: &B, e: InterfaceError) -> GnnError {
 }
 
 /// One training step: loss and gradient with `backend` (training mode), then one
-/// optimiser update. Returns the loss before the update.
+/// optimiser update. Returns the loss before the update, the gradients and the train
+/// state after the update ([`StepOutput`]), as Lux's `single_train_step`.
 ///
 /// Errors: the data do not fit the graph (`SHADE-E0405`), an error of the model or the
 /// loss (the core's codes), a non-finite loss or gradient (`SHADE-E0406`; the
 /// parameters are left unchanged).
-pub fn single_train_step<T, B, L, D, F>(
+pub fn single_train_step<'s, T, B, L, D, F>(
     backend: &B,
     model: &L,
     loss: F,
     data: &Data<'_, T, D>,
-    ts: &mut TrainState<T>,
-) -> GnnResult<T>
+    ts: &'s mut TrainState<T>,
+) -> GnnResult<StepOutput<'s, T>>
 where
     T: Float,
     B: TensorBackend,
@@ -396,7 +552,11 @@ where
     ts.opt
         .step(&mut ts.params, &mut ts.grads, &mut ts.opt_state)?;
     ts.step += 1;
-    Ok(v)
+    Ok(StepOutput {
+        loss: v,
+        grads: &ts.grads,
+        state: ts,
+    })
 }
 
 #[cfg(test)]
@@ -435,7 +595,8 @@ mod tests {
         let mut b = TrainState::new(&model, opt, 5).unwrap();
         for _ in 0..3 {
             let la = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut a)
-                .unwrap();
+                .unwrap()
+                .loss;
             let lb = single_train_step(
                 &AutoFiniteDiff::CENTRAL,
                 &model,
@@ -443,7 +604,8 @@ mod tests {
                 &data,
                 &mut b,
             )
-            .unwrap();
+            .unwrap()
+            .loss;
             // Same dropout masks, so the same loss; gradients within FD accuracy.
             assert!((la - lb).abs() < 1e-8, "{la} vs {lb}");
             for ((n, ga), gb) in a.grads.iter().zip(b.grads.values()) {
@@ -476,9 +638,11 @@ mod tests {
         assert!(a.explain().is_none());
         for _ in 0..2 {
             let la = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut a)
-                .unwrap();
+                .unwrap()
+                .loss;
             let lb = single_train_step(&AutoShade::FORWARD, &model, cross_entropy, &data, &mut b)
-                .unwrap();
+                .unwrap()
+                .loss;
             assert!((la - lb).abs() < 1e-12, "{la} vs {lb}");
             for ((n, ga), gb) in a.grads.iter().zip(b.grads.values()) {
                 for (u, v) in ga.iter().zip(gb.iter()) {
@@ -498,6 +662,119 @@ mod tests {
         };
         let e = single_train_step(&bad, &model, cross_entropy, &data, &mut a).unwrap_err();
         assert_eq!(e.code(), "SHADE-E0404", "{e}");
+    }
+
+    fn data_of<'d>(
+        ctx: &'d GraphCtx<f64>,
+        x: &'d Features<f64>,
+        y: &'d NodeTargets,
+    ) -> Data<'d, f64, NodeTargets> {
+        Data {
+            inputs: Inputs::new(ctx, x),
+            target: y,
+        }
+    }
+
+    #[test]
+    fn a_step_returns_the_loss_the_gradients_and_the_new_state() {
+        let g = random_graph(8, 16, 4);
+        let ctx = GraphCtx::new(&g);
+        let x = Features::dense(random_features(9, 3, 1));
+        let y = NodeTargets {
+            labels: (0..9).map(|i| i % 3).collect(),
+            nodes: vec![0, 1, 4, 7],
+        };
+        let data = data_of(&ctx, &x, &y);
+        let model = small();
+        let mut ts = TrainState::new(&model, Optimiser::sgd(0.1), 2).unwrap();
+        // The gradient the step will take: the same parameters, state and dropout seed
+        // (the step's seed is the next draw of the train state's stream).
+        let seed = TrainState::new(&model, Optimiser::sgd(0.1), 2)
+            .unwrap()
+            .rng
+            .next_u64();
+        let want = value_and_gradient(
+            &AutoShade::REVERSE,
+            &model,
+            cross_entropy,
+            &data,
+            &ts.params,
+            &ts.state,
+            Mode::Train { seed },
+        )
+        .unwrap();
+        let before = ts.params.clone();
+        let out =
+            single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts).unwrap();
+        assert_eq!(out.loss, want.loss);
+        assert_eq!(out.grads, &want.grads);
+        assert_eq!(out.state.step, 1);
+        // Plain SGD: the new parameters are the old ones minus 0.1 times the gradients.
+        for ((p, q), g) in out
+            .state
+            .params
+            .values()
+            .iter()
+            .zip(before.values())
+            .zip(want.grads.values())
+        {
+            for ((a, b), d) in p.iter().zip(q.iter()).zip(g.iter()) {
+                assert!((a - (b - 0.1 * d)).abs() < 1e-15);
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_in_evaluation_mode_have_no_dropout() {
+        let g = random_graph(8, 16, 1);
+        let ctx = GraphCtx::new(&g);
+        let x = Features::dense(random_features(9, 3, 2));
+        let y = NodeTargets {
+            labels: (0..9).map(|i| i % 3).collect(),
+            nodes: vec![0, 2, 3, 5, 8],
+        };
+        let data = data_of(&ctx, &x, &y);
+        let model = small();
+        // The same model without its dropout layer: the same parameters.
+        let plain = Chain::new()
+            .add("conv1", GCNConv::new(3, 4))
+            .add("act", Activation::Elu(1.0))
+            .add("out", Dense::new(4, 3));
+        let (params, state) = model.init(&mut StdRng::seed_from_u64(3));
+        let native = |model: &Chain<f64>, mode| {
+            value_and_gradient(
+                &AutoShade::REVERSE,
+                model,
+                cross_entropy,
+                &data,
+                &params,
+                &state,
+                mode,
+            )
+            .unwrap()
+        };
+        let eval = native(&model, Mode::Eval);
+        let no_dropout = native(&plain, Mode::Train { seed: 7 });
+        assert_eq!(eval.loss, no_dropout.loss);
+        assert_eq!(eval.grads, no_dropout.grads);
+        let train = native(&model, Mode::Train { seed: 7 });
+        assert_ne!(train.grads, eval.grads);
+        // Central differences of the evaluation-mode loss agree.
+        let fd = value_and_gradient(
+            &AutoFiniteDiff::CENTRAL,
+            &model,
+            cross_entropy,
+            &data,
+            &params,
+            &state,
+            Mode::Eval,
+        )
+        .unwrap();
+        for ((n, a), b) in eval.grads.iter().zip(fd.grads.values()) {
+            for (u, v) in a.iter().zip(b.iter()) {
+                assert!((u - v).abs() < 1e-7 + 1e-5 * u.abs(), "{n}: {u} vs {v}");
+            }
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //!   `LaplacianLambdaMax`), [`Graph::random_walk_adjacency`]. Matrices are sprs CSR
 //!   with rows = destination, in `f32` or `f64`.
 //! - Transforms on [`Graph`]: self-loops, edges, nodes, `coalesce`, `to_undirected`,
-//!   subgraphs, [`NormalizeFeatures`] (PyG's row normalisation, sparse kept sparse);
+//!   subgraphs, [`NormalizeFeatures`] (PyG's row normalisation, sparse kept sparse),
+//!   [`LargestConnectedComponents`] (PyG's, with [`Graph::connected_components`]);
 //!   batching with [`Graph::batch`] / [`Graph::unbatch`].
 //! - Generators ([`csbm`], [`erdos_renyi`], ...), sampling ([`NeighborSampler`],
 //!   [`random_edge_split`]), mini-batch loaders ([`NeighborLoader`], [`DataLoader`]:
@@ -68,8 +69,8 @@ pub use io::{
 pub use loader::{Batches, DataLoader, GraphBatch, NeighborLoader};
 pub use norm::{GcnNorm, LaplacianNorm, NormEdges};
 pub use sample::{EdgeSplit, NeighborSampler, SampledSubgraph, negative_edges, random_edge_split};
-pub use split::{NodeSplit, split_per_class};
-pub use transform::{KHop, NormalizeFeatures};
+pub use split::{NodeSplit, split_per_class, split_per_class_rest};
+pub use transform::{Components, Connection, KHop, LargestConnectedComponents, NormalizeFeatures};
 
 // Public dependencies whose types appear in this crate's API, re-exported so that one
 // dependency is enough (versions: README.md, "Re-exported dependencies").

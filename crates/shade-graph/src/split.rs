@@ -29,6 +29,22 @@ impl NodeSplit {
     }
 }
 
+/// The nodes of each class, checking the labels (`SHADE-E0320` for one `>= num_classes`).
+fn nodes_by_class(labels: &[usize], num_classes: usize) -> GraphResult<Vec<Vec<u32>>> {
+    if let Some(p) = labels.iter().position(|&l| l >= num_classes) {
+        return Err(GraphError::param(
+            "labels",
+            format!("{} at node {p}", labels[p]),
+            &format!("class ids below num_classes = {num_classes}"),
+        ));
+    }
+    let mut by_class: Vec<Vec<u32>> = vec![Vec::new(); num_classes];
+    for (v, &l) in labels.iter().enumerate() {
+        by_class[l].push(v as u32);
+    }
+    Ok(by_class)
+}
+
 /// PyG Planetoid's "random" protocol: `per_class` random training nodes of every
 /// class, then `num_val` validation and `num_test` test nodes drawn at random from the
 /// rest, all seeded. `SHADE-E0321` if a class has fewer than `per_class` nodes or the
@@ -42,18 +58,8 @@ pub fn split_per_class(
     num_test: usize,
     seed: u64,
 ) -> GraphResult<NodeSplit> {
-    if let Some(p) = labels.iter().position(|&l| l >= num_classes) {
-        return Err(GraphError::param(
-            "labels",
-            format!("{} at node {p}", labels[p]),
-            &format!("class ids below num_classes = {num_classes}"),
-        ));
-    }
+    let mut by_class = nodes_by_class(labels, num_classes)?;
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut by_class: Vec<Vec<u32>> = vec![Vec::new(); num_classes];
-    for (v, &l) in labels.iter().enumerate() {
-        by_class[l].push(v as u32);
-    }
     let mut in_train = vec![false; labels.len()];
     let mut train = Vec::with_capacity(per_class * num_classes);
     for (c, nodes) in by_class.iter_mut().enumerate() {
@@ -89,6 +95,50 @@ pub fn split_per_class(
     Ok(NodeSplit { train, val, test })
 }
 
+/// Shchur et al.'s protocol ("Pitfalls of Graph Neural Network Evaluation", 2018, as
+/// their `get_train_val_test_split`): `train_per_class` random training nodes and
+/// `val_per_class` random validation nodes of every class, every other node for
+/// testing, seeded. `SHADE-E0321` if a class has fewer than `train_per_class +
+/// val_per_class` nodes; `SHADE-E0320` for a label `>= num_classes`.
+pub fn split_per_class_rest(
+    labels: &[usize],
+    num_classes: usize,
+    train_per_class: usize,
+    val_per_class: usize,
+    seed: u64,
+) -> GraphResult<NodeSplit> {
+    let mut by_class = nodes_by_class(labels, num_classes)?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut role = vec![2u8; labels.len()];
+    for (c, nodes) in by_class.iter_mut().enumerate() {
+        let want = train_per_class + val_per_class;
+        if nodes.len() < want {
+            return Err(GraphError::NotEnough {
+                what: format!("training + validation nodes of class {c}"),
+                requested: want,
+                available: nodes.len(),
+            });
+        }
+        nodes.shuffle(&mut rng);
+        nodes[..train_per_class]
+            .iter()
+            .for_each(|&v| role[v as usize] = 0);
+        nodes[train_per_class..want]
+            .iter()
+            .for_each(|&v| role[v as usize] = 1);
+    }
+    let of = |r: u8| -> Vec<u32> {
+        (0..labels.len() as u32)
+            .filter(|&v| role[v as usize] == r)
+            .collect()
+    };
+    Ok(NodeSplit {
+        train: of(0),
+        val: of(1),
+        test: of(2),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +169,26 @@ mod tests {
         assert_eq!(
             split_per_class(&labels, 2, 5, 8, 10, 0).unwrap_err().code(),
             "SHADE-E0320"
+        );
+    }
+
+    #[test]
+    fn the_rest_protocol_takes_per_class_validation_and_tests_the_rest() {
+        let labels: Vec<usize> = (0..100).map(|i| i % 4).collect();
+        let s = split_per_class_rest(&labels, 4, 5, 3, 1).unwrap();
+        assert_eq!((s.train.len(), s.val.len(), s.test.len()), (20, 12, 68));
+        for c in 0..4 {
+            let count = |ids: &[u32]| ids.iter().filter(|&&v| labels[v as usize] == c).count();
+            assert_eq!((count(&s.train), count(&s.val)), (5, 3));
+        }
+        let (a, b, c) = s.masks(100);
+        assert!((0..100).all(|i| u8::from(a[i]) + u8::from(b[i]) + u8::from(c[i]) == 1));
+        assert_eq!(s, split_per_class_rest(&labels, 4, 5, 3, 1).unwrap());
+        assert_eq!(
+            split_per_class_rest(&labels, 4, 20, 10, 0)
+                .unwrap_err()
+                .code(),
+            "SHADE-E0321"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! Pure transforms: each returns a new graph and carries node, edge and graph data
 //! along (rows of removed items dropped, rows of new items filled with zeros).
+//! `components.rs`: connected components and PyG's `LargestConnectedComponents`.
 
 use std::sync::Arc;
 
@@ -9,6 +10,10 @@ use crate::Reduce;
 use crate::data::DataStore;
 use crate::error::{GraphError, GraphResult};
 use crate::graph::{Graph, check_finite, check_nodes, check_num_nodes};
+
+mod components;
+
+pub use components::{Components, Connection, LargestConnectedComponents};
 
 /// Result of [`Graph::k_hop_subgraph`].
 #[derive(Debug, Clone, PartialEq)]

@@ -311,60 +311,43 @@ impl ContextShape {
 // The core's `ConstArg`: contexts as constants for every number type (the generic path,
 // and the core's prepared operators, which take constants only).
 
-impl<C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<ConstantKind<C>> for Constant<&D> {
-    #[inline]
-    fn arg<'b, S: Real + 'b>(&'b self, _: &'b Bump) -> &'b C {
-        self.0.borrow()
-    }
+/// A `&C` parameter gets the value itself.
+macro_rules! as_is {
+    ($($ctx:ident),*) => {$(
+        impl<C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<ConstantKind<C>> for $ctx<&D> {
+            #[inline]
+            fn arg<'b, S: Real + 'b>(&'b self, _: &'b Bump) -> &'b C {
+                self.0.borrow()
+            }
+        }
+    )*};
 }
+as_is!(Constant, ConstantOrCache);
 
-impl<D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for Constant<&D> {
-    #[inline]
-    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b [S] {
-        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
-    }
+/// A `&[S]` (or `&mut [S]`) parameter gets a copy in the function's number type, in the
+/// arena (a scratch copy that it may write, for `&mut [S]`).
+macro_rules! converted {
+    ($($ctx:ident [$($g:tt)*] $t:ty: $kind:ident -> $arg:ty;)*) => {$(
+        impl<$($g)*> ConstArg<$kind> for $ctx<$t> {
+            #[inline]
+            fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> $arg {
+                bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
+            }
+        }
+    )*};
+}
+converted! {
+    Constant [D: ?Sized + AsRef<[f64]>] &D: Slice -> &'b [S];
+    Cache [T: AsRef<[f64]>] T: Slice -> &'b [S];
+    Cache [T: AsRef<[f64]>] T: SliceMut -> &'b mut [S];
+    ConstantOrCache [D: ?Sized + AsRef<[f64]>] &D: Slice -> &'b [S];
+    ConstantOrCache [D: ?Sized + AsRef<[f64]>] &D: SliceMut -> &'b mut [S];
 }
 
 impl ConstArg<Scalar> for Constant<f64> {
     #[inline]
     fn arg<'b, S: Real + 'b>(&'b self, _: &'b Bump) -> S {
         S::cst(self.0)
-    }
-}
-
-impl<T: AsRef<[f64]>> ConstArg<Slice> for Cache<T> {
-    #[inline]
-    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b [S] {
-        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
-    }
-}
-
-/// A scratch copy of the cache in the function's number type, which it may write.
-impl<T: AsRef<[f64]>> ConstArg<SliceMut> for Cache<T> {
-    #[inline]
-    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b mut [S] {
-        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
-    }
-}
-
-impl<C: ?Sized + 'static, D: ?Sized + Borrow<C>> ConstArg<ConstantKind<C>> for ConstantOrCache<&D> {
-    #[inline]
-    fn arg<'b, S: Real + 'b>(&'b self, _: &'b Bump) -> &'b C {
-        self.0.borrow()
-    }
-}
-
-impl<D: ?Sized + AsRef<[f64]>> ConstArg<Slice> for ConstantOrCache<&D> {
-    #[inline]
-    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b [S] {
-        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
-    }
-}
-
-impl<D: ?Sized + AsRef<[f64]>> ConstArg<SliceMut> for ConstantOrCache<&D> {
-    #[inline]
-    fn arg<'b, S: Real + 'b>(&'b self, bump: &'b Bump) -> &'b mut [S] {
-        bump.alloc_slice_fill_iter(self.0.as_ref().iter().map(|&v| S::cst(v)))
     }
 }
 
@@ -392,49 +375,33 @@ pub trait ShadeContext<'s>: Context {
     fn batch(&'s self) -> Self::Batch;
 }
 
-impl<'s, T: Copy> ShadeContext<'s> for Constant<T> {
-    type Rev = Const<T>;
-    type Fwd = Const<T>;
-    type Batch = Const<T>;
-    #[inline(always)]
-    fn scratch_len(&self) -> usize {
-        0
-    }
-    #[inline(always)]
-    fn rev(&'s self, _: &'s mut [f64]) -> Const<T> {
-        Const(self.0)
-    }
-    #[inline(always)]
-    fn fwd(&'s self, _: &'s mut [f64]) -> Const<T> {
-        Const(self.0)
-    }
-    #[inline(always)]
-    fn batch(&'s self) -> Const<T> {
-        Const(self.0)
-    }
+/// `Constant` and `ConstantOrCache`: the core's `Const` in every mode, no scratch.
+macro_rules! shade_context_as_const {
+    ($($ctx:ident),*) => {$(
+        impl<'s, T: Copy> ShadeContext<'s> for $ctx<T> {
+            type Rev = Const<T>;
+            type Fwd = Const<T>;
+            type Batch = Const<T>;
+            #[inline(always)]
+            fn scratch_len(&self) -> usize {
+                0
+            }
+            #[inline(always)]
+            fn rev(&'s self, _: &'s mut [f64]) -> Const<T> {
+                Const(self.0)
+            }
+            #[inline(always)]
+            fn fwd(&'s self, _: &'s mut [f64]) -> Const<T> {
+                Const(self.0)
+            }
+            #[inline(always)]
+            fn batch(&'s self) -> Const<T> {
+                Const(self.0)
+            }
+        }
+    )*};
 }
-
-impl<'s, T: Copy> ShadeContext<'s> for ConstantOrCache<T> {
-    type Rev = Const<T>;
-    type Fwd = Const<T>;
-    type Batch = Const<T>;
-    #[inline(always)]
-    fn scratch_len(&self) -> usize {
-        0
-    }
-    #[inline(always)]
-    fn rev(&'s self, _: &'s mut [f64]) -> Const<T> {
-        Const(self.0)
-    }
-    #[inline(always)]
-    fn fwd(&'s self, _: &'s mut [f64]) -> Const<T> {
-        Const(self.0)
-    }
-    #[inline(always)]
-    fn batch(&'s self) -> Const<T> {
-        Const(self.0)
-    }
-}
+shade_context_as_const!(Constant, ConstantOrCache);
 
 impl<'s, T: AsRef<[f64]>> ShadeContext<'s> for Cache<T> {
     type Rev = Duplicated<'s, [f64]>;

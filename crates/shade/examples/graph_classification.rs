@@ -154,7 +154,8 @@ fn run(args: &Args) -> Result<(), String> {
                 target: &b.y,
             };
             let l = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)
-                .map_err(coded)?;
+                .map_err(coded)?
+                .loss;
             loss += f64::from(l) / train.len() as f64;
         }
         let out = ts

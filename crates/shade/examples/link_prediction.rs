@@ -164,7 +164,8 @@ fn run(args: &Args) -> Result<(), String> {
         };
         let loss = f64::from(
             single_train_step(&AutoShade::REVERSE, &model, link_loss, &data, &mut ts)
-                .map_err(coded)?,
+                .map_err(coded)?
+                .loss,
         );
         let z = ts.predict(&model, &Inputs::new(&ctx, &x)).map_err(coded)?;
         let (va, te) = (

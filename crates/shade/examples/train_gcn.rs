@@ -68,6 +68,8 @@ const SPEC: Spec = Spec {
     opts: &[
         cli::DATA,
         cli::NORMALIZE,
+        cli::LCC,
+        cli::SPLIT,
         cli::MODEL,
         cli::HIDDEN,
         cli::EPOCHS,
@@ -151,7 +153,8 @@ fn train(args: &Args) -> Result<(), String> {
             target: &target,
         };
         let loss = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &step, &mut ts)
-            .map_err(coded)?;
+            .map_err(coded)?
+            .loss;
         if epoch == 1 {
             show_warnings(&ctx);
         }

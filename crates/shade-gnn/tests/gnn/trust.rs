@@ -47,7 +47,7 @@ fn step(
         inputs: Inputs::new(ctx, x),
         target: &y,
     };
-    single_train_step(&AutoShade::REVERSE, model, cross_entropy, &data, ts)
+    single_train_step(&AutoShade::REVERSE, model, cross_entropy, &data, ts).map(|o| o.loss)
 }
 
 /// Two layers under one name once shared their weights: the second read the first's

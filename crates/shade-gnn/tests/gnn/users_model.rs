@@ -56,7 +56,11 @@ fn trains_with_the_native_backend() {
     };
     let mut losses = Vec::new();
     for _ in 0..100 {
-        losses.push(single_train_step(&AutoShade::REVERSE, &model, mse, &data, &mut ts).unwrap());
+        losses.push(
+            single_train_step(&AutoShade::REVERSE, &model, mse, &data, &mut ts)
+                .unwrap()
+                .loss,
+        );
     }
     let (first, last) = (losses[0], losses[99]);
     // Targets uniform in [0, 1]: the best constant predictor reaches 1/12 ≈ 0.083.

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use shade_graph::ndarray::{self, IxDyn};
 use shade_graph::{
-    Graph, NpyArray, NpzOptions, edge_list_string, npy_bytes, npz_arrays_bytes, npz_bytes,
-    parse_edge_list, parse_npy, parse_npz, parse_npz_arrays, read_edge_list, read_npy, read_npz,
-    read_npz_arrays, write_edge_list, write_npz, write_npz_arrays_compressed, write_npz_compressed,
+    Graph, LargestConnectedComponents, NpyArray, NpzOptions, edge_list_string, npy_bytes,
+    npz_arrays_bytes, npz_bytes, parse_edge_list, parse_npy, parse_npz, parse_npz_arrays,
+    read_edge_list, read_npy, read_npz, read_npz_arrays, write_edge_list, write_npz,
+    write_npz_arrays_compressed, write_npz_compressed,
 };
 
 fn data(name: &str) -> PathBuf {
@@ -27,6 +28,35 @@ fn deflated_cora() -> &'static Vec<u8> {
         let ds = parse_npz(&cora_bytes(), "cora.npz", NpzOptions::default()).unwrap();
         npz_bytes(&ds, true).unwrap()
     })
+}
+
+/// The largest connected component of the symmetrised CiteSeer graph: 2110 nodes and
+/// 3668 undirected edges, the sizes of Shchur et al.'s Table 1 ("Pitfalls of Graph
+/// Neural Network Evaluation", whose protocol keeps the largest component).
+#[test]
+fn citeseer_largest_component_has_the_published_size() {
+    let ds = read_npz(data("citeseer.npz"), NpzOptions::undirected()).unwrap();
+    let c = ds.graph.connected_components(shade_graph::Connection::Weak);
+    let lcc = LargestConnectedComponents::new(1)
+        .apply_dataset(&ds)
+        .unwrap();
+    eprintln!(
+        "citeseer: {} components, largest {} nodes, {} edges",
+        c.count,
+        lcc.graph.num_nodes(),
+        lcc.graph.num_edges()
+    );
+    assert_eq!(
+        (lcc.graph.num_nodes(), lcc.graph.num_edges()),
+        (2110, 2 * 3668)
+    );
+    assert_eq!(lcc.labels.len(), 2110);
+    assert_eq!(lcc.features().rows(), 2110);
+    // One component: the transform leaves it as it is.
+    let again = LargestConnectedComponents::new(1)
+        .apply_dataset(&lcc)
+        .unwrap();
+    assert_eq!(again, lcc);
 }
 
 #[test]

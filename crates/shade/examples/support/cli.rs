@@ -34,6 +34,16 @@ pub(crate) const NORMALIZE: Opt = Opt {
     value: "",
     help: "row-normalise the features (PyG's NormalizeFeatures)",
 };
+pub(crate) const LCC: Opt = Opt {
+    name: "lcc",
+    value: "",
+    help: "keep the largest connected component (PyG's LargestConnectedComponents)",
+};
+pub(crate) const SPLIT: Opt = Opt {
+    name: "split",
+    value: "NAME",
+    help: "random: 20 per class, 500 val, 1000 test (default); shchur: 20 + 30 per class, rest test",
+};
 pub(crate) const MODEL: Opt = Opt {
     name: "model",
     value: "NAME",

@@ -45,13 +45,7 @@ fn train_and_save(steps: usize, path: &Path) -> GnnResult<(Vec<f32>, Params<f32>
     };
     let mut losses = Vec::with_capacity(steps);
     for _ in 0..steps {
-        losses.push(single_train_step(
-            &AutoShade::REVERSE,
-            &model,
-            mse,
-            &data,
-            &mut ts,
-        )?);
+        losses.push(single_train_step(&AutoShade::REVERSE, &model, mse, &data, &mut ts)?.loss);
     }
     shade_gnn::save_safetensors(&ts.params, path)?;
     Ok((losses, ts.params))

@@ -84,13 +84,7 @@ fn step_with(model: &Chain<f64>, ts: &mut TrainState<f64>) -> Result<GnnResult<f
         inputs: Inputs::new(&ctx, &x),
         target: &y,
     };
-    Ok(single_train_step(
-        &AutoShade::REVERSE,
-        model,
-        cross_entropy,
-        &data,
-        ts,
-    ))
+    Ok(single_train_step(&AutoShade::REVERSE, model, cross_entropy, &data, ts).map(|o| o.loss))
 }
 
 /// The optimiser's fields set by hand after a config file was read.
@@ -232,13 +226,7 @@ pub(crate) fn step_on_ring<D: ?Sized>(
     let model = two_layers(4);
     let mut ts = TrainState::new(&model, opt, 0)?;
     ts.set_anomaly(anomaly);
-    Ok(single_train_step(
-        &AutoShade::REVERSE,
-        &model,
-        loss,
-        &data,
-        &mut ts,
-    ))
+    Ok(single_train_step(&AutoShade::REVERSE, &model, loss, &data, &mut ts).map(|o| o.loss))
 }
 
 fn diverging_learning_rate() -> Result<(), Seen> {
