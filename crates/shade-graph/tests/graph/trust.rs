@@ -47,7 +47,7 @@ fn a_fanout_of_zero_is_refused() {
     assert_eq!(e.code(), "SHADE-E0320");
     assert_eq!(
         e.to_string(),
-        "`fanouts` = [5, 0] is invalid: at least 1 neighbour per node in every layer (layer 1 has 0; usize::MAX takes all)"
+        "`num_neighbors` = 0 at hop 1 is invalid: a positive fan-out, or -1 for all neighbours (a fan-out of 0 samples no edge)"
     );
     // All neighbours: usize::MAX.
     let s = NeighborSampler::new(vec![usize::MAX])
