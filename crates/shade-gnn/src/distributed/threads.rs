@@ -129,12 +129,17 @@ impl ThreadRank {
     }
 
     /// On a rank other than 0: rank 0's answer, picked by `take`.
+    ///
+    /// Rank 0 itself may wait up to `timeout` for a lost rank before it tells the others,
+    /// and ranks reach an exchange at different times: rank 0 is declared silent only
+    /// after twice the timeout, so a rank never blames rank 0 for another rank's silence.
     fn answer<P>(
         &self,
         step: u64,
         timeout: Duration,
         take: impl Fn(Msg) -> Option<P>,
     ) -> GnnResult<P> {
+        let timeout = timeout.saturating_mul(2);
         let deadline = Instant::now() + timeout;
         loop {
             match self.recv(deadline) {
