@@ -8,6 +8,31 @@
 //! the coded error (`SHADE-E0416`, naming the rank) and aborts the job with
 //! `MPI_Abort`: a hung rank cannot be finished any other way, and its pending
 //! messages cannot be abandoned safely. The job's exit code is then 9.
+//!
+//! **A rank that ends abnormally** (killed, crashed, aborted) is seen by the launcher
+//! first: Open MPI's `mpirun` (4.1.4, Debian's, measured) sends the other ranks
+//! `SIGCONT` at once, `SIGTERM` after `odls_base_sigkill_timeout` (1 s) and `SIGKILL`
+//! after as long again, and exits non-zero (137 for a rank killed by `SIGKILL`). So
+//! the survivors catch `SIGTERM` (module `stop`): a handler prints `SHADE-E0416` from
+//! what the main thread published (rank 0, waiting for the reports, names the rank
+//! that had not reported; the others say where they were) and ends the process, within
+//! the grace second whatever the main thread is doing. A rank that has printed or
+//! returned the failure itself stays quiet. The alternatives, and why not:
+//!
+//! - *`MPI_ERRORS_RETURN` on the communicator*: rsmpi ignores the return codes of
+//!   `MPI_Test`, so a failed transfer would look complete, a silently wrong gradient;
+//!   and over shared memory (ranks of one node) a dead peer is no error at all, the
+//!   request just never completes. The default, errors are fatal, stays: a transport
+//!   error Open MPI notices aborts the job, and the others then see the `SIGTERM`.
+//! - *ULFM* (`MPIX_Comm_revoke`/`agree`, to survive a lost rank): not in Open MPI 4.1
+//!   (it came with 5.0, `--with-ft=ulfm`), and not in rsmpi; a data-parallel job
+//!   restarts from the last checkpoint instead.
+//! - *`--mca orte_abort_on_non_zero_status 0`*: makes it worse; with it (measured) a
+//!   killed rank no longer ends the job (the survivors run on until the timeout, and
+//!   `mpirun` did not exit after they had), and a rank that exits with an error leaves
+//!   `mpirun` exiting 0. Keep the default.
+//!
+//! A launcher that does not stop the job leaves the timeout to name the rank.
 
 mod stop;
 
