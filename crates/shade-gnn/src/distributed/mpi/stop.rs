@@ -101,7 +101,6 @@ pub(super) struct Seen {
 }
 
 const WHY: &str = "the launcher stopped the job (SIGTERM)";
-const HELP: &str = "then restart the job from the last checkpoint";
 
 /// The error a rank prints when the launcher stops the job while it is at `s`
 /// (nothing in [`Phase::Quiet`]). Rustc-shaped, ending with a newline.
@@ -114,22 +113,16 @@ pub(super) fn message(w: &mut impl fmt::Write, s: &Seen) -> fmt::Result {
         _ => None,
     };
     if let Some(what) = named {
-        let p = s.pending;
         write!(
             w,
-            "error[SHADE-E0416]: rank {p} of {world} failed at step {step}: it {what} when {WHY}"
+            "error[SHADE-E0416]: rank {} of {world} failed at step {step}: it {what} when {WHY}",
+            s.pending
         )?;
         match s.missing {
             0 | 1 => {}
             2 => write!(w, "; nor had 1 other rank")?,
             m => write!(w, "; nor had {} other ranks", m - 1)?,
         }
-        write!(
-            w,
-            "\n  = note: seen by rank {me} of {world}; mpirun stops every rank with SIGTERM when \
-             one ends (killed, crashed or aborted), or when the job is cancelled\
-             \n  = help: see rank {p}'s log and the launcher's message for why it ended; {HELP}\n"
-        )
     } else {
         write!(
             w,
@@ -142,14 +135,25 @@ pub(super) fn message(w: &mut impl fmt::Write, s: &Seen) -> fmt::Result {
             Phase::Broadcast => write!(w, "waited for rank {}'s broadcast", s.pending)?,
             _ => w.write_str("was between exchanges (computing)")?,
         }
+    }
+    write!(
+        w,
+        "\n  = note: seen by rank {me} of {world}; mpirun stops every rank with SIGTERM when one \
+         ends (killed, crashed or aborted), or when the job is cancelled\n  = help: "
+    )?;
+    if named.is_some() {
         write!(
             w,
-            "\n  = note: seen by rank {me} of {world}; mpirun stops every rank with SIGTERM when \
-             one ends (killed, crashed or aborted), or when the job is cancelled\
-             \n  = help: rank 0's log names the rank missing from the status exchange, and the \
-             launcher's message the rank that ended; {HELP}\n"
-        )
+            "see rank {}'s log and the launcher's message for why it ended",
+            s.pending
+        )?;
+    } else {
+        w.write_str(
+            "rank 0's log names the rank missing from the status exchange, and the launcher's \
+             message the rank that ended",
+        )?;
     }
+    w.write_str("; then restart the job from the last checkpoint\n")
 }
 
 /// A message buffer on the stack: formatting into it neither allocates nor locks, so
