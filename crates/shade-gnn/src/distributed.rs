@@ -15,8 +15,10 @@
 //!   `SHADE-E0416` naming the (lowest) failing rank and its error, and nobody steps.
 //!   A rank that does not report within the timeout (killed, hung, unreachable) is
 //!   named the same way; over MPI the rank that notices prints the error and aborts the
-//!   job (`MPI_Abort`), the only way to end a rank that hangs. A rank killed outright
-//!   makes `mpirun` end the job at once, naming it.
+//!   job (`MPI_Abort`), the only way to end a rank that hangs. A rank that is killed
+//!   or aborts makes `mpirun` stop the others with `SIGTERM` a second later; each
+//!   prints `SHADE-E0416` then (rank 0, waiting for the reports, naming the rank that
+//!   had not reported) and ends, and the job exits non-zero.
 //! - **Weighted averaging.** Rank `r` scales its gradient (the mean over its `n_r`
 //!   items) by `n_r / N` before the sum, so the result is the mean over the global
 //!   batch's `N` items, also when a rank's slice is short or empty at the end of an

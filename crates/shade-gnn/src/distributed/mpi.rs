@@ -8,6 +8,33 @@
 //! the coded error (`SHADE-E0416`, naming the rank) and aborts the job with
 //! `MPI_Abort`: a hung rank cannot be finished any other way, and its pending
 //! messages cannot be abandoned safely. The job's exit code is then 9.
+//!
+//! **A rank that ends abnormally** (killed, crashed, aborted) is seen by the launcher
+//! first: Open MPI's `mpirun` (4.1.4, Debian's, measured) sends the other ranks
+//! `SIGCONT` at once, `SIGTERM` after `odls_base_sigkill_timeout` (1 s) and `SIGKILL`
+//! after as long again, and exits non-zero (137 for a rank killed by `SIGKILL`). So
+//! the survivors catch `SIGTERM` (module `stop`): a handler prints `SHADE-E0416` from
+//! what the main thread published (rank 0, waiting for the reports, names the rank
+//! that had not reported; the others say where they were) and ends the process, within
+//! the grace second whatever the main thread is doing. A rank that has printed or
+//! returned the failure itself stays quiet. The alternatives, and why not:
+//!
+//! - *`MPI_ERRORS_RETURN` on the communicator*: rsmpi ignores the return codes of
+//!   `MPI_Test`, so a failed transfer would look complete, a silently wrong gradient;
+//!   and over shared memory (ranks of one node) a dead peer is no error at all, the
+//!   request just never completes. The default, errors are fatal, stays: a transport
+//!   error Open MPI notices aborts the job, and the others then see the `SIGTERM`.
+//! - *ULFM* (`MPIX_Comm_revoke`/`agree`, to survive a lost rank): not in Open MPI 4.1
+//!   (it came with 5.0, `--with-ft=ulfm`), and not in rsmpi; a data-parallel job
+//!   restarts from the last checkpoint instead.
+//! - *`--mca orte_abort_on_non_zero_status 0`*: makes it worse; with it (measured) a
+//!   killed rank no longer ends the job (the survivors run on until the timeout, and
+//!   `mpirun` did not exit after they had), and a rank that exits with an error leaves
+//!   `mpirun` exiting 0. Keep the default.
+//!
+//! A launcher that does not stop the job leaves the timeout to name the rank.
+
+mod stop;
 
 use super::{Collective, REPORT_WORDS, Report};
 use crate::error::{GnnError, GnnResult};
@@ -32,6 +59,8 @@ pub struct MpiCollective {
     size: usize,
     step: u64,
     send: Vec<u8>,
+    /// The `SIGTERM` handler (jobs of several ranks), removed before MPI is finalised.
+    _stop: Option<stop::Watch>,
     // The universe last: MPI is finalised after everything else is dropped.
     _universe: Universe,
 }
@@ -64,18 +93,31 @@ impl MpiCollective {
         }
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
+        let stop = if size > 1 {
+            stop::Watch::install(rank, size).map_err(|e| {
+                GnnError::setting(
+                    "the SIGTERM handler",
+                    e,
+                    "a process that may handle SIGTERM",
+                )
+            })?
+        } else {
+            None
+        };
         Ok(MpiCollective {
             world,
             rank,
             size,
             step: 0,
             send: Vec::new(),
+            _stop: stop,
             _universe: universe,
         })
     }
 
     /// Prints the failure as rustc-shaped text and ends the job.
     fn abort(&self, e: GnnError) -> ! {
+        stop::quiet();
         eprintln!(
             "error[{}]: {e}\n  = note: seen by rank {} of {}; the job is aborted (MPI_Abort)\n  = help: {}",
             e.code(),
@@ -101,14 +143,17 @@ impl MpiCollective {
 
 /// Polls `requests` until all are complete or `deadline` passes; returns the index of
 /// the first one still pending then. On `Err` the pending requests are left to the
-/// caller, which aborts the job.
+/// caller, which aborts the job. With `first`, request `i` is rank `first + i`'s, and
+/// the lowest pending rank is published for the `SIGTERM` handler.
 fn poll<'a, D: ?Sized, S: Scope<'a>>(
     requests: &mut Vec<Option<Request<'a, D, S>>>,
     deadline: Instant,
+    first: Option<usize>,
 ) -> Result<(), usize> {
     let start = Instant::now();
     loop {
         let mut pending = None;
+        let mut missing = 0;
         for (i, slot) in requests.iter_mut().enumerate() {
             if let Some(r) = slot.take() {
                 match r.test() {
@@ -116,9 +161,13 @@ fn poll<'a, D: ?Sized, S: Scope<'a>>(
                     Err(r) => {
                         *slot = Some(r);
                         pending.get_or_insert(i);
+                        missing += 1;
                     }
                 }
             }
+        }
+        if let (Some(first), Some(i)) = (first, pending) {
+            stop::pending(first + i, missing);
         }
         let now = Instant::now();
         match pending {
@@ -155,6 +204,7 @@ impl Collective for MpiCollective {
         const TAG: i32 = 0x5ade;
         if self.rank == 0 {
             all[..REPORT_WORDS].copy_from_slice(&me);
+            stop::enter(stop::Phase::Reports, self.step);
             mpi::request::scope(|scope| {
                 let (_, rest) = all.split_at_mut(REPORT_WORDS);
                 let mut reqs: Vec<_> = rest
@@ -168,11 +218,12 @@ impl Collective for MpiCollective {
                         )
                     })
                     .collect();
-                if let Err(i) = poll(&mut reqs, deadline) {
+                if let Err(i) = poll(&mut reqs, deadline, Some(1)) {
                     let e = self.lost(i + 1, "it did not report", timeout);
                     self.abort(e)
                 }
             });
+            stop::enter(stop::Phase::Answers, self.step);
             mpi::request::scope(|scope| {
                 let mut reqs: Vec<_> = (1..n)
                     .map(|r| {
@@ -183,29 +234,37 @@ impl Collective for MpiCollective {
                         )
                     })
                     .collect();
-                if let Err(i) = poll(&mut reqs, deadline) {
+                if let Err(i) = poll(&mut reqs, deadline, Some(1)) {
                     let e = self.lost(i + 1, "it did not take the reports", timeout);
                     self.abort(e)
                 }
             });
         } else {
+            stop::enter(stop::Phase::ToRoot, self.step);
             mpi::request::scope(|scope| {
                 let root = self.world.process_at_rank(0);
                 let send = root.immediate_send_with_tag(scope, &me[..], TAG);
                 let mut reqs = vec![Some(send)];
-                if poll(&mut reqs, deadline).is_err() {
+                if poll(&mut reqs, deadline, None).is_err() {
                     let e = self.lost(0, "rank 0 did not take this rank's report", timeout);
                     self.abort(e)
                 }
                 let recv = root.immediate_receive_into_with_tag(scope, &mut all[..], TAG);
                 let mut reqs = vec![Some(recv)];
-                if poll(&mut reqs, deadline).is_err() {
+                if poll(&mut reqs, deadline, None).is_err() {
                     let e = self.lost(0, "it did not answer", timeout);
                     self.abort(e)
                 }
             });
         }
-        Ok(all.chunks(REPORT_WORDS).map(Report::decode).collect())
+        let all: Vec<Report> = all.chunks(REPORT_WORDS).map(Report::decode).collect();
+        if all.iter().any(|r| r.error.is_some()) {
+            // Every rank returns the failure now (`SHADE-E0416` with the rank's error).
+            stop::quiet();
+        } else {
+            stop::enter(stop::Phase::Between, self.step);
+        }
+        Ok(all)
     }
 
     fn sum_f32(&mut self, buf: &mut [f32], timeout: Duration) -> GnnResult<()> {
@@ -223,10 +282,12 @@ impl Collective for MpiCollective {
     fn broadcast(&mut self, root: usize, bytes: &mut Vec<u8>, timeout: Duration) -> GnnResult<()> {
         let deadline = Instant::now() + timeout;
         let r = self.world.process_at_rank(root as i32);
+        stop::enter(stop::Phase::Broadcast, self.step);
+        stop::pending(root, 1);
         let mut len = [bytes.len() as u64];
         mpi::request::scope(|scope| {
             let mut reqs = vec![Some(r.immediate_broadcast_into(scope, &mut len[..]))];
-            if let Err(_i) = poll(&mut reqs, deadline) {
+            if let Err(_i) = poll(&mut reqs, deadline, None) {
                 let e = self.lost(root, "the broadcast did not complete", timeout);
                 self.abort(e)
             }
@@ -239,12 +300,13 @@ impl Collective for MpiCollective {
         let mut data = std::mem::take(&mut self.send);
         mpi::request::scope(|scope| {
             let mut reqs = vec![Some(r.immediate_broadcast_into(scope, &mut data[..]))];
-            if let Err(_i) = poll(&mut reqs, deadline) {
+            if let Err(_i) = poll(&mut reqs, deadline, None) {
                 let e = self.lost(root, "the broadcast did not complete", timeout);
                 self.abort(e)
             }
         });
         *bytes = data;
+        stop::enter(stop::Phase::Between, self.step);
         Ok(())
     }
 }
@@ -252,12 +314,14 @@ impl Collective for MpiCollective {
 impl MpiCollective {
     fn sum<T: Equivalence>(&self, send: &[T], recv: &mut [T], timeout: Duration) {
         let deadline = Instant::now() + timeout;
+        stop::enter(stop::Phase::Sum, self.step);
         mpi::request::scope(|scope| {
             let req =
                 self.world
                     .immediate_all_reduce_into(scope, send, recv, SystemOperation::sum());
             let mut reqs = vec![Some(req)];
-            if poll(&mut reqs, deadline).is_err() {
+            if poll(&mut reqs, deadline, None).is_err() {
+                stop::quiet();
                 // Every rank reported a moment ago: one died or hung since, and an
                 // allreduce cannot tell which.
                 eprintln!(
@@ -273,5 +337,7 @@ impl MpiCollective {
                 self.world.abort(ABORT_EXIT_CODE)
             }
         });
+        // The step's exchanges are done: the next one is computed.
+        stop::enter(stop::Phase::Between, self.step + 1);
     }
 }

@@ -6,15 +6,19 @@
 use ndarray::{Array1, Array2};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use shade_autodiff::AdResult;
+use shade_autodiff::tensor::{Tape, Var};
 use shade_gnn::distributed::{Collective, DataParallel, ThreadGroup};
 use shade_gnn::layers::{Activation, Chain, SAGEConv};
+use shade_gnn::loss::NodeTargets;
 use shade_gnn::loss::cross_entropy;
 use shade_gnn::minibatch::{Columns, MiniBatch, NodeBatch, node_batches};
 use shade_gnn::optim::Optimiser;
 use shade_gnn::train::{TrainState, single_train_step};
-use shade_gnn::{Features, GnnError, GnnResult, Params};
+use shade_gnn::{GnnError, GnnResult, Params};
 use shade_graph::{Graph, NeighborLoader, rand_graph};
 use shade_interface::AutoShade;
+use std::cell::Cell;
 use std::time::Duration;
 
 /// Per-rank seeds in a batch, and batches per epoch (80 training nodes).
@@ -59,12 +63,17 @@ pub(crate) enum Fault {
     None,
     /// Rank 1's shard has no labels: its batches cannot be prepared.
     BadShard,
-    /// Rank 1's features are NaN at step 2: a non-finite loss.
+    /// Rank 1's loss is NaN at step 2 (its loss is scaled by NaN; NaN features would be
+    /// refused before the step, as `SHADE-E0413`).
     NanLoss,
     /// Rank 1 stops answering at step 2 (sleeps past the timeout).
     Hang,
     /// Rank 1 is gone at step 2 (its thread ends; over MPI the process is killed).
     Gone,
+    /// Over MPI: rank 1's process is killed at step 2, and the timeout is 30 s, so that
+    /// what ends the others' wait is the launcher stopping the job, not the timeout.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Killed,
 }
 
 /// `steps` data-parallel steps of epoch 0 (then epoch 1, ...) on this rank; returns the
@@ -78,7 +87,11 @@ pub(crate) fn run_rank<C: Collective>(
     save: Option<&std::path::Path>,
     gone: impl Fn(),
 ) -> GnnResult<Params<f32>> {
-    let mut dp = DataParallel::new(comm).timeout(Duration::from_millis(1500));
+    let timeout = match fault {
+        Fault::Killed => Duration::from_secs(30),
+        _ => Duration::from_millis(1500),
+    };
+    let mut dp = DataParallel::new(comm).timeout(timeout);
     let (rank, world) = (dp.rank(), dp.world());
     let model = model();
     // A restarted job initialises differently on purpose: the checkpoint must win.
@@ -97,30 +110,42 @@ pub(crate) fn run_rank<C: Collective>(
     } else {
         Columns::default()
     };
+    let poison = Cell::new(false);
+    let loss = node_loss(|t, out, y| {
+        let l = cross_entropy(t, out, y)?;
+        if poison.get() {
+            t.scale(l, f32::NAN)
+        } else {
+            Ok(l)
+        }
+    });
     for epoch in epochs.clone() {
         for (i, b) in node_batches::<f32>(&loader, epoch, &cols).enumerate() {
-            let mut b: GnnResult<NodeBatch<f32>> = b;
+            let b: GnnResult<NodeBatch<f32>> = b;
             if rank == 1 && i == 2 {
                 match fault {
-                    Fault::NanLoss => {
-                        if let Ok(b) = &mut b
-                            && let Features::Dense(x) = &mut b.x
-                        {
-                            x.fill(f32::NAN);
-                        }
-                    }
+                    Fault::NanLoss => poison.set(true),
                     Fault::Hang => std::thread::sleep(Duration::from_secs(4)),
-                    Fault::Gone => gone(),
+                    Fault::Gone | Fault::Killed => gone(),
                     _ => {}
                 }
             }
-            dp.step(&AutoShade::REVERSE, &model, &cross_entropy, b, &mut ts)?;
+            dp.step(&AutoShade::REVERSE, &model, &loss, b, &mut ts)?;
+            poison.set(false);
         }
         if let Some(path) = save {
             dp.save_checkpoint(&ts, epoch + 1, path)?;
         }
     }
     Ok(ts.params)
+}
+
+/// `f` as a loss of node batches (for every lifetime of the tape).
+fn node_loss<F>(f: F) -> F
+where
+    F: for<'a> Fn(&mut Tape<'a, f32>, Var, &'a NodeTargets) -> AdResult<Var>,
+{
+    f
 }
 
 /// One process on the union batch: `world × BATCH` seeds per step.
