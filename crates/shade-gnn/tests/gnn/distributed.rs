@@ -288,7 +288,7 @@ fn a_nan_loss_stops_every_rank_naming_it() {
     let results = threads(2, 0..1, Fault::NanLoss, None, None);
     assert_every_rank_names_rank_1(
         &results,
-        "at step 2: error[SHADE-E0413]: the node features hold NaN",
+        "at step 2: error[SHADE-E0406]: the loss is not finite",
         None,
     );
 }

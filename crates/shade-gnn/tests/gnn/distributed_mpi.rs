@@ -134,7 +134,7 @@ fn mpi_a_failing_rank_stops_every_rank_naming_it() {
     for (scenario, cause) in [
         (
             "nan",
-            "at step 2: error[SHADE-E0413]: the node features hold NaN",
+            "at step 2: error[SHADE-E0406]: the loss is not finite",
         ),
         (
             "shard",
