@@ -247,7 +247,9 @@ pub enum AdError {
     /// A function returning its outputs (`-> Vec<S>`) returned another number of them
     /// than its first evaluation (or than the output buffer `y` handed to a prepared
     /// form holds): its output length depends on the values of `x` or of the contexts.
-    #[error("the function returned {found} outputs, but {expected} were expected (its output length at the first evaluation, or the length of `y`)")]
+    #[error(
+        "the function returned {found} outputs, but {expected} were expected (its output length at the first evaluation, or the length of `y`)"
+    )]
     OutputLength {
         /// The output length expected (the first evaluation's, or `y.len()`).
         expected: usize,

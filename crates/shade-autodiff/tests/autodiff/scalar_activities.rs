@@ -269,7 +269,8 @@ fn constants_only_give_zero_derivatives() {
         y[0] = S::cst(1.0);
     }
     let mut y = [0.0];
-    let j = jacobian_forward_inplace(shade_fn!(k(&mut [S], &[S])), &mut y, &[1.0, 2.0], ()).unwrap();
+    let j =
+        jacobian_forward_inplace(shade_fn!(k(&mut [S], &[S])), &mut y, &[1.0, 2.0], ()).unwrap();
     assert_eq!((y, j), ([1.0], vec![0.0, 0.0]));
     fn kv<S: Real>(_x: &[S]) -> Vec<S> {
         vec![S::cst(1.0)]

@@ -95,6 +95,10 @@ fn outputs<S: Real>(y: &mut [S], x: &[S], es: &Vec<Expr>) {
 }
 
 /// The same outputs returned: the Jacobian's row count is the function's own.
+#[allow(
+    clippy::ptr_arg,
+    reason = "the context is `Const(&es)` with `es: Vec<Expr>`, as for `outputs`"
+)]
 fn returned<S: Real>(x: &[S], es: &Vec<Expr>) -> Vec<S> {
     es.iter().map(|e| eval(e, x)).collect()
 }
