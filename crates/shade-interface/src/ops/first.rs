@@ -51,7 +51,7 @@ pub trait GradientBackend<F, C>: PrepareBackend<OneArg<F>, C> {
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `jacobian` of `{V}` with contexts `{C}`",
     label = "no jacobian for this backend, function form and contexts",
-    note = "`jacobian` takes `shade_fn!(f(&[S], ...))` (one output) or `shade_fn!(f(&mut [S], &[S], ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+    note = "`jacobian` takes `shade_fn!(f(&[S], ...) -> Vec<S>)` (its output length inferred), `shade_fn!(f(&[S], ...))` (one output) or, with `*_inplace` and the output buffer `y`, `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual, AutoSparse"
 )]
 pub trait JacobianBackend<V, C>: PrepareBackend<V, C> {
     /// How the Jacobian is stored: `[f64]` (dense `m × n`, row-major) for every backend

@@ -30,7 +30,7 @@ pub(crate) fn each_tangent(
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `pushforward` of `{V}` with contexts `{C}`",
     label = "no pushforward for this backend, function form and contexts",
-    note = "`pushforward` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+    note = "`pushforward` takes `shade_fn!(f(&[S], ...) -> Vec<S>)` (its output length inferred), `shade_fn!(f(&[S], ...))` or, with `*_inplace` and the output buffer `y`, `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
 pub trait PushforwardBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dy = J(x) dx`.
@@ -68,7 +68,7 @@ pub trait PushforwardBackend<V, C>: PrepareBackend<V, C> {
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `pullback` of `{V}` with contexts `{C}`",
     label = "no pullback for this backend, function form and contexts",
-    note = "`pullback` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+    note = "`pullback` takes `shade_fn!(f(&[S], ...) -> Vec<S>)` (its output length inferred), `shade_fn!(f(&[S], ...))` or, with `*_inplace` and the output buffer `y`, `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
 pub trait PullbackBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dx = J(x)ᵀ dy` (overwriting `dx`).
