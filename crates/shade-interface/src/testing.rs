@@ -295,6 +295,31 @@ where
     }
 }
 
+/// The operators of a vector-valued scenario, in either form.
+const VECTOR_OPERATORS: &[Operator] = &[
+    Operator::Jacobian,
+    Operator::Pushforward,
+    Operator::Pullback,
+];
+
+/// Runs the [`VECTOR_OPERATORS`]' checks on one form.
+fn check_vector_form<B, V, C>(
+    b: &B,
+    form: &VecForms<'_, V, C>,
+    cfg: &Config,
+) -> Result<Checked, HarnessError>
+where
+    B: JacobianBackend<V, C> + PushforwardBackend<V, C> + PullbackBackend<V, C>,
+    V: Copy,
+    C: Contexts + Copy,
+{
+    let mut c = Checked::default();
+    c.merge(check_jacobian(b, form, cfg)?, Operator::Jacobian);
+    c.merge(check_pushforward(b, form, cfg)?, Operator::Pushforward);
+    c.merge(check_pullback(b, form, cfg)?, Operator::Pullback);
+    Ok(c)
+}
+
 impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for JacScenario<F, C>
 where
     B: JacobianBackend<TwoArg<F>, C>
@@ -305,19 +330,10 @@ where
         &self.name
     }
     fn operators(&self) -> &'static [Operator] {
-        &[
-            Operator::Jacobian,
-            Operator::Pushforward,
-            Operator::Pullback,
-        ]
+        VECTOR_OPERATORS
     }
     fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
-        let mut c = Checked::default();
-        let form = self.form();
-        c.merge(check_jacobian(b, &form, cfg)?, Operator::Jacobian);
-        c.merge(check_pushforward(b, &form, cfg)?, Operator::Pushforward);
-        c.merge(check_pullback(b, &form, cfg)?, Operator::Pullback);
-        Ok(c)
+        check_vector_form(b, &self.form(), cfg)
     }
 }
 
@@ -332,19 +348,10 @@ where
         &self.name
     }
     fn operators(&self) -> &'static [Operator] {
-        &[
-            Operator::Jacobian,
-            Operator::Pushforward,
-            Operator::Pullback,
-        ]
+        VECTOR_OPERATORS
     }
     fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
-        let mut c = Checked::default();
-        let form = self.form();
-        c.merge(check_jacobian(b, &form, cfg)?, Operator::Jacobian);
-        c.merge(check_pushforward(b, &form, cfg)?, Operator::Pushforward);
-        c.merge(check_pullback(b, &form, cfg)?, Operator::Pullback);
-        Ok(c)
+        check_vector_form(b, &self.form(), cfg)
     }
 }
 

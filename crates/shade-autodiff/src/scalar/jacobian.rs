@@ -134,6 +134,47 @@ where
     f.call(F::Kinds::join(x, consts.args(&bump)))
 }
 
+/// The one-argument operators' shared part: `f`'s value at `f64` sizes `y` (`m`
+/// entries) and the result (`len(m)`), then `op` runs on a fresh tape.
+fn sized_by_value<F, C>(
+    f: &F,
+    x: &[f64],
+    consts: C,
+    len: impl FnOnce(usize) -> usize,
+    op: impl FnOnce(&mut Tape<f64>, C, &mut [f64], &mut [f64]) -> AdResult<()>,
+) -> AdResult<(Vec<f64>, Vec<f64>)>
+where
+    F: VectorFn,
+    F::Kinds: Join<Slice>,
+    C: ConstArgs<VecTail<F>>,
+{
+    let mut y = value_of(f, x, &consts);
+    let mut out = vec![0.0; len(y.len())];
+    op(&mut Tape::new(), consts, &mut y, &mut out)?;
+    Ok((y, out))
+}
+
+/// The in-place operators' shared part: the tracer probe of `y.len()`, then `op` on a
+/// fresh tape with a result of `len` entries.
+fn probed<F, C>(
+    f: &F,
+    y: &mut [f64],
+    x: &[f64],
+    consts: C,
+    len: usize,
+    op: impl FnOnce(&mut Tape<f64>, C, &mut [f64], &mut [f64]) -> AdResult<()>,
+) -> AdResult<Vec<f64>>
+where
+    F: InPlaceFn,
+    F::Kinds: Join<Slice>,
+    C: ConstArgs<InTail<F>>,
+{
+    jacobian_sparsity_inplace(f, x, y.len(), &consts)?;
+    let mut out = vec![0.0; len];
+    op(&mut Tape::new(), consts, y, &mut out)?;
+    Ok(out)
+}
+
 impl Tape<f64> {
     fn pushforward_with<O, C>(
         &mut self,
@@ -383,10 +424,13 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<VecTail<F>>,
 {
-    let mut y = value_of(&f, x, &consts);
-    let mut j = vec![0.0; y.len() * x.len()];
-    Tape::new().jacobian_forward_vec_into(&f, x, consts, &mut y, &mut j)?;
-    Ok((y, j))
+    sized_by_value(
+        &f,
+        x,
+        consts,
+        |m| m * x.len(),
+        |t, c, y, j| t.jacobian_forward_vec_into(&f, x, c, y, j),
+    )
 }
 
 /// `(y, J)` with `J` row-major `m × n` for a vector-valued `f(x: &[S], consts...) ->
@@ -398,10 +442,13 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<VecTail<F>>,
 {
-    let mut y = value_of(&f, x, &consts);
-    let mut j = vec![0.0; y.len() * x.len()];
-    Tape::new().jacobian_reverse_vec_into(&f, x, consts, &mut y, &mut j)?;
-    Ok((y, j))
+    sized_by_value(
+        &f,
+        x,
+        consts,
+        |m| m * x.len(),
+        |t, c, y, j| t.jacobian_reverse_vec_into(&f, x, c, y, j),
+    )
 }
 
 /// `(y, J dx)` for a vector-valued `f(x: &[S], consts...) -> Vec<S>`.
@@ -411,10 +458,13 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<VecTail<F>>,
 {
-    let mut y = value_of(&f, x, &consts);
-    let mut dy = vec![0.0; y.len()];
-    Tape::new().pushforward_vec_into(&f, x, dx, consts, &mut y, &mut dy)?;
-    Ok((y, dy))
+    sized_by_value(
+        &f,
+        x,
+        consts,
+        |m| m,
+        |t, c, y, dy| t.pushforward_vec_into(&f, x, dx, c, y, dy),
+    )
 }
 
 /// `(y, Jᵀ dy)` for a vector-valued `f(x: &[S], consts...) -> Vec<S>`; `dy` must have
@@ -425,11 +475,16 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<VecTail<F>>,
 {
-    let mut y = value_of(&f, x, &consts);
-    check_len("pullback", y.len(), dy.len())?;
-    let mut dx = vec![0.0; x.len()];
-    Tape::new().pullback_vec_into(&f, x, dy, consts, &mut y, &mut dx)?;
-    Ok((y, dx))
+    sized_by_value(
+        &f,
+        x,
+        consts,
+        |_| x.len(),
+        |t, c, y, dx| {
+            check_len("pullback", y.len(), dy.len())?;
+            t.pullback_vec_into(&f, x, dy, c, y, dx)
+        },
+    )
 }
 
 // ---------------------------------------------------------------- two arguments
@@ -472,10 +527,10 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
-    jacobian_sparsity_inplace(&f, x, y.len(), &consts)?;
-    let mut j = vec![0.0; y.len() * x.len()];
-    Tape::new().jacobian_forward_into(&f, x, consts, y, &mut j)?;
-    Ok(j)
+    let len = y.len() * x.len();
+    probed(&f, y, x, consts, len, |t, c, y, j| {
+        t.jacobian_forward_into(&f, x, c, y, j)
+    })
 }
 
 /// The Jacobian of an in-place `f(y: &mut [S], x: &[S], consts...)` by reverse mode (one
@@ -492,10 +547,10 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
-    jacobian_sparsity_inplace(&f, x, y.len(), &consts)?;
-    let mut j = vec![0.0; y.len() * x.len()];
-    Tape::new().jacobian_reverse_into(&f, x, consts, y, &mut j)?;
-    Ok(j)
+    let len = y.len() * x.len();
+    probed(&f, y, x, consts, len, |t, c, y, j| {
+        t.jacobian_reverse_into(&f, x, c, y, j)
+    })
 }
 
 /// `J dx` for an in-place `f(y: &mut [S], x: &[S], consts...)`, writing `y = f(x)`;
@@ -512,10 +567,10 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
-    jacobian_sparsity_inplace(&f, x, y.len(), &consts)?;
-    let mut dy = vec![0.0; y.len()];
-    Tape::new().pushforward_into(&f, x, dx, consts, y, &mut dy)?;
-    Ok(dy)
+    let len = y.len();
+    probed(&f, y, x, consts, len, |t, c, y, dy| {
+        t.pushforward_into(&f, x, dx, c, y, dy)
+    })
 }
 
 /// `Jᵀ dy` for an in-place `f(y: &mut [S], x: &[S], consts...)`, writing `y = f(x)`;
@@ -533,10 +588,9 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>>,
 {
-    jacobian_sparsity_inplace(&f, x, y.len(), &consts)?;
-    let mut dx = vec![0.0; x.len()];
-    Tape::new().pullback_into(&f, x, dy, consts, y, &mut dx)?;
-    Ok(dx)
+    probed(&f, y, x, consts, x.len(), |t, c, y, dx| {
+        t.pullback_into(&f, x, dy, c, y, dx)
+    })
 }
 
 #[cfg(test)]

@@ -530,6 +530,34 @@ fn pushforward_groups(
     }
 }
 
+/// The core's calls for a vector-valued form, written once for both: the in-place
+/// entry points (`*_into`) or their twins for functions returning a vector
+/// (`*_vec_into`), named in that order: reverse and forward Jacobian, pushforward,
+/// pullback, batched pushforward, batched pullback. A pushforward is forward and a
+/// pullback reverse in either mode.
+macro_rules! vector_calls {
+    ($tape:ident, $f:ident, $x:ident, $ctx:ident, $y:ident, $call:ident, $mode:ident;
+     $jr:ident, $jf:ident, $pf:ident, $pb:ident, $pfb:ident, $pbb:ident) => {
+        match ($call, $mode) {
+            (VecCall::Jacobian(jac), ModeKind::Reverse) => $tape.$jr($f, $x, $ctx, $y, jac)?,
+            (VecCall::Jacobian(jac), ModeKind::Forward) => $tape.$jf($f, $x, $ctx, $y, jac)?,
+            (VecCall::Pushforward(dx, dy), _) => $tape.$pf($f, $x, dx, $ctx, $y, dy)?,
+            (VecCall::Pullback(dy, dx), _) => $tape.$pb($f, $x, dy, $ctx, $y, dx)?,
+            (VecCall::PushforwardBatch(dxs, dys), _) => {
+                pushforward_groups(($x.len(), $y.len()), dxs, dys, |wide, t, out| {
+                    if wide {
+                        $tape.$pfb::<CHUNK, _, _>($f, $x, t, $ctx, $y, out)?;
+                    } else {
+                        $tape.$pfb::<4, _, _>($f, $x, t, $ctx, $y, out)?;
+                    }
+                    Ok(())
+                })?
+            }
+            (VecCall::PullbackBatch(dys, dxs), _) => $tape.$pbb($f, $x, dys, $ctx, $y, dxs)?,
+        }
+    };
+}
+
 #[diagnostic::do_not_recommend]
 impl<F, C> NativeVec<C> for TwoArg<F>
 where
@@ -552,30 +580,9 @@ where
             st.probed = true;
         }
         let (tape, f) = (&mut st.tape, &self.f);
-        // A pushforward is forward and a pullback reverse in either mode.
-        match (call, mode) {
-            (VecCall::Jacobian(jac), ModeKind::Reverse) => {
-                tape.jacobian_reverse_into(f, x, ctx, y, jac)?
-            }
-            (VecCall::Jacobian(jac), ModeKind::Forward) => {
-                tape.jacobian_forward_into(f, x, ctx, y, jac)?
-            }
-            (VecCall::Pushforward(dx, dy), _) => tape.pushforward_into(f, x, dx, ctx, y, dy)?,
-            (VecCall::Pullback(dy, dx), _) => tape.pullback_into(f, x, dy, ctx, y, dx)?,
-            (VecCall::PushforwardBatch(dxs, dys), _) => {
-                pushforward_groups((x.len(), y.len()), dxs, dys, |wide, t, out| {
-                    if wide {
-                        tape.pushforward_batch_into::<CHUNK, _, _>(f, x, t, ctx, y, out)?;
-                    } else {
-                        tape.pushforward_batch_into::<4, _, _>(f, x, t, ctx, y, out)?;
-                    }
-                    Ok(())
-                })?
-            }
-            (VecCall::PullbackBatch(dys, dxs), _) => {
-                tape.pullback_batch_into(f, x, dys, ctx, y, dxs)?
-            }
-        }
+        vector_calls!(tape, f, x, ctx, y, call, mode;
+            jacobian_reverse_into, jacobian_forward_into, pushforward_into, pullback_into,
+            pushforward_batch_into, pullback_batch_into);
         Ok(())
     }
 }
@@ -599,29 +606,9 @@ where
         call: VecCall<'_>,
     ) -> InterfaceResult<()> {
         let (tape, f) = (&mut st.tape, &self.f);
-        match (call, mode) {
-            (VecCall::Jacobian(jac), ModeKind::Reverse) => {
-                tape.jacobian_reverse_vec_into(f, x, ctx, y, jac)?
-            }
-            (VecCall::Jacobian(jac), ModeKind::Forward) => {
-                tape.jacobian_forward_vec_into(f, x, ctx, y, jac)?
-            }
-            (VecCall::Pushforward(dx, dy), _) => tape.pushforward_vec_into(f, x, dx, ctx, y, dy)?,
-            (VecCall::Pullback(dy, dx), _) => tape.pullback_vec_into(f, x, dy, ctx, y, dx)?,
-            (VecCall::PushforwardBatch(dxs, dys), _) => {
-                pushforward_groups((x.len(), y.len()), dxs, dys, |wide, t, out| {
-                    if wide {
-                        tape.pushforward_batch_vec_into::<CHUNK, _, _>(f, x, t, ctx, y, out)?;
-                    } else {
-                        tape.pushforward_batch_vec_into::<4, _, _>(f, x, t, ctx, y, out)?;
-                    }
-                    Ok(())
-                })?
-            }
-            (VecCall::PullbackBatch(dys, dxs), _) => {
-                tape.pullback_batch_vec_into(f, x, dys, ctx, y, dxs)?
-            }
-        }
+        vector_calls!(tape, f, x, ctx, y, call, mode;
+            jacobian_reverse_vec_into, jacobian_forward_vec_into, pushforward_vec_into,
+            pullback_vec_into, pushforward_batch_vec_into, pullback_batch_vec_into);
         Ok(())
     }
 }
