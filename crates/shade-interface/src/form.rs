@@ -191,9 +191,9 @@ where
 }
 
 /// Evaluations copy at most `m` outputs and zero the missing ones, so that a length
-/// that changes cannot make a backend index out of bounds; [`check_outputs`]
-/// (`VecForm::check_outputs`), run at every call, turns such a change into
-/// `SHADE-E0132` before any derivative is computed.
+/// that changes cannot make a backend index out of bounds;
+/// [`check_outputs`](VecForm::check_outputs), run at every call, turns such a change
+/// into `SHADE-E0132` before any derivative is computed.
 impl<F, C> VecForm<C> for OneArgVec<F>
 where
     F: VectorFn,
