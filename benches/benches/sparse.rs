@@ -84,11 +84,11 @@ fn slow(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTi
 
 fn jacobian_10k(c: &mut Criterion) {
     let n = 10_000;
-    let x = point(n);
+    let (x, y0) = (point(n), vec![0.0; n]);
     let sparse = AutoSparse {
         inner: AutoShade::FORWARD,
     };
-    let mut sp = prepare_jacobian_inplace(Band, n, &sparse, &x, ()).unwrap();
+    let mut sp = prepare_jacobian_inplace(Band, &y0, &sparse, &x, ()).unwrap();
     let k = sp.colouring().count;
     eprintln!(
         "sparse/jacobian/n{n}: {} nonzeros, {:?} colouring, {k} colours (the other orientation: {:?})",
@@ -103,10 +103,10 @@ fn jacobian_10k(c: &mut Criterion) {
         b.iter(|| sp.jacobian_into(black_box(&x), (), &mut js).unwrap())
     });
     group.bench_function("sparse-prepare", |b| {
-        b.iter(|| prepare_jacobian_inplace(Band, n, &sparse, black_box(&x), ()).unwrap())
+        b.iter(|| prepare_jacobian_inplace(Band, &y0, &sparse, black_box(&x), ()).unwrap())
     });
     {
-        let mut dense = prepare_jacobian_inplace(Band, n, &AutoShade::FORWARD, &x, ()).unwrap();
+        let mut dense = prepare_jacobian_inplace(Band, &y0, &AutoShade::FORWARD, &x, ()).unwrap();
         let mut jd = vec![0.0; n * n];
         dense.jacobian_into(&x, (), &mut jd).unwrap();
         same(&js, &jd, n, 1e-12);
@@ -154,11 +154,11 @@ fn hessian_10k(c: &mut Criterion) {
 
 fn jacobian_1m(c: &mut Criterion) {
     let n = 1_000_000;
-    let x = point(n);
+    let (x, y0) = (point(n), vec![0.0; n]);
     let sparse = AutoSparse {
         inner: AutoShade::FORWARD,
     };
-    let mut sp = prepare_jacobian_inplace(Band, n, &sparse, &x, ()).unwrap();
+    let mut sp = prepare_jacobian_inplace(Band, &y0, &sparse, &x, ()).unwrap();
     let k = sp.colouring().count;
     eprintln!(
         "sparse/jacobian/n{n}: {} nonzeros, {:?} colouring, {k} colours; a dense Jacobian would be {} TB",
@@ -179,7 +179,7 @@ fn jacobian_1m(c: &mut Criterion) {
             black_box(&y);
         })
     });
-    let mut push = prepare_pushforward_inplace(Band, n, &AutoShade::FORWARD, &x, ()).unwrap();
+    let mut push = prepare_pushforward_inplace(Band, &y0, &AutoShade::FORWARD, &x, ()).unwrap();
     let mut units = vec![0.0; 8 * n];
     for l in 0..8 {
         units[l * n + l] = 1.0;

@@ -34,10 +34,11 @@ fn bench(c: &mut Criterion) {
     let p = [1.5];
     for n in [100usize, 1000] {
         let x: Vec<f64> = (0..n).map(|i| 0.01 * i as f64 - 0.5).collect();
+        let y0 = vec![0.0; n];
         let mut jac = vec![0.0; n * n];
         let mut group = c.benchmark_group(format!("jacobian/sparse-vs-dense/n{n}"));
         let mut dense =
-            prepare_jacobian_inplace(Band, n, &AutoShade::FORWARD, &x, (Constant(&p[..]),))
+            prepare_jacobian_inplace(Band, &y0, &AutoShade::FORWARD, &x, (Constant(&p[..]),))
                 .unwrap();
         dense
             .jacobian_into(&x, (Constant(&p[..]),), &mut jac)
@@ -55,7 +56,7 @@ fn bench(c: &mut Criterion) {
             inner: AutoShade::FORWARD,
         };
         let mut sparse =
-            prepare_jacobian_inplace(Band, n, &backend, &x, (Constant(&p[..]),)).unwrap();
+            prepare_jacobian_inplace(Band, &y0, &backend, &x, (Constant(&p[..]),)).unwrap();
         // The sparse Jacobian is a `CsMat` of the detected pattern.
         let mut sjac = sparse.sparsity().clone();
         sparse

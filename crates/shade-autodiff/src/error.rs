@@ -244,6 +244,18 @@ pub enum AdError {
         /// The panic's message.
         message: String,
     },
+    /// A function returning its outputs (`-> Vec<S>`) returned another number of them
+    /// than its first evaluation (or than the output buffer `y` handed to a prepared
+    /// form holds): its output length depends on the values of `x` or of the contexts.
+    #[error(
+        "the function returned {found} outputs, but {expected} were expected (its output length at the first evaluation, or the length of `y`)"
+    )]
+    OutputLength {
+        /// The output length expected (the first evaluation's, or `y.len()`).
+        expected: usize,
+        /// The length it returned.
+        found: usize,
+    },
     /// An operation needs a value with a given number of axes.
     #[error("`{op}` needs a value with {expected} axes, but got shape {shape:?}")]
     RankMismatch {
@@ -312,6 +324,7 @@ impl AdError {
             AdError::BufferLength { .. } => "SHADE-E0121",
             AdError::OutputsNotWritten { .. } => "SHADE-E0130",
             AdError::FunctionPanicked { .. } => "SHADE-E0131",
+            AdError::OutputLength { .. } => "SHADE-E0132",
             AdError::RankMismatch { .. } => "SHADE-E0140",
             AdError::NonFiniteForward { .. } => "SHADE-E0170",
             AdError::NonFiniteBackward { .. } => "SHADE-E0171",
@@ -337,6 +350,7 @@ impl AdError {
         "SHADE-E0121",
         "SHADE-E0130",
         "SHADE-E0131",
+        "SHADE-E0132",
         "SHADE-E0140",
         "SHADE-E0170",
         "SHADE-E0171",
@@ -390,11 +404,14 @@ impl AdError {
                 "allocate the output with the documented length (e.g. rows × columns for a Jacobian)".into()
             }
             AdError::OutputsNotWritten { written, .. } => format!(
-                "pass the number of outputs the function writes (m = {written}), or make it write every output (`y[i] = S::zero()` for a zero one)"
+                "make `y` as long as the outputs the function writes ({written}), or make it write every output (`y[i] = S::zero()` for a zero one); a function returning `Vec<S>` (`shade_fn!(f(&[S]) -> Vec<S>)`) needs no length"
             ),
             AdError::FunctionPanicked { .. } => {
-                "if it indexes past `y`, pass the number of outputs it writes as `m`; otherwise fix the panic at the location printed above".into()
+                "if it indexes past `y`, make `y` as long as the outputs it writes (or return them as a `Vec<S>`, `shade_fn!(f(&[S]) -> Vec<S>)`, whose length is inferred); otherwise fix the panic at the location printed above".into()
             }
+            AdError::OutputLength { expected, .. } => format!(
+                "return {expected} outputs at every evaluation: an output length must not depend on the values of `x` or of the contexts (prepare again, or call the unprepared operator, for another length)"
+            ),
             AdError::RankMismatch { .. } => {
                 "reshape the value first, e.g. `tape.reshape(x, &[rows, cols])`".into()
             }
@@ -481,6 +498,10 @@ mod tests {
             AdError::FunctionPanicked {
                 outputs: 1,
                 message: "index out of bounds".into(),
+            },
+            AdError::OutputLength {
+                expected: 2,
+                found: 3,
             },
             AdError::RankMismatch {
                 op: "matmul",

@@ -6,7 +6,9 @@
 //!   Hessian-vector products), and [`Tracer`] (the sparsity-detection number: the set of
 //!   inputs a value depends on; [`jacobian_sparsity`], [`hessian_sparsity`] and the
 //!   output check [`probe_outputs`] run on it).
-//! - Functions are values: [`shade_fn!`](crate::shade_fn) turns a generic `fn` into one.
+//! - Functions are values: [`shade_fn!`](crate::shade_fn) turns a generic `fn` into one
+//!   returning a number ([`ScalarFn`]), a vector ([`VectorFn`], `-> Vec<S>`: Jacobians
+//!   infer the output length) or writing its outputs in place ([`InPlaceFn`]).
 //! - One entry point, [`autodiff`]`(mode, f, return_activity, args)`, with the activity
 //!   vocabulary of the crate root, and conveniences on top ([`gradient`], [`hvp`],
 //!   [`jacobian_forward`], ...), each with a prepared form on [`Tape`], and batched
@@ -46,6 +48,7 @@ mod autodiff;
 mod batch;
 mod dual;
 mod func;
+mod jacobian;
 mod lift;
 mod ops;
 mod real;
@@ -57,12 +60,15 @@ pub use crate::shade_fn;
 pub use args::{ConstArg, ConstArgs, ForwardArg, ForwardArgs, ReverseArg, ReverseArgs};
 pub use autodiff::{BatchTangent, ScalarMode, Tangent, autodiff, autodiff_with};
 pub use dual::{Dual, DualVec};
-pub use func::{Constant, InPlaceFn, Join, Kind, Kinds, Scalar, ScalarFn, Slice, SliceMut};
-pub use ops::{
-    CHUNK, derivative, gradient, hessian, hvp, jacobian_forward, jacobian_reverse, pullback,
-    pushforward, second_derivative, value_and_gradient,
+pub use func::{
+    Constant, InPlaceFn, Join, Kind, Kinds, Scalar, ScalarFn, Slice, SliceMut, VectorFn,
 };
+pub use jacobian::{
+    CHUNK, jacobian_forward, jacobian_forward_inplace, jacobian_reverse, jacobian_reverse_inplace,
+    pullback, pullback_inplace, pushforward, pushforward_inplace,
+};
+pub use ops::{derivative, gradient, hessian, hvp, second_derivative, value_and_gradient};
 pub use real::{Real, ScalarRule};
-pub use sparsity::{hessian_sparsity, jacobian_sparsity, probe_outputs};
+pub use sparsity::{hessian_sparsity, jacobian_sparsity, jacobian_sparsity_inplace, probe_outputs};
 pub use tape::{Tape, Trace, Var, VarId};
 pub use tracer::{IndexSet, Tracer, trace_sparsity};

@@ -17,9 +17,10 @@
 //!   `prepare_*` function returning a [`Prepared`] object whose methods are the plain,
 //!   `_into`, `value_and_*` and `value_and_*_into` variants (batched for
 //!   pushforward, pullback and hvp).
-//! - Function forms ([`form`]): one-argument `f(x, contexts...) -> y` and two-argument
-//!   `f(y, x, contexts...)` (`*_inplace` functions), both made by
-//!   [`shade_fn!`](shade_autodiff::shade_fn).
+//! - Function forms ([`form`]): one-argument `f(x, contexts...) -> y` (`y` one number
+//!   or a `Vec<S>` whose length is inferred) and two-argument `f(y, x, contexts...)`
+//!   (`*_inplace` functions, the length of the user's `y`), all made by
+//!   [`shade_fn!`](shade_autodiff::shade_fn). No operator takes an output length.
 //! - Tensor programs ([`tensor`]): gradient, pullback, pushforward and jacobian of the
 //!   core's tensor-layer programs (`f32` or `f64`; the differentiated argument one array,
 //!   a parameter store or a tuple; borrowed contexts of any type) with `AutoShade` and
@@ -37,10 +38,13 @@
 //! ## Design choices
 //!
 //! - **Functions are values.** Rust closures cannot be generic over the number type, so
-//!   scalar-generic functions are the core's function values (`ScalarFn` for the
-//!   one-argument form, `InPlaceFn` for the two-argument form). A one-argument function
-//!   returns one number (`m = 1`); vector-valued functions use the two-argument form,
-//!   the only one that needs no allocation per call.
+//!   scalar-generic functions are the core's function values (`ScalarFn` and
+//!   `VectorFn` for the one-argument form, `InPlaceFn` for the two-argument form). As
+//!   in DifferentiationInterface, the number of outputs is never an argument: a
+//!   one-argument function has the length it returns (`m = 1` for `-> S`; for `->
+//!   Vec<S>` the length at the preparation point, checked at every call), a
+//!   two-argument one the length of the buffer `y` the user passes. The two-argument
+//!   form is the only one that needs no allocation per call.
 //! - **No closure on the native path.** `AutoShade` hands the user's function value to
 //!   the core's entry point (`autodiff_with` or a prepared `Tape` operator) with
 //!   `Constant(c)` as `Const(c)`; `Cache(buf)` becomes `Duplicated(buf, scratch)` in
@@ -125,7 +129,7 @@ pub use backends::sparse::{Colouring, Orientation, SparseState};
 pub use context::{Cache, Constant, ConstantOrCache, ContextPassing, Contexts};
 pub use error::{InterfaceError, InterfaceResult};
 pub use explain::{PathKind, Report, Spec};
-pub use form::{OneArg, TwoArg};
+pub use form::{FormOf, OneArg, OneArgFn, OneArgVec, TwoArg};
 pub use matrix::DerivativeMatrix;
 pub use ops::*;
 pub use prep::{Meta, Prepared};

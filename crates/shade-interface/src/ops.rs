@@ -8,7 +8,13 @@
 //! | `derivative` | `f(x: S, ..) -> S` | `f(y: &mut [S], x: S, ..)` |
 //! | `second_derivative` | `f(x: S, ..) -> S` | — |
 //! | `gradient`, `hessian`, `hvp` | `f(x: &[S], ..) -> S` | — |
-//! | `jacobian`, `pushforward`, `pullback` | `f(x: &[S], ..) -> S` (`m = 1`) | `f(y: &mut [S], x: &[S], ..)` |
+//! | `jacobian`, `pushforward`, `pullback` | `f(x: &[S], ..) -> Vec<S>` (`m` inferred) or `-> S` (`m = 1`) | `f(y: &mut [S], x: &[S], ..)` (`m = y.len()`) |
+//!
+//! No operator takes the number of outputs: a one-argument function's is what its
+//! evaluation at the preparation point returns (later calls are checked against it,
+//! `SHADE-E0132`), a two-argument function's is the length of the buffer `y` the user
+//! passes (`*_inplace(f, &mut y, ..)`, `prepare_*_inplace(f, &y, ..)`; checked once,
+//! `SHADE-E0130` / `SHADE-E0131`).
 
 mod first;
 mod push;
@@ -18,13 +24,13 @@ pub use first::{
     DerivativeBackend, GradientBackend, JacobianBackend, JacobianOf, derivative, gradient,
     jacobian, prepare_derivative, prepare_derivative_inplace, prepare_gradient, prepare_jacobian,
     prepare_jacobian_inplace, value_and_derivative, value_and_derivative_inplace,
-    value_and_gradient, value_and_jacobian_inplace,
+    value_and_gradient, value_and_jacobian, value_and_jacobian_inplace,
 };
 pub(crate) use push::each_tangent;
 pub use push::{
     PullbackBackend, PushforwardBackend, prepare_pullback, prepare_pullback_inplace,
-    prepare_pushforward, prepare_pushforward_inplace, pullback, pushforward,
-    value_and_pullback_inplace, value_and_pushforward_inplace,
+    prepare_pushforward, prepare_pushforward_inplace, pullback, pushforward, value_and_pullback,
+    value_and_pullback_inplace, value_and_pushforward, value_and_pushforward_inplace,
 };
 pub use second::{
     HessianBackend, HessianOf, HvpBackend, SecondDerivativeBackend, hessian, hvp, prepare_hessian,

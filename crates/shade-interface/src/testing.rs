@@ -33,7 +33,7 @@ pub use check::{
 
 use crate::backend::{Backend, Operator};
 use crate::context::Contexts;
-use crate::form::{OneArg, TwoArg};
+use crate::form::{OneArg, OneArgFn, OneArgVec, ReturnsVector, TwoArg};
 use crate::ops::{
     DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend,
     PullbackBackend, PushforwardBackend, SecondDerivativeBackend,
@@ -183,6 +183,26 @@ pub struct JacScenario<F, C> {
     pub reference: Reference,
 }
 
+/// A one-argument vector-valued function of a vector, `f(x, ..) -> Vec<S>`: jacobian,
+/// pushforward, pullback. The number of outputs is not given: the harness takes it from
+/// the function's evaluation at the preparation point, as the operators do, and the
+/// results are compared with the reference (whose `y` has the true length).
+#[derive(Clone, Debug)]
+pub struct VecScenario<F, C> {
+    /// Name in messages.
+    pub name: String,
+    /// `shade_fn!(f(&[S], ...) -> Vec<S>)`.
+    pub f: F,
+    /// Evaluation point.
+    pub x: Vec<f64>,
+    /// Preparation point.
+    pub prep_x: Vec<f64>,
+    /// The contexts.
+    pub ctx: C,
+    /// Reference values at `x`.
+    pub reference: Reference,
+}
+
 /// A one-argument function of a scalar: derivative, second derivative.
 #[derive(Clone, Debug)]
 pub struct ScalarScenario<F, C> {
@@ -275,6 +295,31 @@ where
     }
 }
 
+/// The operators of a vector-valued scenario, in either form.
+const VECTOR_OPERATORS: &[Operator] = &[
+    Operator::Jacobian,
+    Operator::Pushforward,
+    Operator::Pullback,
+];
+
+/// Runs the [`VECTOR_OPERATORS`]' checks on one form.
+fn check_vector_form<B, V, C>(
+    b: &B,
+    form: &VecForms<'_, V, C>,
+    cfg: &Config,
+) -> Result<Checked, HarnessError>
+where
+    B: JacobianBackend<V, C> + PushforwardBackend<V, C> + PullbackBackend<V, C>,
+    V: Copy,
+    C: Contexts + Copy,
+{
+    let mut c = Checked::default();
+    c.merge(check_jacobian(b, form, cfg)?, Operator::Jacobian);
+    c.merge(check_pushforward(b, form, cfg)?, Operator::Pushforward);
+    c.merge(check_pullback(b, form, cfg)?, Operator::Pullback);
+    Ok(c)
+}
+
 impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for JacScenario<F, C>
 where
     B: JacobianBackend<TwoArg<F>, C>
@@ -285,19 +330,28 @@ where
         &self.name
     }
     fn operators(&self) -> &'static [Operator] {
-        &[
-            Operator::Jacobian,
-            Operator::Pushforward,
-            Operator::Pullback,
-        ]
+        VECTOR_OPERATORS
     }
     fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
-        let mut c = Checked::default();
-        let form = self.form();
-        c.merge(check_jacobian(b, &form, cfg)?, Operator::Jacobian);
-        c.merge(check_pushforward(b, &form, cfg)?, Operator::Pushforward);
-        c.merge(check_pullback(b, &form, cfg)?, Operator::Pullback);
-        Ok(c)
+        check_vector_form(b, &self.form(), cfg)
+    }
+}
+
+impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for VecScenario<F, C>
+where
+    F: OneArgFn<C, ReturnsVector, Form = OneArgVec<F>>,
+    B: JacobianBackend<OneArgVec<F>, C>
+        + PushforwardBackend<OneArgVec<F>, C>
+        + PullbackBackend<OneArgVec<F>, C>,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn operators(&self) -> &'static [Operator] {
+        VECTOR_OPERATORS
+    }
+    fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
+        check_vector_form(b, &self.form(), cfg)
     }
 }
 
@@ -387,6 +441,26 @@ impl<F: Copy, C: Copy> JacScenario<F, C> {
                 m: self.m,
             },
             m: self.m,
+            x: &self.x,
+            prep_x: &self.prep_x,
+            ctx: self.ctx,
+            reference: &self.reference,
+        }
+    }
+}
+
+impl<F: Copy, C: Copy> VecScenario<F, C> {
+    /// The one-argument vector form, its number of outputs inferred at the preparation
+    /// point.
+    pub fn form(&self) -> VecForms<'_, OneArgVec<F>, C>
+    where
+        F: OneArgFn<C, ReturnsVector, Form = OneArgVec<F>>,
+    {
+        let (f, m) = self.f.into_form(&self.prep_x, &self.ctx);
+        VecForms {
+            name: &self.name,
+            f,
+            m,
             x: &self.x,
             prep_x: &self.prep_x,
             ctx: self.ctx,

@@ -107,7 +107,10 @@ fn run(args: &Args) -> Result<(), String> {
                 ds.graph = ds.graph.normalize_features().map_err(coded)?;
             }
             let x = Features::<f32>::sparse_from_f32(ds.features());
-            (path.to_string(), ds.graph, x)
+            let name = std::path::Path::new(path)
+                .file_name()
+                .map_or(path.to_string(), |f| f.to_string_lossy().into_owned());
+            (name, ds.graph, x)
         }
         None => {
             let ds = Csbm {

@@ -5,6 +5,7 @@
 //! - [`Tape::pushforward_batch_into`]: `N` tangents per evaluation, with
 //!   [`DualVec<f64, N>`] (chunked forward mode).
 //! - [`Tape::pullback_batch_into`]: one recording, one reverse sweep per cotangent.
+//! - Both also for vector-valued functions (`*_vec_into`).
 //! - [`Tape::hvp_batch_into`] on a `Tape<DualVec<f64, N>>`: forward over reverse with
 //!   `N` directions, one recording and one sweep per `N` Hessian-vector products.
 //!
@@ -24,12 +25,15 @@
 
 use super::args::ConstArgs;
 use super::dual::DualVec;
-use super::func::{InPlaceFn, Join, Kinds, ScalarFn, Slice};
+use super::func::{InPlaceFn, Join, Kinds, ScalarFn, Slice, VectorFn};
+use super::jacobian::{InPlace, Outputs, Returned};
 use super::tape::{Tape, Var};
 use crate::error::{AdError, AdResult};
 
 type Tail<F> = <<F as ScalarFn>::Kinds as Kinds>::Tail;
 type InTail<F> = <<F as InPlaceFn>::Kinds as Kinds>::Tail;
+type VecTail<F> = <<F as VectorFn>::Kinds as Kinds>::Tail;
+type OutTail<O> = <<O as Outputs>::Kinds as Kinds>::Tail;
 
 /// How many stacked vectors of length `len` `found` values hold, checking the results'
 /// buffer (`out_len` each).
@@ -59,13 +63,9 @@ fn stacked(
 }
 
 impl Tape<f64> {
-    /// Writes `y = f(x)` and `dys[k] = J(x) dxs[k]` for the `k` tangents stacked in `dxs`
-    /// (`k × n`; `dys`: `k × m`, `m = y.len()`) of an in-place `f(y, x, consts...)`:
-    /// one evaluation with [`DualVec<f64, N>`] per `N` tangents.
-    #[allow(clippy::too_many_arguments)]
-    pub fn pushforward_batch_into<const N: usize, F, C>(
+    fn pushforward_batch_with<const N: usize, O, C>(
         &mut self,
-        f: &F,
+        f: &O,
         x: &[f64],
         dxs: &[f64],
         consts: C,
@@ -73,9 +73,9 @@ impl Tape<f64> {
         dys: &mut [f64],
     ) -> AdResult<()>
     where
-        F: InPlaceFn,
-        F::Kinds: Join<Slice>,
-        C: ConstArgs<InTail<F>>,
+        O: Outputs,
+        O::Kinds: Join<Slice>,
+        C: ConstArgs<OutTail<O>>,
     {
         let (n, m) = (x.len(), y.len());
         let k = stacked("pushforward_batch", n, dxs.len(), m, dys.len())?;
@@ -91,8 +91,7 @@ impl Tape<f64> {
                     core::array::from_fn(|l| if l < w { dxs[(c0 + l) * n + i] } else { 0.0 }),
                 )
             }));
-            let ys = bump.alloc_slice_fill_copy(m, DualVec::<f64, N>::constant(0.0));
-            f.call(ys, F::Kinds::join(xs, consts.args(bump)));
+            let ys = f.outputs(bump, m, O::Kinds::join(xs, consts.args(bump)))?;
             for (r, yr) in ys.iter().enumerate() {
                 y[r] = yr.v;
                 for l in 0..w {
@@ -106,13 +105,9 @@ impl Tape<f64> {
         }
     }
 
-    /// Writes `y = f(x)` and `dxs[k] = J(x)ᵀ dys[k]` (overwriting `dxs`) for the `k`
-    /// cotangents stacked in `dys` (`k × m`, `m = y.len()`; `dxs`: `k × n`) of an
-    /// in-place `f(y, x, consts...)`: one recording, one sweep per cotangent.
-    #[allow(clippy::too_many_arguments)]
-    pub fn pullback_batch_into<F, C>(
+    fn pullback_batch_with<O, C>(
         &mut self,
-        f: &F,
+        f: &O,
         x: &[f64],
         dys: &[f64],
         consts: C,
@@ -120,13 +115,13 @@ impl Tape<f64> {
         dxs: &mut [f64],
     ) -> AdResult<()>
     where
-        F: InPlaceFn,
-        F::Kinds: Join<Slice>,
-        C: ConstArgs<InTail<F>>,
+        O: Outputs,
+        O::Kinds: Join<Slice>,
+        C: ConstArgs<OutTail<O>>,
     {
         let (n, m) = (x.len(), y.len());
         let k = stacked("pullback_batch", m, dys.len(), n, dxs.len())?;
-        let start = self.record_inplace(f, x, consts, y)?;
+        let start = self.record_outputs(f, x, consts, y)?;
         let mut seeds = core::mem::take(&mut self.seeds);
         for (dy, dx) in dys
             .chunks_exact(m.max(1))
@@ -150,6 +145,89 @@ impl Tape<f64> {
         }
         self.seeds = seeds;
         Ok(())
+    }
+
+    /// Writes `y = f(x)` and `dys[k] = J(x) dxs[k]` for the `k` tangents stacked in `dxs`
+    /// (`k × n`; `dys`: `k × m`, `m = y.len()`) of an in-place `f(y, x, consts...)`:
+    /// one evaluation with [`DualVec<f64, N>`] per `N` tangents.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pushforward_batch_into<const N: usize, F, C>(
+        &mut self,
+        f: &F,
+        x: &[f64],
+        dxs: &[f64],
+        consts: C,
+        y: &mut [f64],
+        dys: &mut [f64],
+    ) -> AdResult<()>
+    where
+        F: InPlaceFn,
+        F::Kinds: Join<Slice>,
+        C: ConstArgs<InTail<F>>,
+    {
+        self.pushforward_batch_with::<N, _, _>(&InPlace(f), x, dxs, consts, y, dys)
+    }
+
+    /// [`pushforward_batch_into`](Self::pushforward_batch_into) for a vector-valued
+    /// `f(x, consts...) -> Vec<S>`, which must return `y.len()` outputs at every
+    /// evaluation ([`AdError::OutputLength`] otherwise).
+    #[allow(clippy::too_many_arguments)]
+    pub fn pushforward_batch_vec_into<const N: usize, F, C>(
+        &mut self,
+        f: &F,
+        x: &[f64],
+        dxs: &[f64],
+        consts: C,
+        y: &mut [f64],
+        dys: &mut [f64],
+    ) -> AdResult<()>
+    where
+        F: VectorFn,
+        F::Kinds: Join<Slice>,
+        C: ConstArgs<VecTail<F>>,
+    {
+        self.pushforward_batch_with::<N, _, _>(&Returned(f), x, dxs, consts, y, dys)
+    }
+
+    /// Writes `y = f(x)` and `dxs[k] = J(x)ᵀ dys[k]` (overwriting `dxs`) for the `k`
+    /// cotangents stacked in `dys` (`k × m`, `m = y.len()`; `dxs`: `k × n`) of an
+    /// in-place `f(y, x, consts...)`: one recording, one sweep per cotangent.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pullback_batch_into<F, C>(
+        &mut self,
+        f: &F,
+        x: &[f64],
+        dys: &[f64],
+        consts: C,
+        y: &mut [f64],
+        dxs: &mut [f64],
+    ) -> AdResult<()>
+    where
+        F: InPlaceFn,
+        F::Kinds: Join<Slice>,
+        C: ConstArgs<InTail<F>>,
+    {
+        self.pullback_batch_with(&InPlace(f), x, dys, consts, y, dxs)
+    }
+
+    /// [`pullback_batch_into`](Self::pullback_batch_into) for a vector-valued `f(x,
+    /// consts...) -> Vec<S>` returning `y.len()` outputs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pullback_batch_vec_into<F, C>(
+        &mut self,
+        f: &F,
+        x: &[f64],
+        dys: &[f64],
+        consts: C,
+        y: &mut [f64],
+        dxs: &mut [f64],
+    ) -> AdResult<()>
+    where
+        F: VectorFn,
+        F::Kinds: Join<Slice>,
+        C: ConstArgs<VecTail<F>>,
+    {
+        self.pullback_batch_with(&Returned(f), x, dys, consts, y, dxs)
     }
 }
 

@@ -1,6 +1,6 @@
-//! Functions as values: the traits [`ScalarFn`] and [`InPlaceFn`], the parameter kinds
-//! they are described by, and the macro [`shade_fn!`](crate::shade_fn) that makes a
-//! zero-sized function value from a generic `fn`.
+//! Functions as values: the traits [`ScalarFn`], [`VectorFn`] and [`InPlaceFn`], the
+//! parameter kinds they are described by, and the macro [`shade_fn!`](crate::shade_fn)
+//! that makes a zero-sized function value from a generic `fn`.
 //!
 //! Rust closures cannot be generic, so a differentiable function is a value whose
 //! *method* is generic over the number type. Each parameter has a [`Kind`]: a slice of
@@ -124,6 +124,28 @@ pub trait ScalarFn {
     fn call<'b, S: Real + 'b>(&self, args: <Self::Kinds as Kinds>::Args<'b, S>) -> S;
 }
 
+/// A differentiable function returning a vector: `fn f<S: Real>(args...) -> Vec<S>`.
+///
+/// The one-argument form of a vector-valued function: its output length is the length
+/// it returns, so the Jacobian operators ([`jacobian_forward`](crate::scalar::jacobian_forward),
+/// ...) infer it (each evaluation's length is checked against the first one's,
+/// [`AdError::OutputLength`](crate::AdError::OutputLength)). Each evaluation allocates
+/// its result; the in-place form [`InPlaceFn`] is the allocation-free one.
+///
+/// Make one with [`shade_fn!`](crate::shade_fn) by writing `-> Vec<S>` after the
+/// parameters: `shade_fn!(f(&[S], &[f64]) -> Vec<S>)`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a differentiable function value returning a vector",
+    label = "expected a function value made by `shade_fn!(f(&[S], ...) -> Vec<S>)`",
+    note = "a vector-valued function returns `Vec<S>`, written after its parameters: `shade_fn!(f(&[S]) -> Vec<S>)`; an in-place one takes `&mut [S]` first and goes to the `*_inplace` operators"
+)]
+pub trait VectorFn {
+    /// The parameters' kinds.
+    type Kinds: Kinds;
+    /// Evaluates the function with number type `S`.
+    fn call<'b, S: Real + 'b>(&self, args: <Self::Kinds as Kinds>::Args<'b, S>) -> Vec<S>;
+}
+
 /// A differentiable in-place function `fn f<S: Real>(y: &mut [S], args...)` writing its
 /// outputs into `y`.
 ///
@@ -150,7 +172,10 @@ pub trait InPlaceFn {
 ///
 /// - `shade_fn!(f(&[S], &[f64]))` is an expression: a value implementing
 ///   [`ScalarFn`] (or [`InPlaceFn`] when the first parameter is `&mut [S]`).
-/// - `shade_fn!(pub Name = f(&[S], &[f64]));` is an item: a unit struct `Name`.
+/// - `shade_fn!(f(&[S], &[f64]) -> Vec<S>)`: a value implementing [`VectorFn`], for a
+///   function returning its outputs as a `Vec<S>` (the output length is inferred).
+/// - `shade_fn!(pub Name = f(&[S], &[f64]));` (or `... -> Vec<S>);`) is an item: a unit
+///   struct `Name`.
 ///
 /// ```
 /// use shade_autodiff::scalar::{Real, gradient, shade_fn};
@@ -165,8 +190,30 @@ pub trait InPlaceFn {
 /// assert_eq!(g, [2.0 * 0.5 + 100.0 * 2.0 * (2.0 - 2.25) * (-3.0), 200.0 * (2.0 - 2.25)]);
 /// # Ok::<(), shade_autodiff::AdError>(())
 /// ```
+///
+/// A vector-valued function, whose Jacobian needs no output length:
+///
+/// ```
+/// use shade_autodiff::scalar::{Real, jacobian_forward, shade_fn};
+///
+/// fn polar<S: Real>(x: &[S]) -> Vec<S> {
+///     vec![x[0] * x[1].cos(), x[0] * x[1].sin()]
+/// }
+/// let (y, j) = jacobian_forward(shade_fn!(polar(&[S]) -> Vec<S>), &[2.0, 0.0], ())?;
+/// assert_eq!((y, j), (vec![2.0, 0.0], vec![1.0, 0.0, 0.0, 2.0]));
+/// # Ok::<(), shade_autodiff::AdError>(())
+/// ```
 #[macro_export]
 macro_rules! shade_fn {
+    ($vis:vis $name:ident = $($f:ident)::+ ( $($sig:tt)* ) -> Vec<S>) => {
+        $crate::__shade_fn_munch!(@vector [$vis] $name [$($f)::+] [] [a0 a1 a2 a3 a4] []
+            $($sig)*);
+    };
+    ($($f:ident)::+ ( $($sig:tt)* ) -> Vec<S>) => {{
+        $crate::__shade_fn_munch!(@vector [] __ShadeFn [$($f)::+] [] [a0 a1 a2 a3 a4] []
+            $($sig)*);
+        __ShadeFn
+    }};
     ($vis:vis $name:ident = $($f:ident)::+ ( $($sig:tt)* )) => {
         $crate::__shade_fn_item!([$vis] $name [$($f)::+] $($sig)*);
     };
@@ -223,6 +270,21 @@ macro_rules! __shade_fn_munch {
                 &self,
                 ($($u,)*): <Self::Kinds as $crate::scalar::Kinds>::Args<'b, S>,
             ) -> S {
+                $($f)*($($u),*)
+            }
+        }
+    };
+    (@vector [$($vis:tt)*] $name:ident [$($f:tt)*] [$($k:ty,)*] $ids:tt [$($u:ident)*]) => {
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, Default)]
+        $($vis)* struct $name;
+        impl $crate::scalar::VectorFn for $name {
+            type Kinds = ($($k,)*);
+            #[inline(always)]
+            fn call<'b, S: $crate::scalar::Real + 'b>(
+                &self,
+                ($($u,)*): <Self::Kinds as $crate::scalar::Kinds>::Args<'b, S>,
+            ) -> ::std::vec::Vec<S> {
                 $($f)*($($u),*)
             }
         }

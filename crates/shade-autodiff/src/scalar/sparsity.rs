@@ -1,9 +1,11 @@
 //! Local sparsity patterns of Jacobians and Hessians, and the output check of in-place
 //! functions, all on the [`Tracer`] number type.
 //!
-//! - [`probe_outputs`] evaluates an in-place function once with tracers: the sets of
-//!   its outputs are the rows of the Jacobian's pattern, and outputs it never wrote (or
-//!   a panic, when it indexes past `y`) show that `m` is not its output length.
+//! - [`jacobian_sparsity`] evaluates a vector-valued function once with tracers: the
+//!   sets of its outputs are the rows of the Jacobian's pattern.
+//! - [`probe_outputs`] (and [`jacobian_sparsity_inplace`]) does the same for an in-place
+//!   function, and outputs it never wrote (or a panic, when it indexes past `y`) show
+//!   that `m` is not its output length.
 //! - [`hessian_sparsity`] records the function on a tape of tracers (`Tape<Tracer>`) and
 //!   sweeps it once: the set of input `i`'s adjoint holds the inputs that the partial
 //!   `∂f/∂xᵢ` depends on, which is row `i` of the Hessian's pattern (a linear operation
@@ -26,7 +28,7 @@
 //! ```
 
 use super::args::ConstArgs;
-use super::func::{InPlaceFn, Join, Kinds, ScalarFn, Slice};
+use super::func::{InPlaceFn, Join, Kinds, ScalarFn, Slice, VectorFn};
 use super::real::Real;
 use super::tape::{Tape, Var};
 use super::tracer::{IndexSet, Tracer, trace_sparsity};
@@ -35,6 +37,7 @@ use bumpalo::Bump;
 
 type Tail<F> = <<F as ScalarFn>::Kinds as Kinds>::Tail;
 type InTail<F> = <<F as InPlaceFn>::Kinds as Kinds>::Tail;
+type VecTail<F> = <<F as VectorFn>::Kinds as Kinds>::Tail;
 
 /// The input index the initial value of every output depends on: an output whose set
 /// still is exactly the initial one was never written; indices of this value are
@@ -100,8 +103,44 @@ pub fn probe_outputs(
     })
 }
 
-/// [`probe_outputs`] for an in-place function value `f(y, x, consts...)`.
-pub fn jacobian_sparsity<F, C>(f: &F, x: &[f64], m: usize, consts: C) -> AdResult<Vec<IndexSet>>
+/// The local sparsity pattern of the Jacobian of a vector-valued `f(x: &[S],
+/// consts...) -> Vec<S>` at `x`: for each output (as many as `f` returns), the sorted
+/// inputs it depends on. One evaluation with tracers.
+///
+/// ```
+/// use shade_autodiff::scalar::{Real, jacobian_sparsity, shade_fn};
+///
+/// fn f<S: Real>(x: &[S]) -> Vec<S> {
+///     vec![x[0] * x[2], x[1].sin(), S::cst(1.0)]
+/// }
+/// let rows = jacobian_sparsity(&shade_fn!(f(&[S]) -> Vec<S>), &[1.0, 2.0, 3.0], ())?;
+/// let rows: Vec<Vec<u32>> = rows.iter().map(|r| r.to_vec()).collect();
+/// assert_eq!(rows, [vec![0, 2], vec![1], vec![]]);
+/// # Ok::<(), shade_autodiff::AdError>(())
+/// ```
+pub fn jacobian_sparsity<F, C>(f: &F, x: &[f64], consts: C) -> AdResult<Vec<IndexSet>>
+where
+    F: VectorFn,
+    F::Kinds: Join<Slice>,
+    C: ConstArgs<VecTail<F>>,
+{
+    Ok(trace_sparsity(|| {
+        let xs: Vec<Tracer> = (0u32..).zip(x).map(|(i, &v)| Tracer::input(v, i)).collect();
+        let bump = Bump::new();
+        let ys = f.call(F::Kinds::join(&xs, consts.args(&bump)));
+        ys.iter().map(Tracer::inputs).collect()
+    }))
+}
+
+/// [`probe_outputs`] for an in-place function value `f(y, x, consts...)` called with
+/// `m` outputs: the rows of its Jacobian's pattern, after checking that it writes
+/// exactly `m` outputs.
+pub fn jacobian_sparsity_inplace<F, C>(
+    f: &F,
+    x: &[f64],
+    m: usize,
+    consts: C,
+) -> AdResult<Vec<IndexSet>>
 where
     F: InPlaceFn,
     F::Kinds: Join<Slice>,
@@ -178,7 +217,8 @@ mod tests {
     #[test]
     fn the_probe_returns_the_rows_of_the_pattern() {
         let rows =
-            jacobian_sparsity(&shade_fn!(band(&mut [S], &[S])), &[1.0, 2.0, 3.0], 3, ()).unwrap();
+            jacobian_sparsity_inplace(&shade_fn!(band(&mut [S], &[S])), &[1.0, 2.0, 3.0], 3, ())
+                .unwrap();
         let rows: Vec<Vec<u32>> = rows.iter().map(|r| r.to_vec()).collect();
         assert_eq!(rows, [vec![0], vec![0, 1], vec![1, 2]]);
     }
@@ -186,7 +226,7 @@ mod tests {
     #[test]
     fn too_many_outputs_are_unwritten_and_too_few_panic() {
         let f = shade_fn!(band(&mut [S], &[S]));
-        let e = jacobian_sparsity(&f, &[1.0, 2.0], 4, ()).unwrap_err();
+        let e = jacobian_sparsity_inplace(&f, &[1.0, 2.0], 4, ()).unwrap_err();
         assert_eq!(
             e,
             AdError::OutputsNotWritten {
@@ -194,7 +234,7 @@ mod tests {
                 written: 2
             }
         );
-        let e = jacobian_sparsity(&f, &[1.0, 2.0, 3.0], 2, ()).unwrap_err();
+        let e = jacobian_sparsity_inplace(&f, &[1.0, 2.0, 3.0], 2, ()).unwrap_err();
         assert_eq!(e.code(), "SHADE-E0131");
         assert!(e.to_string().contains("index out of bounds"), "{e}");
     }
@@ -211,7 +251,8 @@ mod tests {
     #[test]
     fn accumulated_outputs_count_as_written() {
         let rows =
-            jacobian_sparsity(&shade_fn!(accumulate(&mut [S], &[S])), &[1.0, 2.0], 2, ()).unwrap();
+            jacobian_sparsity_inplace(&shade_fn!(accumulate(&mut [S], &[S])), &[1.0, 2.0], 2, ())
+                .unwrap();
         assert_eq!(rows[0].as_slice(), &[0, 1]);
         assert_eq!(rows[1].as_slice(), &[0, 1]);
     }

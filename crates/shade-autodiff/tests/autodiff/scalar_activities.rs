@@ -2,7 +2,8 @@
 
 use shade_autodiff::scalar::{
     BatchTangent, Dual, Real, ScalarRule, Tangent, Tape, autodiff, autodiff_with, derivative,
-    gradient, hessian, jacobian_forward, second_derivative, shade_fn, value_and_gradient,
+    gradient, hessian, jacobian_forward, jacobian_forward_inplace, jacobian_reverse,
+    jacobian_reverse_inplace, pullback, second_derivative, shade_fn, value_and_gradient,
 };
 use shade_autodiff::{
     Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed, Forward, ForwardWithPrimal,
@@ -267,7 +268,14 @@ fn constants_only_give_zero_derivatives() {
     fn k<S: Real>(y: &mut [S], _x: &[S]) {
         y[0] = S::cst(1.0);
     }
-    let (y, j) = jacobian_forward(shade_fn!(k(&mut [S], &[S])), &[1.0, 2.0], 1, ()).unwrap();
+    let mut y = [0.0];
+    let j =
+        jacobian_forward_inplace(shade_fn!(k(&mut [S], &[S])), &mut y, &[1.0, 2.0], ()).unwrap();
+    assert_eq!((y, j), ([1.0], vec![0.0, 0.0]));
+    fn kv<S: Real>(_x: &[S]) -> Vec<S> {
+        vec![S::cst(1.0)]
+    }
+    let (y, j) = jacobian_forward(shade_fn!(kv(&[S]) -> Vec<S>), &[1.0, 2.0], ()).unwrap();
     assert_eq!((y, j), (vec![1.0], vec![0.0, 0.0]));
 }
 
@@ -327,14 +335,44 @@ fn two_outputs<S: Real>(y: &mut [S], x: &[S]) {
 }
 
 #[test]
-fn a_wrong_output_length_is_a_coded_error_not_a_zero_row_or_a_panic() {
+fn a_wrong_output_buffer_is_a_coded_error_not_a_zero_row_or_a_panic() {
     let f = shade_fn!(two_outputs(&mut [S], &[S]));
-    let e = jacobian_forward(f, &[1.0, 2.0], 3, ()).unwrap_err();
+    let e = jacobian_forward_inplace(f, &mut [0.0; 3], &[1.0, 2.0], ()).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0130", "{e}");
-    assert!(e.help().contains("m = 2"), "{}", e.help());
-    let e = jacobian_forward(f, &[1.0, 2.0], 1, ()).unwrap_err();
+    assert!(e.help().contains("(2)"), "{}", e.help());
+    let e = jacobian_reverse_inplace(f, &mut [0.0; 1], &[1.0, 2.0], ()).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0131", "{e}");
-    let (y, j) = jacobian_forward(f, &[1.0, 2.0], 2, ()).unwrap();
+    let mut y = [0.0; 2];
+    let j = jacobian_forward_inplace(f, &mut y, &[1.0, 2.0], ()).unwrap();
     assert_eq!(y, [2.0, 2f64.sin()]);
     assert_eq!(j, [2.0, 1.0, 0.0, 2f64.cos()]);
+}
+
+/// The same two outputs, returned.
+fn two_returned<S: Real>(x: &[S]) -> Vec<S> {
+    vec![x[0] * x[1], x[1].sin()]
+}
+
+/// As many outputs as the constant says.
+fn k_outputs<S: Real>(x: &[S], k: &usize) -> Vec<S> {
+    (0..*k).map(|i| x[0] * (i as f64 + 1.0)).collect()
+}
+
+#[test]
+fn the_output_length_is_inferred_from_what_the_function_returns() {
+    let f = shade_fn!(two_returned(&[S]) -> Vec<S>);
+    let (y, j) = jacobian_forward(f, &[1.0, 2.0], ()).unwrap();
+    assert_eq!(y, [2.0, 2f64.sin()]);
+    assert_eq!(j, [2.0, 1.0, 0.0, 2f64.cos()]);
+    assert_eq!(jacobian_reverse(f, &[1.0, 2.0], ()).unwrap().1, j);
+    // Whatever the length, without being told: 1, 9 (more than a chunk), 20 rows.
+    let g = shade_fn!(k_outputs(&[S], &usize) -> Vec<S>);
+    for k in [1usize, 9, 20] {
+        let (y, j) = jacobian_forward(g, &[3.0], (Const(&k),)).unwrap();
+        assert_eq!(y.len(), k);
+        assert_eq!(j, (1..=k).map(|i| i as f64).collect::<Vec<_>>());
+    }
+    // A pullback's cotangent of another length is refused.
+    let e = pullback(f, &[1.0, 2.0], &[1.0; 3], ()).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0121", "{e}");
 }

@@ -4,8 +4,9 @@
 
 use proptest::prelude::*;
 use shade_autodiff::scalar::{
-    Real, ScalarFn, Tangent, autodiff, gradient, hessian, hvp, jacobian_forward, jacobian_reverse,
-    pullback, pushforward, shade_fn,
+    Real, ScalarFn, Tangent, autodiff, gradient, hessian, hvp, jacobian_forward,
+    jacobian_forward_inplace, jacobian_reverse, jacobian_reverse_inplace, pullback,
+    pullback_inplace, pushforward, pushforward_inplace, shade_fn,
 };
 use shade_autodiff::{Active, Const, Duplicated, Forward, Reverse};
 use shade_test_support::close;
@@ -91,6 +92,15 @@ fn outputs<S: Real>(y: &mut [S], x: &[S], es: &Vec<Expr>) {
     for (yi, e) in y.iter_mut().zip(es) {
         *yi = eval(e, x);
     }
+}
+
+/// The same outputs returned: the Jacobian's row count is the function's own.
+#[allow(
+    clippy::ptr_arg,
+    reason = "the context is `Const(&es)` with `es: Vec<Expr>`, as for `outputs`"
+)]
+fn returned<S: Real>(x: &[S], es: &Vec<Expr>) -> Vec<S> {
+    es.iter().map(|e| eval(e, x)).collect()
 }
 
 /// Whether `exact` agrees with a central difference `d(h)` of a smooth function.
@@ -180,31 +190,59 @@ proptest! {
         }
     }
 
+    /// Both forms, both modes, `m` from 1 to 14 against `n = 11` inputs (fewer, as many
+    /// rows as one forward chunk and more outputs than inputs): forward Jacobian = reverse
+    /// Jacobian = central differences, the row count inferred from what the function
+    /// returns (one-argument form) or from `y` (in place).
     #[test]
-    fn forward_and_reverse_jacobians_agree(
-        es in proptest::collection::vec(expr(), 1..4),
+    fn forward_and_reverse_jacobians_agree_with_differences(
+        es in proptest::collection::vec(expr(), 1..15),
         x in point(),
         dx in point(),
     ) {
-        let f = shade_fn!(outputs(&mut [S], &[S], &Vec<Expr>));
+        let f = shade_fn!(returned(&[S], &Vec<Expr>) -> Vec<S>);
+        let g = shade_fn!(outputs(&mut [S], &[S], &Vec<Expr>));
         let m = es.len();
-        let (yf, jf) = jacobian_forward(f, &x, m, (Const(&es),)).unwrap();
-        let (yr, jr) = jacobian_reverse(f, &x, m, (Const(&es),)).unwrap();
+        let (yf, jf) = jacobian_forward(f, &x, (Const(&es),)).unwrap();
+        let (yr, jr) = jacobian_reverse(f, &x, (Const(&es),)).unwrap();
+        prop_assert_eq!((yf.len(), jf.len()), (m, m * NV));
         prop_assert_eq!(&yf, &yr);
-        for (a, b) in jf.iter().zip(&jr) {
-            prop_assert!(close(*a, *b, 1e-10), "forward {} reverse {}", a, b);
+        let mut y = vec![0.0; m];
+        let jfi = jacobian_forward_inplace(g, &mut y, &x, (Const(&es),)).unwrap();
+        prop_assert_eq!(&y, &yf);
+        let jri = jacobian_reverse_inplace(g, &mut y, &x, (Const(&es),)).unwrap();
+        for k in 0..m * NV {
+            prop_assert!(close(jf[k], jr[k], 1e-10), "forward {} reverse {}", jf[k], jr[k]);
+            prop_assert_eq!(jf[k], jfi[k]);
+            prop_assert_eq!(jr[k], jri[k]);
+            let (r, i) = (k / NV, k % NV);
+            let central = |h: f64| {
+                let (mut xp, mut xm) = (x.clone(), x.clone());
+                xp[i] += h;
+                xm[i] -= h;
+                (eval(&es[r], &xp) - eval(&es[r], &xm)) / (2.0 * h)
+            };
+            prop_assert!(
+                agrees_with_differences(jr[k], central, 1e-5, 1e-6),
+                "J[{}, {}] = {} differences {} (h = 1e-5) {} (h = 5e-6)",
+                r, i, jr[k], central(1e-5), central(5e-6)
+            );
         }
-        // Pushforward = J dx and pullback = Jᵀ dy with the same Jacobian.
-        let (_, jdx) = pushforward(f, &x, &dx, m, (Const(&es),)).unwrap();
+        // Pushforward = J dx and pullback = Jᵀ dy with the same Jacobian, in both forms.
+        let (_, jdx) = pushforward(f, &x, &dx, (Const(&es),)).unwrap();
+        let jdx_in = pushforward_inplace(g, &mut y, &x, &dx, (Const(&es),)).unwrap();
         for r in 0..m {
             let want: f64 = (0..NV).map(|i| jr[r * NV + i] * dx[i]).sum();
             prop_assert!(close(jdx[r], want, 1e-10));
+            prop_assert!(close(jdx_in[r], want, 1e-10));
         }
         let dy: Vec<f64> = (0..m).map(|r| r as f64 - 0.5).collect();
         let (_, jtdy) = pullback(f, &x, &dy, (Const(&es),)).unwrap();
+        let jtdy_in = pullback_inplace(g, &mut y, &x, &dy, (Const(&es),)).unwrap();
         for i in 0..NV {
             let want: f64 = (0..m).map(|r| jr[r * NV + i] * dy[r]).sum();
             prop_assert!(close(jtdy[i], want, 1e-10));
+            prop_assert!(close(jtdy_in[i], want, 1e-10));
         }
     }
 }

@@ -139,8 +139,8 @@ fn gradient<B: GradientBackend<Fs, ()>>(b: &B) -> Cell {
 
 fn jacobian<B: JacobianBackend<TwoArg<Fv>, ()>>(b: &B) -> Cell {
     outcome(
-        shade_interface::value_and_jacobian_inplace(Fv, 2, b, &X, ())
-            .map(|r| r.1.borrow().to_row_major()),
+        shade_interface::value_and_jacobian_inplace(Fv, &mut [0.0; 2], b, &X, ())
+            .map(|j| j.borrow().to_row_major()),
         &num_jacobian(),
         Order::First,
     )
@@ -160,7 +160,7 @@ fn pushforward<B: PushforwardBackend<TwoArg<Fv>, ()>>(b: &B) -> Cell {
         .map(|r| (0..3).map(|i| j[r * 3 + i] * T[i]).sum())
         .collect();
     outcome(
-        shade_interface::value_and_pushforward_inplace(Fv, 2, b, &X, &T, ()).map(|r| r.1),
+        shade_interface::value_and_pushforward_inplace(Fv, &mut [0.0; 2], b, &X, &T, ()),
         &n,
         Order::First,
     )
@@ -172,7 +172,7 @@ fn pullback<B: PullbackBackend<TwoArg<Fv>, ()>>(b: &B) -> Cell {
         .map(|i| (0..2).map(|r| j[r * 3 + i] * DY[r]).sum())
         .collect();
     outcome(
-        shade_interface::value_and_pullback_inplace(Fv, 2, b, &X, &DY, ()).map(|r| r.1),
+        shade_interface::value_and_pullback_inplace(Fv, &mut [0.0; 2], b, &X, &DY, ()),
         &n,
         Order::First,
     )

@@ -130,7 +130,9 @@ impl Panel<'_> {
         let (alo, ahi) = (to_axis(lo), to_axis(hi));
         let py = |v: f64| TOP + ph * (1.0 - (to_axis(v) - alo) / (ahi - alo).max(1e-300));
         let epochs = c.rows.len().max(1);
-        let (_, xmax, xticks) = linear_ticks(1.0, epochs as f64, 6);
+        let (_, xmax, mut xticks) = linear_ticks(1.0, epochs as f64, 6);
+        // Epochs are whole: no tick between two of them on a short run.
+        xticks.retain(|t| t.fract() == 0.0);
         let xmax = xmax.max(epochs as f64);
         let px = |e: f64| x0 + pw * (e - 1.0) / (xmax - 1.0).max(1.0);
         let grid = "#e4e4e4";
@@ -328,5 +330,15 @@ mod tests {
             "{svg}"
         );
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        // A short run has whole epochs only on its x axis.
+        let mut short = TrainingCurve::new(["loss"]);
+        for l in [1.0, 0.5, 0.25] {
+            short.push(&[l]);
+        }
+        let svg = short.to_svg();
+        assert!(
+            svg.contains(">2</text>") && !svg.contains(">1.5</text>"),
+            "{svg}"
+        );
     }
 }

@@ -101,9 +101,10 @@ impl<W: Default> GenericState<W> {
         }
     }
 
-    /// Checks the output length of `f` once (the first call).
+    /// Checks the output length of `f` once (the first call), or at every call for a
+    /// vector-valued function ([`VecForm::check_every_call`]: one more evaluation).
     fn check_vec<V: VecForm<C>, C>(&mut self, f: &V, x: &[f64], ctx: &C) -> InterfaceResult<()> {
-        if !self.probed {
+        if !self.probed || f.check_every_call() {
             f.check_outputs(x, ctx)?;
             self.probed = true;
         }

@@ -5,7 +5,8 @@
 //! (`Tracer`: a number carrying the set of inputs it depends on; the pattern is the
 //! *local* one at the preparation point, control flow following the values):
 //!
-//! - **Jacobians** (two-argument functions): both the columns and the rows are coloured
+//! - **Jacobians** (two-argument functions, and one-argument functions returning a
+//!   vector): both the columns and the rows are coloured
 //!   greedily (items that share no entry share a colour); the orientation with fewer
 //!   colours wins (columns on a tie, or when the inner backend's pullbacks are not
 //!   native). Each call then runs one *batched* pushforward (columns) or pullback (rows)
@@ -38,7 +39,7 @@
 //! }
 //! let x = vec![0.5; 100];
 //! let sparse = AutoSparse { inner: AutoShade::FORWARD };
-//! let mut prep = prepare_jacobian_inplace(shade_fn!(band(&mut [S], &[S])), 100, &sparse, &x, ())?;
+//! let mut prep = prepare_jacobian_inplace(shade_fn!(band(&mut [S], &[S])), &[0.0; 100], &sparse, &x, ())?;
 //! assert_eq!(prep.sparsity().nnz(), 298);
 //! assert_eq!((prep.colouring().count, prep.colouring().orientation), (3, Orientation::Columns));
 //! let j: CsMat<f64> = prep.jacobian(&x, ())?;
@@ -54,7 +55,7 @@ use crate::backend::{Backend, Operator, Support};
 use crate::context::Contexts;
 use crate::error::{InterfaceError, InterfaceResult};
 use crate::explain::{PathKind, Report};
-use crate::form::{OneArg, Tail, TwoArg, VecForm};
+use crate::form::{OneArg, OneArgVec, Tail, TwoArg, VecForm};
 use crate::ops::{
     HessianBackend, HvpBackend, JacobianBackend, PullbackBackend, PushforwardBackend,
 };
@@ -324,12 +325,24 @@ impl<Op, V, B: Backend, S> Prepared<Op, V, AutoSparse<B>, SparseState<S>> {
 
 // ---------------------------------------------------------------- Jacobians
 
+/// The vector-valued forms whose Jacobians `AutoSparse` compresses: the two-argument
+/// form [`TwoArg`] and the one-argument [`OneArgVec`] (sealed).
+pub trait JacobianForm: sealed::Sealed {}
+impl<F> JacobianForm for TwoArg<F> {}
+impl<F> JacobianForm for OneArgVec<F> {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<F> Sealed for super::TwoArg<F> {}
+    impl<F> Sealed for super::OneArgVec<F> {}
+}
+
 /// Preparation traces the pattern at `x` (and checks the output length), colours its
 /// columns and its rows, and keeps the orientation with fewer colours.
-impl<F, C, B> PrepareBackend<TwoArg<F>, C> for AutoSparse<B>
+impl<V, C, B> PrepareBackend<V, C> for AutoSparse<B>
 where
-    TwoArg<F>: VecForm<C>,
-    B: PushforwardBackend<TwoArg<F>, C> + PullbackBackend<TwoArg<F>, C>,
+    V: JacobianForm + VecForm<C>,
+    B: PushforwardBackend<V, C> + PullbackBackend<V, C>,
     C: Contexts,
 {
     type State = SparseState<B::State>;
@@ -337,14 +350,8 @@ where
         ctx
     }
 
-    fn prepare(
-        &self,
-        f: &TwoArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
-        let (m, n) = (f.m, x.len());
+    fn prepare(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State> {
+        let (m, n) = (f.outputs(), x.len());
         let rows = f.probe(x, ctx)?;
         let cols = colour::transpose(&rows, n);
         let by_col = colour::distance1(&cols, &rows);
@@ -385,10 +392,10 @@ where
     }
 }
 
-impl<F, C, B> JacobianBackend<TwoArg<F>, C> for AutoSparse<B>
+impl<V, C, B> JacobianBackend<V, C> for AutoSparse<B>
 where
-    TwoArg<F>: VecForm<C>,
-    B: PushforwardBackend<TwoArg<F>, C> + PullbackBackend<TwoArg<F>, C>,
+    V: JacobianForm + VecForm<C>,
+    B: PushforwardBackend<V, C> + PullbackBackend<V, C>,
     C: Contexts,
 {
     type Jacobian = CsMat<f64>;
@@ -404,7 +411,7 @@ where
     fn value_and_jacobian_into(
         &self,
         st: &mut Self::State,
-        f: &TwoArg<F>,
+        f: &V,
         x: &[f64],
         ctx: &C,
         y: &mut [f64],

@@ -1,10 +1,11 @@
 //! First-order operators with a full Jacobian result: `derivative`, `gradient`,
-//! `jacobian`.
+//! `jacobian`. No operator takes an output length: a one-argument vector-valued
+//! function's is inferred, a two-argument function's is the length of the user's `y`.
 
 use super::{DerivativeOp, GradientOp, JacobianOp};
 use crate::backend::{Backend, Operator};
 use crate::error::InterfaceResult;
-use crate::form::{OneArg, TwoArg};
+use crate::form::{FormOf, OneArg, OneArgFn, TwoArg};
 use crate::matrix::DerivativeMatrix;
 use crate::prep::{Meta, PrepareBackend, Prepared, prepare};
 use core::borrow::BorrowMut;
@@ -50,7 +51,7 @@ pub trait GradientBackend<F, C>: PrepareBackend<OneArg<F>, C> {
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `jacobian` of `{V}` with contexts `{C}`",
     label = "no jacobian for this backend, function form and contexts",
-    note = "`jacobian` takes `shade_fn!(f(&[S], ...))` (one output) or `shade_fn!(f(&mut [S], &[S], ...))` (two-argument); backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+    note = "`jacobian` takes `shade_fn!(f(&[S], ...) -> Vec<S>)` (its output length inferred), `shade_fn!(f(&[S], ...))` (one output) or, with `*_inplace` and the output buffer `y`, `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual, AutoSparse"
 )]
 pub trait JacobianBackend<V, C>: PrepareBackend<V, C> {
     /// How the Jacobian is stored: `[f64]` (dense `m × n`, row-major) for every backend
@@ -120,10 +121,11 @@ where
 }
 
 /// Prepares `derivative` of a two-argument function `f(y: &mut [S], x: S, contexts...)`
-/// with `m` outputs.
+/// whose outputs go to buffers like `y` (only its length is read: the number of outputs,
+/// checked once with the core's sparsity tracer).
 pub fn prepare_derivative_inplace<F, B, C, St>(
     f: F,
-    m: usize,
+    y: &[f64],
     backend: &B,
     x: f64,
     ctx: C,
@@ -131,6 +133,7 @@ pub fn prepare_derivative_inplace<F, B, C, St>(
 where
     B: DerivativeBackend<TwoArg<F>, C, State = St>,
 {
+    let m = y.len();
     prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)
 }
 
@@ -166,19 +169,23 @@ where
     p.value_and_derivative(x, ctx)
 }
 
-/// `(y, dy/dx)` for a two-argument `f(y: &mut [S], x: S, contexts...)` with `m` outputs.
+/// `dy/dx` for a two-argument `f(y: &mut [S], x: S, contexts...)`, writing `y = f(x)`:
+/// the buffer `y` gives the number of outputs.
 pub fn value_and_derivative_inplace<F, B, C>(
     f: F,
-    m: usize,
+    y: &mut [f64],
     backend: &B,
     x: f64,
     ctx: C,
-) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+) -> InterfaceResult<Vec<f64>>
 where
     B: DerivativeBackend<TwoArg<F>, C>,
 {
+    let m = y.len();
     let mut p = prep_derivative(TwoArg { f, m }, m, backend, x, &ctx)?;
-    p.value_and_derivative(x, ctx)
+    let mut d = vec![0.0; m];
+    p.value_and_derivative_into(x, ctx, y, &mut d)?;
+    Ok(d)
 }
 
 impl<F, B: Backend, St> Prepared<DerivativeOp, OneArg<F>, B, St> {
@@ -403,25 +410,33 @@ pub(crate) fn prep_jacobian<V, B: JacobianBackend<V, C>, C>(
     )
 }
 
-/// Prepares `jacobian` of a one-argument `f(x: &[S], contexts...) -> S` (a `1 × n`
-/// Jacobian).
-pub fn prepare_jacobian<F, B, C, St>(
+/// Prepares `jacobian` of a one-argument function: `f(x: &[S], contexts...) -> Vec<S>`
+/// (`m × n`, `m` the length its evaluation at `x` returns; every later call is checked
+/// against it, `SHADE-E0132`) or `f(x: &[S], contexts...) -> S` (`1 × n`).
+#[allow(
+    clippy::type_complexity,
+    reason = "the prepared form is named through the function's kind, `FormOf`"
+)]
+pub fn prepare_jacobian<F, M, B, C, St>(
     f: F,
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<Prepared<JacobianOp, OneArg<F>, B, St>>
+) -> InterfaceResult<Prepared<JacobianOp, FormOf<F, C, M>, B, St>>
 where
-    B: JacobianBackend<OneArg<F>, C, State = St>,
+    F: OneArgFn<C, M>,
+    B: JacobianBackend<FormOf<F, C, M>, C, State = St>,
 {
-    prep_jacobian(OneArg(f), 1, backend, x, &ctx)
+    let (form, m) = f.into_form(x, &ctx);
+    prep_jacobian(form, m, backend, x, &ctx)
 }
 
-/// Prepares `jacobian` of a two-argument `f(y: &mut [S], x: &[S], contexts...)` with
-/// `m` outputs.
+/// Prepares `jacobian` of a two-argument `f(y: &mut [S], x: &[S], contexts...)` whose
+/// outputs go to buffers like `y` (only its length is read: the number of outputs,
+/// checked once with the core's sparsity tracer, `SHADE-E0130` / `SHADE-E0131`).
 pub fn prepare_jacobian_inplace<F, B, C, St>(
     f: F,
-    m: usize,
+    y: &[f64],
     backend: &B,
     x: &[f64],
     ctx: C,
@@ -429,25 +444,63 @@ pub fn prepare_jacobian_inplace<F, B, C, St>(
 where
     B: JacobianBackend<TwoArg<F>, C, State = St>,
 {
+    let m = y.len();
     prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)
 }
 
-/// The `1 × n` Jacobian of a one-argument function.
-pub fn jacobian<F, B, C, J>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<J::Owned>
+/// The Jacobian of a one-argument function: `m × n` for `f(x: &[S], contexts...) ->
+/// Vec<S>`, whose output length `m` is inferred (one evaluation at `x`), `1 × n` for a
+/// function returning `S`. Row-major `Vec<f64>`, or `CsMat<f64>` with `AutoSparse`.
+///
+/// ```
+/// use shade_interface::{AutoFiniteDiff, AutoShade, jacobian, value_and_jacobian};
+/// use shade_interface::{Real, shade_fn};
+///
+/// fn polar<S: Real>(x: &[S]) -> Vec<S> {
+///     vec![x[0] * x[1].cos(), x[0] * x[1].sin(), x[0]]
+/// }
+/// let f = shade_fn!(polar(&[S]) -> Vec<S>);
+/// let (y, j) = value_and_jacobian(f, &AutoShade::FORWARD, &[2.0, 0.0], ())?;
+/// assert_eq!(y, [2.0, 0.0, 2.0]);
+/// assert_eq!(j, [1.0, 0.0, 0.0, 2.0, 1.0, 0.0]);
+/// let fd = jacobian(f, &AutoFiniteDiff::CENTRAL, &[2.0, 0.0], ())?;
+/// assert!(j.iter().zip(&fd).all(|(a, b)| (a - b).abs() < 1e-8));
+/// # Ok::<(), shade_interface::InterfaceError>(())
+/// ```
+pub fn jacobian<F, M, B, C, J>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<J::Owned>
 where
-    B: JacobianBackend<OneArg<F>, C, Jacobian = J>,
+    F: OneArgFn<C, M>,
+    B: JacobianBackend<FormOf<F, C, M>, C, Jacobian = J>,
     J: ?Sized + DerivativeMatrix,
 {
-    prep_jacobian(OneArg(f), 1, backend, x, &ctx)?.jacobian(x, ctx)
+    let (form, m) = f.into_form(x, &ctx);
+    prep_jacobian(form, m, backend, x, &ctx)?.jacobian(x, ctx)
 }
 
-/// `(y, J)` of a two-argument function with `m` outputs: `J` row-major `m × n` (a
-/// `Vec<f64>`), or a `CsMat<f64>` with `AutoSparse`.
+/// `(y, J)` of a one-argument function, as [`jacobian`].
+pub fn value_and_jacobian<F, M, B, C, J>(
+    f: F,
+    backend: &B,
+    x: &[f64],
+    ctx: C,
+) -> InterfaceResult<(Vec<f64>, J::Owned)>
+where
+    F: OneArgFn<C, M>,
+    B: JacobianBackend<FormOf<F, C, M>, C, Jacobian = J>,
+    J: ?Sized + DerivativeMatrix,
+{
+    let (form, m) = f.into_form(x, &ctx);
+    prep_jacobian(form, m, backend, x, &ctx)?.value_and_jacobian(x, ctx)
+}
+
+/// The Jacobian of a two-argument function, writing `y = f(x)`: the buffer `y` gives
+/// the number of outputs `m`. `J` is row-major `m × n` (a `Vec<f64>`), or a
+/// `CsMat<f64>` with `AutoSparse`.
 ///
-/// `m` is checked by one evaluation with the core's sparsity tracer (at preparation
-/// with `AutoShade` and `AutoSparse`, at the first call with the generic backends): a
-/// function that writes fewer outputs is `SHADE-E0130`, one that indexes past `y`
-/// `SHADE-E0131`, never a zero row or a panic.
+/// `y.len()` is checked by one evaluation with the core's sparsity tracer (at
+/// preparation with `AutoShade` and `AutoSparse`, at the first call with the generic
+/// backends): a function that writes fewer outputs is `SHADE-E0130`, one that indexes
+/// past `y` `SHADE-E0131`, never a zero row or a panic.
 ///
 /// ```
 /// use shade_interface::{AutoShade, value_and_jacobian_inplace};
@@ -457,22 +510,31 @@ where
 ///     y[0] = x[0] * x[1].cos();
 ///     y[1] = x[0] * x[1].sin();
 /// }
-/// let (y, j) = value_and_jacobian_inplace(shade_fn!(polar(&mut [S], &[S])), 2, &AutoShade::REVERSE, &[2.0, 0.0], ())?;
-/// assert_eq!((y, j), (vec![2.0, 0.0], vec![1.0, 0.0, 0.0, 2.0]));
+/// let f = shade_fn!(polar(&mut [S], &[S]));
+/// let mut y = [0.0; 2];
+/// let j = value_and_jacobian_inplace(f, &mut y, &AutoShade::REVERSE, &[2.0, 0.0], ())?;
+/// assert_eq!((y, j), ([2.0, 0.0], vec![1.0, 0.0, 0.0, 2.0]));
+///
+/// let e = value_and_jacobian_inplace(f, &mut [0.0; 3], &AutoShade::REVERSE, &[2.0, 0.0], ());
+/// assert_eq!(e.unwrap_err().code(), "SHADE-E0130");
 /// # Ok::<(), shade_interface::InterfaceError>(())
 /// ```
 pub fn value_and_jacobian_inplace<F, B, C, J>(
     f: F,
-    m: usize,
+    y: &mut [f64],
     backend: &B,
     x: &[f64],
     ctx: C,
-) -> InterfaceResult<(Vec<f64>, J::Owned)>
+) -> InterfaceResult<J::Owned>
 where
     B: JacobianBackend<TwoArg<F>, C, Jacobian = J>,
     J: ?Sized + DerivativeMatrix,
 {
-    prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)?.value_and_jacobian(x, ctx)
+    let m = y.len();
+    let mut p = prep_jacobian(TwoArg { f, m }, m, backend, x, &ctx)?;
+    let mut j = p.backend.new_jacobian(&p.state, &p.meta);
+    p.value_and_jacobian_into(x, ctx, y, j.borrow_mut())?;
+    Ok(j)
 }
 
 impl<V, B: Backend, St> Prepared<JacobianOp, V, B, St> {

@@ -4,7 +4,7 @@
 use super::{PullbackOp, PushforwardOp};
 use crate::backend::{Backend, Operator};
 use crate::error::InterfaceResult;
-use crate::form::{OneArg, TwoArg};
+use crate::form::{FormOf, OneArgFn, TwoArg};
 use crate::prep::{PrepareBackend, Prepared, prepare};
 use shade_autodiff::scalar::CHUNK;
 
@@ -30,7 +30,7 @@ pub(crate) fn each_tangent(
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `pushforward` of `{V}` with contexts `{C}`",
     label = "no pushforward for this backend, function form and contexts",
-    note = "`pushforward` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+    note = "`pushforward` takes `shade_fn!(f(&[S], ...) -> Vec<S>)` (its output length inferred), `shade_fn!(f(&[S], ...))` or, with `*_inplace` and the output buffer `y`, `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
 pub trait PushforwardBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dy = J(x) dx`.
@@ -68,7 +68,7 @@ pub trait PushforwardBackend<V, C>: PrepareBackend<V, C> {
 #[diagnostic::on_unimplemented(
     message = "backend `{Self}` cannot compute `pullback` of `{V}` with contexts `{C}`",
     label = "no pullback for this backend, function form and contexts",
-    note = "`pullback` takes `shade_fn!(f(&[S], ...))` or `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
+    note = "`pullback` takes `shade_fn!(f(&[S], ...) -> Vec<S>)` (its output length inferred), `shade_fn!(f(&[S], ...))` or, with `*_inplace` and the output buffer `y`, `shade_fn!(f(&mut [S], &[S], ...))`; backends: AutoShade, AutoFiniteDiff, AutoNumDual"
 )]
 pub trait PullbackBackend<V, C>: PrepareBackend<V, C> {
     /// Writes `y = f(x)` and `dx = J(x)ᵀ dy` (overwriting `dx`).
@@ -105,7 +105,7 @@ pub trait PullbackBackend<V, C>: PrepareBackend<V, C> {
 macro_rules! directional {
     (
         $op:ident, $Trait:ident, $oper:ident, $prep_fn:ident, $prepare:ident, $prepare_inplace:ident,
-        $free:ident, $free_inplace:ident, $into:ident, $batch_into:ident,
+        $free:ident, $vand_free:ident, $free_inplace:ident, $into:ident, $batch_into:ident,
         $plain:ident, $plain_into:ident, $vand:ident, $batch:ident, $vand_batch:ident,
         $tin:literal, $tout:literal, $inlen:ident, $outlen:ident, $doc:literal
     ) => {
@@ -131,18 +131,20 @@ macro_rules! directional {
             })
         }
 
-        #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a one-argument `f(x: &[S], contexts...) -> S` (`m = 1`).")]
-        pub fn $prepare<F, B, C, St>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Prepared<$op, OneArg<F>, B, St>>
+        #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a one-argument function: `f(x: &[S], contexts...) -> Vec<S>` (`m` inferred from its evaluation at `x`) or `f(x: &[S], contexts...) -> S` (`m = 1`).")]
+        pub fn $prepare<F, M, B, C, St>(f: F, backend: &B, x: &[f64], ctx: C) -> InterfaceResult<Prepared<$op, FormOf<F, C, M>, B, St>>
         where
-            B: $Trait<OneArg<F>, C, State = St>,
+            F: OneArgFn<C, M>,
+            B: $Trait<FormOf<F, C, M>, C, State = St>,
         {
-            $prep_fn(OneArg(f), 1, backend, x, &ctx)
+            let (form, m) = f.into_form(x, &ctx);
+            $prep_fn(form, m, backend, x, &ctx)
         }
 
-        #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a two-argument `f(y: &mut [S], x: &[S], contexts...)` with `m` outputs.")]
+        #[doc = concat!("Prepares `", stringify!($plain), "` (", $doc, ") of a two-argument `f(y: &mut [S], x: &[S], contexts...)` whose outputs go to buffers like `y` (only its length is read: the number of outputs).")]
         pub fn $prepare_inplace<F, B, C, St>(
             f: F,
-            m: usize,
+            y: &[f64],
             backend: &B,
             x: &[f64],
             ctx: C,
@@ -150,30 +152,47 @@ macro_rules! directional {
         where
             B: $Trait<TwoArg<F>, C, State = St>,
         {
+            let m = y.len();
             $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)
         }
 
-        #[doc = concat!("`", stringify!($plain), "` (", $doc, ") of a one-argument function (`m = 1`).")]
-        pub fn $free<F, B, C>(f: F, backend: &B, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
+        #[doc = concat!("`", stringify!($plain), "` (", $doc, ") of a one-argument function (returning `Vec<S>`, whose output length is inferred, or `S`).")]
+        pub fn $free<F, M, B, C>(f: F, backend: &B, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<Vec<f64>>
         where
-            B: $Trait<OneArg<F>, C>,
+            F: OneArgFn<C, M>,
+            B: $Trait<FormOf<F, C, M>, C>,
         {
-            $prep_fn(OneArg(f), 1, backend, x, &ctx)?.$plain(x, t, ctx)
+            let (form, m) = f.into_form(x, &ctx);
+            $prep_fn(form, m, backend, x, &ctx)?.$plain(x, t, ctx)
         }
 
-        #[doc = concat!("`(y, ", stringify!($plain), ")` (", $doc, ") of a two-argument function with `m` outputs.")]
+        #[doc = concat!("`(y, ", stringify!($plain), ")` (", $doc, ") of a one-argument function (returning `Vec<S>`, whose output length is inferred, or `S`).")]
+        pub fn $vand_free<F, M, B, C>(f: F, backend: &B, x: &[f64], t: &[f64], ctx: C) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+        where
+            F: OneArgFn<C, M>,
+            B: $Trait<FormOf<F, C, M>, C>,
+        {
+            let (form, m) = f.into_form(x, &ctx);
+            $prep_fn(form, m, backend, x, &ctx)?.$vand(x, t, ctx)
+        }
+
+        #[doc = concat!("`", stringify!($plain), "` (", $doc, ") of a two-argument function, writing `y = f(x)`: the buffer `y` gives the number of outputs (checked once with the core's sparsity tracer).")]
         pub fn $free_inplace<F, B, C>(
             f: F,
-            m: usize,
+            y: &mut [f64],
             backend: &B,
             x: &[f64],
             t: &[f64],
             ctx: C,
-        ) -> InterfaceResult<(Vec<f64>, Vec<f64>)>
+        ) -> InterfaceResult<Vec<f64>>
         where
             B: $Trait<TwoArg<F>, C>,
         {
-            $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)?.$vand(x, t, ctx)
+            let m = y.len();
+            let mut p = $prep_fn(TwoArg { f, m }, m, backend, x, &ctx)?;
+            let mut out = vec![0.0; p.meta.$outlen];
+            p.$into(x, t, ctx, y, &mut out)?;
+            Ok(out)
         }
 
         impl<V, B: Backend, St> Prepared<$op, V, B, St> {
@@ -262,6 +281,7 @@ directional!(
     prepare_pushforward,
     prepare_pushforward_inplace,
     pushforward,
+    value_and_pushforward,
     value_and_pushforward_inplace,
     value_and_pushforward_into,
     value_and_pushforward_batch_into,
@@ -285,6 +305,7 @@ directional!(
     prepare_pullback,
     prepare_pullback_inplace,
     pullback,
+    value_and_pullback,
     value_and_pullback_inplace,
     value_and_pullback_into,
     value_and_pullback_batch_into,

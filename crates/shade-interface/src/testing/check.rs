@@ -370,7 +370,8 @@ where
 {
     let h = H::new(&sc.name, b, "derivative");
     let (x, ctx, t, r, m) = (sc.x, sc.ctx, &cfg.first, &sc.reference, sc.m);
-    let mut p = prepare_derivative_inplace(sc.f, m, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
+    let mut p = prepare_derivative_inplace(sc.f, &vec![0.0; m], b, sc.prep_x, ctx)
+        .map_err(h.ie("prepare"))?;
     let mut n = 0;
     for round in ["1", "2"] {
         let v = |s: &str| format!("{s}, round {round}");

@@ -7,6 +7,7 @@
 
 use super::{
     GradScenario, JacScenario, Reference, ScalarInplaceScenario, ScalarScenario, Scenario,
+    VecScenario,
 };
 use crate::backend::Backend;
 use crate::context::{Cache, Constant};
@@ -64,6 +65,13 @@ pub fn vector_vector_fn<S: Real>(y: &mut [S], x: &[S], p: &[f64]) {
     }
 }
 
+/// [`vector_vector_fn`] returning its outputs (one-argument form, `m` inferred).
+pub fn vector_vector_out_fn<S: Real>(x: &[S], p: &[f64]) -> Vec<S> {
+    let mut y = vec![S::cst(0.0); x.len()];
+    vector_vector_fn(&mut y, x, p);
+    y
+}
+
 /// `Y = X Xᵀ` for `X` 2 × 3 (row-major in, row-major out).
 pub fn matrix_matrix_fn<S: Real>(y: &mut [S], x: &[S]) {
     for i in 0..2 {
@@ -81,10 +89,12 @@ mod fns {
     shade_fn!(pub VectorScalarCtx = vector_scalar_ctx_fn(&[S], &[f64], &[S]));
     shade_fn!(pub VectorScalar = vector_scalar_fn(&[S]));
     shade_fn!(pub VectorVector = vector_vector_fn(&mut [S], &[S], &[f64]));
+    shade_fn!(pub VectorVectorOut = vector_vector_out_fn(&[S], &[f64]) -> Vec<S>);
     shade_fn!(pub MatrixMatrix = matrix_matrix_fn(&mut [S], &[S]));
 }
 pub use fns::{
     MatrixMatrix, ScalarScalar, ScalarVector, VectorScalar, VectorScalarCtx, VectorVector,
+    VectorVectorOut,
 };
 
 fn prep_point(x: &[f64]) -> Vec<f64> {
@@ -224,6 +234,26 @@ pub fn vector_vector(x: &[f64]) -> JacScenario<VectorVector, (K,)> {
     }
 }
 
+/// Vector → vector, one-argument returning `Vec<S>` (its output length inferred), one
+/// `Constant`: [`vector_vector`]'s function and reference.
+///
+/// # Panics
+/// If `x` is empty.
+pub fn vector_vector_out(x: &[f64]) -> VecScenario<VectorVectorOut, (K,)> {
+    let s = vector_vector(x);
+    VecScenario {
+        name: format!(
+            "vector->vector, one-argument returning Vec (Constant), n = {}",
+            x.len()
+        ),
+        f: VectorVectorOut,
+        x: s.x,
+        prep_x: s.prep_x,
+        ctx: s.ctx,
+        reference: s.reference,
+    }
+}
+
 /// Matrix (2 × 3) → matrix (2 × 2) `X Xᵀ`, flattened, two-argument; `X` cycles
 /// through `x`.
 ///
@@ -270,6 +300,7 @@ where
     GradScenario<VectorScalarCtx, (K, CacheK)>: Scenario<B>,
     GradScenario<VectorScalar, ()>: Scenario<B>,
     JacScenario<VectorVector, (K,)>: Scenario<B>,
+    VecScenario<VectorVectorOut, (K,)>: Scenario<B>,
     JacScenario<MatrixMatrix, ()>: Scenario<B>,
 {
     vec![
@@ -278,6 +309,7 @@ where
         Box::new(vector_scalar_ctx(x)),
         Box::new(vector_scalar(x)),
         Box::new(vector_vector(x)),
+        Box::new(vector_vector_out(x)),
         Box::new(matrix_matrix(x)),
     ]
 }

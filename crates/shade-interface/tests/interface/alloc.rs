@@ -53,13 +53,13 @@ fn check<M: ShadeMode>(backend: AutoShade<M>, n: usize, m: usize) {
         let name = backend.name();
         let ctx = (Constant(&w[..]), Cache(&cache[..]));
         let mut pg = prepare_gradient(f, &backend, &x2, ctx).unwrap();
-        let mut pj = prepare_jacobian_inplace(g2, m, &backend, &x2, (Constant(&w[..]),)).unwrap();
+        let mut pj = prepare_jacobian_inplace(g2, &y, &backend, &x2, (Constant(&w[..]),)).unwrap();
         let mut pj1 = prepare_jacobian(f, &backend, &x2, ctx).unwrap();
         let mut pf = prepare_pushforward(f, &backend, &x2, ctx).unwrap();
         let mut pf2 =
-            prepare_pushforward_inplace(g2, m, &backend, &x2, (Constant(&w[..]),)).unwrap();
+            prepare_pushforward_inplace(g2, &y, &backend, &x2, (Constant(&w[..]),)).unwrap();
         let mut pb = prepare_pullback(f, &backend, &x2, ctx).unwrap();
-        let mut pb2 = prepare_pullback_inplace(g2, m, &backend, &x2, (Constant(&w[..]),)).unwrap();
+        let mut pb2 = prepare_pullback_inplace(g2, &y, &backend, &x2, (Constant(&w[..]),)).unwrap();
         let dxs: Vec<f64> = dx.iter().chain(&dx).chain(&dx).copied().collect();
         let count = allocations(|| {
             for _ in 0..3 {

@@ -133,13 +133,13 @@ fn generic_backends_say_so() {
 #[test]
 fn two_argument_forms_report_the_core_operator() {
     let g = shade_fn!(field(&mut [S], &[S]));
-    let p = prepare_jacobian_inplace(g, 2, &AutoShade::REVERSE, &[1.0, 2.0], ()).unwrap();
+    let p = prepare_jacobian_inplace(g, &[0.0; 2], &AutoShade::REVERSE, &[1.0, 2.0], ()).unwrap();
     assert!(
         p.explain()
             .detail
             .contains("`Tape::jacobian_reverse_into`, 1 recording + 2 sweeps")
     );
-    let p = prepare_pullback_inplace(g, 2, &AutoShade::FORWARD, &[1.0, 2.0], ()).unwrap();
+    let p = prepare_pullback_inplace(g, &[0.0; 2], &AutoShade::FORWARD, &[1.0, 2.0], ()).unwrap();
     assert!(p.explain().detail.contains("Tape::pullback_into"));
 }
 

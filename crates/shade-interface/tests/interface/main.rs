@@ -18,5 +18,6 @@ mod contexts;
 mod docs;
 mod explain;
 mod harness;
+mod jacobian;
 mod sparse;
 mod tensor;

@@ -42,7 +42,8 @@ fn banded_jacobian_needs_three_colours_and_one_batched_pushforward() {
     let sparse = AutoSparse {
         inner: AutoShade::FORWARD,
     };
-    let mut prep = prepare_jacobian_inplace(f, n, &sparse, &x, (Constant(&p[..]),)).unwrap();
+    let mut prep =
+        prepare_jacobian_inplace(f, &vec![0.0; n], &sparse, &x, (Constant(&p[..]),)).unwrap();
     let c = prep.colouring();
     assert_eq!(
         (c.orientation, c.count, c.other),
@@ -60,8 +61,10 @@ fn banded_jacobian_needs_three_colours_and_one_batched_pushforward() {
     );
     let xs: Vec<f64> = x.iter().map(|v| v * 0.7 + 0.2).collect();
     let j: CsMat<f64> = prep.jacobian(&xs, (Constant(&p[..]),)).unwrap();
-    let (_, dense) =
-        value_and_jacobian_inplace(f, n, &AutoShade::REVERSE, &xs, (Constant(&p[..]),)).unwrap();
+    let mut y = vec![0.0; n];
+    let dense =
+        value_and_jacobian_inplace(f, &mut y, &AutoShade::REVERSE, &xs, (Constant(&p[..]),))
+            .unwrap();
     assert_eq!(j.to_row_major(), dense);
     assert_eq!(j.nnz(), 3 * n - 2);
     // The `_into` variant writes into a matrix of the prepared pattern.
@@ -85,10 +88,11 @@ fn a_dense_row_is_coloured_by_rows_when_pullbacks_are_native() {
     let f = shade_fn!(arrow(&mut [S], &[S]));
     let n = 30;
     let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.3).sin()).collect();
-    let (_, dense) = value_and_jacobian_inplace(f, n, &AutoShade::FORWARD, &x, ()).unwrap();
+    let mut y = vec![0.0; n];
+    let dense = value_and_jacobian_inplace(f, &mut y, &AutoShade::FORWARD, &x, ()).unwrap();
     {
         let inner = AutoShade::REVERSE;
-        let mut prep = prepare_jacobian_inplace(f, n, &AutoSparse { inner }, &x, ()).unwrap();
+        let mut prep = prepare_jacobian_inplace(f, &y, &AutoSparse { inner }, &x, ()).unwrap();
         let c = prep.colouring().clone();
         assert_eq!(
             (c.orientation, c.count, c.other),
@@ -103,7 +107,7 @@ fn a_dense_row_is_coloured_by_rows_when_pullbacks_are_native() {
     }
     let mut prep = prepare_jacobian_inplace(
         f,
-        n,
+        &y,
         &AutoSparse {
             inner: AutoShade::FORWARD,
         },
@@ -117,7 +121,7 @@ fn a_dense_row_is_coloured_by_rows_when_pullbacks_are_native() {
     let fd = AutoSparse {
         inner: AutoFiniteDiff::CENTRAL,
     };
-    let mut prep = prepare_jacobian_inplace(f, n, &fd, &x, ()).unwrap();
+    let mut prep = prepare_jacobian_inplace(f, &y, &fd, &x, ()).unwrap();
     assert_eq!(
         (prep.colouring().orientation, prep.colouring().count),
         (Orientation::Columns, n)
@@ -140,7 +144,8 @@ fn a_jacobian_with_no_nonzero_still_computes_the_value() {
         inner: AutoShade::FORWARD,
     };
     let mut prep =
-        prepare_jacobian_inplace(f, 2, &sparse, &[1.0, 2.0, 3.0], (Constant(&p[..]),)).unwrap();
+        prepare_jacobian_inplace(f, &[0.0; 2], &sparse, &[1.0, 2.0, 3.0], (Constant(&p[..]),))
+            .unwrap();
     let (y, j) = prep
         .value_and_jacobian(&[-1.0, 0.0, 4.0], (Constant(&p[..]),))
         .unwrap();
@@ -220,7 +225,8 @@ fn a_matrix_of_another_pattern_is_a_coded_error() {
     let sparse = AutoSparse {
         inner: AutoShade::FORWARD,
     };
-    let mut prep = prepare_jacobian_inplace(f, 6, &sparse, &x, (Constant(&p[..]),)).unwrap();
+    let mut prep =
+        prepare_jacobian_inplace(f, &[0.0; 6], &sparse, &x, (Constant(&p[..]),)).unwrap();
     let mut other = CsMat::<f64>::eye(6);
     let e = prep
         .jacobian_into(&x, (Constant(&p[..]),), &mut other)
@@ -230,13 +236,14 @@ fn a_matrix_of_another_pattern_is_a_coded_error() {
 }
 
 #[test]
-fn a_wrong_output_length_is_refused_at_preparation() {
+fn an_output_buffer_of_another_length_is_refused_at_preparation() {
     let f = shade_fn!(band(&mut [S], &[S], &[f64]));
     let (x, p) = (vec![0.5; 4], [1.0]);
+    let long = [0.0; 5];
     for e in [
         prepare_jacobian_inplace(
             f,
-            5,
+            &long,
             &AutoSparse {
                 inner: AutoShade::FORWARD,
             },
@@ -245,12 +252,12 @@ fn a_wrong_output_length_is_refused_at_preparation() {
         )
         .map(drop)
         .unwrap_err(),
-        prepare_jacobian_inplace(f, 5, &AutoShade::REVERSE, &x, (Constant(&p[..]),))
+        prepare_jacobian_inplace(f, &long, &AutoShade::REVERSE, &x, (Constant(&p[..]),))
             .map(drop)
             .unwrap_err(),
         value_and_pushforward_inplace(
             f,
-            5,
+            &mut [0.0; 5],
             &AutoFiniteDiff::CENTRAL,
             &x,
             &[1.0; 4],
@@ -260,12 +267,43 @@ fn a_wrong_output_length_is_refused_at_preparation() {
         .unwrap_err(),
     ] {
         assert_eq!(e.code(), "SHADE-E0130", "{e}");
-        assert!(e.help().contains("m = 4"), "{}", e.help());
+        assert!(e.help().contains("(4)"), "{}", e.help());
     }
-    let e = prepare_jacobian_inplace(f, 3, &AutoShade::FORWARD, &x, (Constant(&p[..]),))
+    let e = prepare_jacobian_inplace(f, &[0.0; 3], &AutoShade::FORWARD, &x, (Constant(&p[..]),))
         .map(drop)
         .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0131", "{e}");
+}
+
+/// [`band`] returning its outputs: the one-argument form, whose row count is inferred.
+fn band_out<S: Real>(x: &[S], p: &[f64]) -> Vec<S> {
+    let mut y = vec![S::zero(); x.len()];
+    band(&mut y, x, p);
+    y
+}
+
+#[test]
+fn a_vector_valued_one_argument_function_is_compressed_too() {
+    let (f, g) = (
+        shade_fn!(band_out(&[S], &[f64]) -> Vec<S>),
+        shade_fn!(band(&mut [S], &[S], &[f64])),
+    );
+    let n = 30;
+    let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.4).sin()).collect();
+    let p = [0.7];
+    let sparse = AutoSparse {
+        inner: AutoShade::FORWARD,
+    };
+    let mut prep = prepare_jacobian(f, &sparse, &x, (Constant(&p[..]),)).unwrap();
+    assert_eq!(prep.sparsity().shape(), (n, n));
+    assert_eq!(prep.colouring().count, 3);
+    let j: CsMat<f64> = prep.jacobian(&x, (Constant(&p[..]),)).unwrap();
+    let mut y = vec![0.0; n];
+    let want = value_and_jacobian_inplace(g, &mut y, &sparse, &x, (Constant(&p[..]),)).unwrap();
+    assert_eq!(j, want);
+    let (y1, dense) = value_and_jacobian(f, &AutoShade::REVERSE, &x, (Constant(&p[..]),)).unwrap();
+    assert_eq!(y1, y);
+    assert_eq!(j.to_row_major(), dense);
 }
 
 /// A random sparse function: output `i` is `Σₖ sin(x[a]) · x[b] + x[c]²` over the
@@ -315,11 +353,12 @@ proptest! {
     fn random_sparse_jacobians_match_dense_and_differences((x, t, m) in point_and_terms()) {
         let f = shade_fn!(random_terms(&mut [S], &[S], &Terms));
         let ctx = (Constant(&t),);
-        let (_, dense) = value_and_jacobian_inplace(f, m, &AutoShade::REVERSE, &x, ctx).unwrap();
-        let (_, fd) = value_and_jacobian_inplace(f, m, &AutoFiniteDiff::CENTRAL, &x, ctx).unwrap();
+        let mut y = vec![0.0; m];
+        let dense = value_and_jacobian_inplace(f, &mut y, &AutoShade::REVERSE, &x, ctx).unwrap();
+        let fd = value_and_jacobian_inplace(f, &mut y, &AutoFiniteDiff::CENTRAL, &x, ctx).unwrap();
         for s in [
-            value_and_jacobian_inplace(f, m, &AutoSparse { inner: AutoShade::FORWARD }, &x, ctx).unwrap().1,
-            value_and_jacobian_inplace(f, m, &AutoSparse { inner: AutoShade::REVERSE }, &x, ctx).unwrap().1,
+            value_and_jacobian_inplace(f, &mut y, &AutoSparse { inner: AutoShade::FORWARD }, &x, ctx).unwrap(),
+            value_and_jacobian_inplace(f, &mut y, &AutoSparse { inner: AutoShade::REVERSE }, &x, ctx).unwrap(),
         ] {
             let d = s.to_row_major();
             for k in 0..d.len() {

@@ -1,12 +1,14 @@
 //! A user project with `shade-interface` as its only dependency: the gradient of a
-//! scalar function written once against `Real`, with two backends, and the gradient of
-//! a tensor program over an ndarray matrix.
+//! scalar function written once against `Real`, with two backends, the Jacobian of a
+//! vector-valued one (no output length given), and the gradient of a tensor program
+//! over an ndarray matrix.
 
 // `Real`, `shade_fn!`, the tensor layer's `Tape` / `Var` and ndarray: all re-exported.
 use shade_interface::ndarray::{Array2, array};
 use shade_interface::tensor::{Tape, Var};
 use shade_interface::{
-    AutoFiniteDiff, AutoShade, Constant, InterfaceResult, Real, gradient, shade_fn, tensor,
+    AutoFiniteDiff, AutoShade, Constant, InterfaceResult, Real, gradient, jacobian, shade_fn,
+    tensor,
 };
 
 /// `sum_i (x_i - w_i)^2 + x_0 x_1`
@@ -21,6 +23,21 @@ fn scalar_gradients(x: &[f64], w: &[f64]) -> InterfaceResult<(Vec<f64>, Vec<f64>
     let native = gradient(f, &AutoShade::REVERSE, x, (Constant(w),))?;
     let fd = gradient(f, &AutoFiniteDiff::CENTRAL, x, (Constant(w),))?;
     Ok((native, fd))
+}
+
+/// `(x0 x1, sin x0, x1²)`: three outputs, their number never written down.
+fn fields<S: Real>(x: &[S]) -> Vec<S> {
+    vec![x[0] * x[1], x[0].sin(), x[1] * x[1]]
+}
+
+/// The Jacobian of `fields` (row-major, 3 × 2).
+fn fields_jacobian(x: &[f64]) -> InterfaceResult<Vec<f64>> {
+    jacobian(
+        shade_fn!(fields(&[S]) -> Vec<S>),
+        &AutoShade::FORWARD,
+        x,
+        (),
+    )
 }
 
 /// The gradient of `sum(tanh(x · w))` with respect to `w`.
@@ -38,6 +55,7 @@ fn tensor_gradient(x: &Array2<f64>, w: &Array2<f64>) -> InterfaceResult<Array2<f
 fn main() -> InterfaceResult<()> {
     let (native, fd) = scalar_gradients(&[1.0, 2.0], &[0.5, 0.5])?;
     println!("gradient: {native:?} (finite differences: {fd:?})");
+    println!("jacobian: {:?}", fields_jacobian(&[1.0, 2.0])?);
     let x = array![[1.0, -1.0], [0.5, 2.0]];
     let g = tensor_gradient(&x, &Array2::from_elem((2, 3), 0.1))?;
     println!("tensor gradient:\n{g}");
@@ -69,6 +87,12 @@ mod tests {
                 assert!((g[[k, j]] - want).abs() < 1e-12, "[{k}, {j}]");
             }
         }
+    }
+
+    #[test]
+    fn the_jacobian_has_as_many_rows_as_the_function_returns() {
+        let j = fields_jacobian(&[1.0, 2.0]).unwrap();
+        assert_eq!(j, [2.0, 1.0, 1f64.cos(), 0.0, 0.0, 4.0]);
     }
 
     #[test]

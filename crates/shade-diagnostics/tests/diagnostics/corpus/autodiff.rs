@@ -217,7 +217,9 @@ fn three<S: Real>(y: &mut [S], x: &[S]) {
 }
 
 fn function_indexes_past_outputs() -> Result<(), Seen> {
-    // Called with two outputs: `y[2]` is out of bounds; the panic becomes the error.
-    scalar::jacobian_reverse(shade_fn!(three(&mut [S], &[S])), &[1.0, 2.0], 2, ())?;
+    // Called with a buffer of two outputs: `y[2]` is out of bounds; the panic becomes
+    // the error.
+    let mut y = [0.0; 2];
+    scalar::jacobian_reverse_inplace(shade_fn!(three(&mut [S], &[S])), &mut y, &[1.0, 2.0], ())?;
     Ok(())
 }

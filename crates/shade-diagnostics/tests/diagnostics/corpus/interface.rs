@@ -6,7 +6,7 @@ use shade_diagnostics::backends::check_backend;
 use shade_interface::sprs::CsMat;
 use shade_interface::{
     AutoFiniteDiff, AutoShade, AutoSparse, Constant, Operator, SecondOrder, gradient,
-    prepare_gradient, prepare_jacobian_inplace, prepare_pushforward,
+    prepare_gradient, prepare_jacobian, prepare_jacobian_inplace, prepare_pushforward,
 };
 
 pub(crate) const PROGRAMS: &[(&str, Program)] = &[
@@ -29,6 +29,7 @@ pub(crate) const PROGRAMS: &[(&str, Program)] = &[
         "interface_inplace_outputs_not_written",
         inplace_outputs_not_written,
     ),
+    ("interface_output_length_changed", output_length_changed),
 ];
 
 fn loss<S: Real>(x: &[S], w: &[f64]) -> S {
@@ -102,7 +103,7 @@ fn sparse_jacobian_of_another_pattern() -> Result<(), Seen> {
     let b = AutoSparse {
         inner: AutoShade::FORWARD,
     };
-    let mut prep = prepare_jacobian_inplace(f, 4, &b, &x, ())?;
+    let mut prep = prepare_jacobian_inplace(f, &[0.0; 4], &b, &x, ())?;
     // A diagonal buffer for a bidiagonal Jacobian.
     let mut j = CsMat::<f64>::eye(4);
     prep.jacobian_into(&x, (), &mut j)?;
@@ -110,8 +111,24 @@ fn sparse_jacobian_of_another_pattern() -> Result<(), Seen> {
 }
 
 fn inplace_outputs_not_written() -> Result<(), Seen> {
-    // Four outputs announced, the function writes three.
+    // A buffer of four outputs, the function writes three.
     let f = shade_fn!(bidiagonal(&mut [S], &[S]));
-    prepare_jacobian_inplace(f, 4, &AutoShade::REVERSE, &[0.5; 3], ())?;
+    prepare_jacobian_inplace(f, &[0.0; 4], &AutoShade::REVERSE, &[0.5; 3], ())?;
+    Ok(())
+}
+
+/// The detections of a peak finder: one output per sample above the threshold.
+fn above<S: Real>(x: &[S], threshold: &f64) -> Vec<S> {
+    x.iter()
+        .filter(|v| **v > S::cst(*threshold))
+        .map(|&v| v * v)
+        .collect()
+}
+
+fn output_length_changed() -> Result<(), Seen> {
+    // Prepared where two samples pass the threshold, called where three do.
+    let f = shade_fn!(above(&[S], &f64) -> Vec<S>);
+    let mut prep = prepare_jacobian(f, &AutoShade::FORWARD, &[0.9, 0.1, 0.8], (Constant(&0.5),))?;
+    prep.jacobian(&[0.9, 0.7, 0.8], (Constant(&0.5),))?;
     Ok(())
 }

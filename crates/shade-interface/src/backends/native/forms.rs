@@ -9,10 +9,12 @@ use crate::backend::Operator;
 use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::explain::Spec;
-use crate::form::{InTail, OneArg, ScalarForm, Tail, TwoArg, VecForm};
+use crate::form::{InTail, OneArg, OneArgVec, ScalarForm, Tail, TwoArg, VecForm, VecTail};
 use crate::prep::Meta;
 use shade_autodiff::ModeKind;
-use shade_autodiff::scalar::{CHUNK, ConstArgs, Dual, InPlaceFn, Join, Scalar, ScalarFn, Slice};
+use shade_autodiff::scalar::{
+    CHUNK, ConstArgs, Dual, InPlaceFn, Join, Scalar, ScalarFn, Slice, VectorFn,
+};
 
 /// A function form the native backend knows: says which core entry point each
 /// operator calls ([`Spec`] of the report).
@@ -222,39 +224,53 @@ impl<F: ScalarFn> NativeForm for OneArg<F> {
     }
 }
 
+/// The report spec of a vector-valued form: the core's in-place entry points
+/// (`suffix` `"_into"`) or those of functions returning a vector (`"_vec_into"`).
+fn vector_spec(op: Operator, mode: ModeKind, meta: &Meta, suffix: &str) -> Spec {
+    match (op, mode) {
+        (Operator::Derivative, _) => Spec::native(
+            "shade-autodiff forward mode, the function called once with the core's Dual<f64> (the core has no entry point for in-place functions of a scalar)",
+            1,
+        ),
+        (Operator::Pushforward, _) => Spec::native(
+            format!(
+                "shade-autodiff forward mode, `Tape::pushforward{suffix}`, 1 call per tangent; batches of up to {CHUNK} tangents per call (`Tape::pushforward_batch{suffix}`); a pushforward is forward in either mode"
+            ),
+            1,
+        ),
+        (Operator::Pullback, _) => Spec::native(
+            format!(
+                "shade-autodiff reverse tape, `Tape::pullback{suffix}`, 1 recording + 1 sweep per cotangent; a batch shares one recording (`Tape::pullback_batch{suffix}`); a pullback is reverse in either mode"
+            ),
+            1,
+        ),
+        (_, ModeKind::Reverse) => Spec::native(
+            format!(
+                "shade-autodiff reverse tape, `Tape::jacobian_reverse{suffix}`, 1 recording + {} sweeps",
+                meta.m
+            ),
+            1,
+        ),
+        (_, ModeKind::Forward) => Spec::native(
+            format!(
+                "shade-autodiff chunked forward mode, `Tape::jacobian_forward{suffix}`, {} calls",
+                chunks(meta.n)
+            ),
+            chunks(meta.n),
+        )
+        .batch(CHUNK),
+    }
+}
+
 impl<F: InPlaceFn> NativeForm for TwoArg<F> {
     fn spec(op: Operator, mode: ModeKind, meta: &Meta) -> Spec {
-        match (op, mode) {
-            (Operator::Derivative, _) => Spec::native(
-                "shade-autodiff forward mode, the function called once with the core's Dual<f64> (the core has no entry point for in-place functions of a scalar)",
-                1,
-            ),
-            (Operator::Pushforward, _) => Spec::native(
-                format!(
-                    "shade-autodiff forward mode, `Tape::pushforward_into`, 1 call per tangent; batches of up to {CHUNK} tangents per call (`Tape::pushforward_batch_into`); a pushforward is forward in either mode"
-                ),
-                1,
-            ),
-            (Operator::Pullback, _) => Spec::native(
-                "shade-autodiff reverse tape, `Tape::pullback_into`, 1 recording + 1 sweep per cotangent; a batch shares one recording (`Tape::pullback_batch_into`); a pullback is reverse in either mode",
-                1,
-            ),
-            (_, ModeKind::Reverse) => Spec::native(
-                format!(
-                    "shade-autodiff reverse tape, `Tape::jacobian_reverse_into`, 1 recording + {} sweeps",
-                    meta.m
-                ),
-                1,
-            ),
-            (_, ModeKind::Forward) => Spec::native(
-                format!(
-                    "shade-autodiff chunked forward mode, `Tape::jacobian_forward_into`, {} calls",
-                    chunks(meta.n)
-                ),
-                chunks(meta.n),
-            )
-            .batch(CHUNK),
-        }
+        vector_spec(op, mode, meta, "_into")
+    }
+}
+
+impl<F: VectorFn> NativeForm for OneArgVec<F> {
+    fn spec(op: Operator, mode: ModeKind, meta: &Meta) -> Spec {
+        vector_spec(op, mode, meta, "_vec_into")
     }
 }
 
@@ -490,7 +506,57 @@ where
     }
 }
 
-// ---------------------------------------------------------------- two arguments, slice x
+// ---------------------------------------------------------------- vector outputs, slice x
+
+/// Stacked pushforwards by groups of [`CHUNK`] tangents while more than 4 remain, then
+/// one of 4 (which also computes the value when there is no tangent): `group(wide,
+/// tangents, results)` runs one group, `wide` for [`CHUNK`] tangents.
+fn pushforward_groups(
+    (n, m): (usize, usize),
+    dxs: &[f64],
+    dys: &mut [f64],
+    mut group: impl FnMut(bool, &[f64], &mut [f64]) -> InterfaceResult<()>,
+) -> InterfaceResult<()> {
+    let k = dxs.len().checked_div(n).unwrap_or(0);
+    let mut c0 = 0;
+    loop {
+        let w = (k - c0).min(CHUNK);
+        let (t, out) = (&dxs[c0 * n..(c0 + w) * n], &mut dys[c0 * m..(c0 + w) * m]);
+        group(w > 4, t, out)?;
+        c0 += w;
+        if c0 >= k {
+            return Ok(());
+        }
+    }
+}
+
+/// The core's calls for a vector-valued form, written once for both: the in-place
+/// entry points (`*_into`) or their twins for functions returning a vector
+/// (`*_vec_into`), named in that order: reverse and forward Jacobian, pushforward,
+/// pullback, batched pushforward, batched pullback. A pushforward is forward and a
+/// pullback reverse in either mode.
+macro_rules! vector_calls {
+    ($tape:ident, $f:ident, $x:ident, $ctx:ident, $y:ident, $call:ident, $mode:ident;
+     $jr:ident, $jf:ident, $pf:ident, $pb:ident, $pfb:ident, $pbb:ident) => {
+        match ($call, $mode) {
+            (VecCall::Jacobian(jac), ModeKind::Reverse) => $tape.$jr($f, $x, $ctx, $y, jac)?,
+            (VecCall::Jacobian(jac), ModeKind::Forward) => $tape.$jf($f, $x, $ctx, $y, jac)?,
+            (VecCall::Pushforward(dx, dy), _) => $tape.$pf($f, $x, dx, $ctx, $y, dy)?,
+            (VecCall::Pullback(dy, dx), _) => $tape.$pb($f, $x, dy, $ctx, $y, dx)?,
+            (VecCall::PushforwardBatch(dxs, dys), _) => {
+                pushforward_groups(($x.len(), $y.len()), dxs, dys, |wide, t, out| {
+                    if wide {
+                        $tape.$pfb::<CHUNK, _, _>($f, $x, t, $ctx, $y, out)?;
+                    } else {
+                        $tape.$pfb::<4, _, _>($f, $x, t, $ctx, $y, out)?;
+                    }
+                    Ok(())
+                })?
+            }
+            (VecCall::PullbackBatch(dys, dxs), _) => $tape.$pbb($f, $x, dys, $ctx, $y, dxs)?,
+        }
+    };
+}
 
 #[diagnostic::do_not_recommend]
 impl<F, C> NativeVec<C> for TwoArg<F>
@@ -513,43 +579,36 @@ where
             self.check_outputs(x, ctx)?;
             st.probed = true;
         }
-        let tape = &mut st.tape;
-        // A pushforward is forward and a pullback reverse in either mode.
-        match (call, mode) {
-            (VecCall::Jacobian(jac), ModeKind::Reverse) => {
-                tape.jacobian_reverse_into(&self.f, x, ctx, y, jac)?
-            }
-            (VecCall::Jacobian(jac), ModeKind::Forward) => {
-                tape.jacobian_forward_into(&self.f, x, ctx, y, jac)?
-            }
-            (VecCall::Pushforward(dx, dy), _) => {
-                tape.pushforward_into(&self.f, x, dx, ctx, y, dy)?
-            }
-            (VecCall::Pullback(dy, dx), _) => tape.pullback_into(&self.f, x, dy, ctx, y, dx)?,
-            (VecCall::PushforwardBatch(dxs, dys), _) => {
-                let (n, m) = (x.len(), y.len());
-                let k = dxs.len().checked_div(n).unwrap_or(0);
-                // Groups of CHUNK tangents while more than 4 remain, then one of 4 (which
-                // also computes the value when there is no tangent).
-                let mut c0 = 0;
-                loop {
-                    let w = (k - c0).min(CHUNK);
-                    let (t, out) = (&dxs[c0 * n..(c0 + w) * n], &mut dys[c0 * m..(c0 + w) * m]);
-                    if w > 4 {
-                        tape.pushforward_batch_into::<CHUNK, _, _>(&self.f, x, t, ctx, y, out)?;
-                    } else {
-                        tape.pushforward_batch_into::<4, _, _>(&self.f, x, t, ctx, y, out)?;
-                    }
-                    c0 += w;
-                    if c0 >= k {
-                        break;
-                    }
-                }
-            }
-            (VecCall::PullbackBatch(dys, dxs), _) => {
-                tape.pullback_batch_into(&self.f, x, dys, ctx, y, dxs)?
-            }
-        }
+        let (tape, f) = (&mut st.tape, &self.f);
+        vector_calls!(tape, f, x, ctx, y, call, mode;
+            jacobian_reverse_into, jacobian_forward_into, pushforward_into, pullback_into,
+            pushforward_batch_into, pullback_batch_into);
+        Ok(())
+    }
+}
+
+/// The core's `*_vec_into` entry points check every evaluation's length against `m`
+/// (`SHADE-E0132`): nothing to probe.
+#[diagnostic::do_not_recommend]
+impl<F, C> NativeVec<C> for OneArgVec<F>
+where
+    F: VectorFn,
+    F::Kinds: Join<Slice>,
+    C: ConstArgs<VecTail<F>> + Contexts,
+{
+    #[inline]
+    fn run(
+        &self,
+        mode: ModeKind,
+        st: &mut ShadeState,
+        (x, ctx): (&[f64], &C),
+        y: &mut [f64],
+        call: VecCall<'_>,
+    ) -> InterfaceResult<()> {
+        let (tape, f) = (&mut st.tape, &self.f);
+        vector_calls!(tape, f, x, ctx, y, call, mode;
+            jacobian_reverse_vec_into, jacobian_forward_vec_into, pushforward_vec_into,
+            pullback_vec_into, pushforward_batch_vec_into, pullback_batch_vec_into);
         Ok(())
     }
 }
