@@ -10,13 +10,14 @@
 //! names the worst coordinate and counts the kinks against the allowed fraction.
 
 use crate::ctx::{GraphArena, GraphCtx};
-use crate::layer::{Features, Inputs, Layer, apply, forward_model, model_args};
+use crate::layer::{Features, Inputs, Layer, forward_model, model_args};
 use crate::params::{Params, State};
 use ndarray::{Array2, ArrayD, Dimension, IxDyn};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use shade_autodiff::tensor::{self, TapeBuffers, Var};
 use shade_graph::Graph;
+use std::cell::OnceCell;
 
 use super::random_features;
 
@@ -240,7 +241,7 @@ struct Objective<'o, L: ?Sized> {
     ctx: Option<GraphCtx<f64>>,
     state: State<f64>,
     names: Vec<String>,
-    r: ArrayD<f64>,
+    r: Weighting,
     run_seed: u64,
     training: bool,
     params: Params<f64>,
@@ -262,24 +263,7 @@ impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
         let (params, state) = layer.init(&mut rng);
         let ctx = check.graph.map(GraphCtx::<f64>::new);
         let run_seed = check.seed.wrapping_add(17);
-        // The output's shape, then a fixed random weighting of it.
-        let feats = Features::dense(check.x.clone());
-        let inputs = Inputs {
-            graph: ctx.as_ref(),
-            x: &feats,
-            edge_attr: check.edge_attr.as_ref(),
-            arena: None,
-        };
-        let (y, _) = apply(
-            layer,
-            &inputs,
-            &params,
-            &state,
-            check.training,
-            &mut StdRng::seed_from_u64(run_seed),
-        )
-        .map_err(|e| format!("{}: {e}", layer.name()))?;
-        let r = ArrayD::from_shape_simple_fn(IxDyn(y.shape()), || rng.random::<f64>() * 2.0 - 1.0);
+        let r_seed = rng.random();
         let words = check
             .x
             .iter()
@@ -294,7 +278,10 @@ impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
             ctx,
             state,
             names: params.names().to_vec(),
-            r,
+            r: Weighting {
+                seed: r_seed,
+                r: OnceCell::new(),
+            },
             run_seed,
             training: check.training,
             x: check.x.clone().into_dyn(),
@@ -533,6 +520,24 @@ impl GradCheck<'_> {
     }
 }
 
+/// The fixed random weighting `R` of a layer's output, uniform in `[-1, 1)`: drawn from
+/// `seed` at the first evaluation, once the output's shape is known (which saves a
+/// forward pass to learn it).
+struct Weighting {
+    seed: u64,
+    r: OnceCell<ArrayD<f64>>,
+}
+
+impl Weighting {
+    /// `R`, drawn for `shape` if not yet drawn.
+    fn get(&self, shape: &[usize]) -> &ArrayD<f64> {
+        self.r.get_or_init(|| {
+            let mut rng = StdRng::seed_from_u64(self.seed);
+            ArrayD::from_shape_simple_fn(IxDyn(shape), || rng.random::<f64>() * 2.0 - 1.0)
+        })
+    }
+}
+
 /// `sum(layer(x) ⊙ r)` and, when `grad`, its gradient into the shadows of `args`.
 #[allow(clippy::too_many_arguments)]
 fn weighted_loss<'a, L: Layer<f64> + ?Sized>(
@@ -543,7 +548,7 @@ fn weighted_loss<'a, L: Layer<f64> + ?Sized>(
     st: &mut State<f64>,
     training: bool,
     rng: &mut StdRng,
-    r: &'a ArrayD<f64>,
+    r: &'a Weighting,
     args: Vec<crate::Arg<'a, f64>>,
     grad: bool,
 ) -> crate::GnnResult<f64> {
@@ -552,6 +557,7 @@ fn weighted_loss<'a, L: Layer<f64> + ?Sized>(
         let y = carry.lift(forward_model(
             t, layer, names, &h, inputs, st, training, rng,
         ))?;
+        let r = r.get(t.shape(y)?);
         let rv = t.constant(r);
         let m = t.mul(y, rv)?;
         t.sum(m)
