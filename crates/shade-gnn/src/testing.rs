@@ -8,7 +8,8 @@
 //!   parameter, the input and the edge features, against central finite differences
 //!   in `f64`, along random directions first and coordinate by coordinate when a
 //!   direction disagrees; a relu or max kink exactly at the point is told from a wrong
-//!   gradient.
+//!   gradient. [`check_array_gradient`]: the same directional check for a smooth
+//!   function of one array.
 //! - [`dense_adjacency`]: `A[v, u]` = summed weight of the edges `u -> v`, for dense
 //!   reference computations written from a layer's definition with plain loops.
 //!
@@ -33,7 +34,7 @@
 
 mod grad_check;
 
-pub use grad_check::{GradCheck, check_layer_gradient};
+pub use grad_check::{GradCheck, check_array_gradient, check_layer_gradient};
 
 use crate::ctx::GraphCtx;
 use crate::layer::{Features, Inputs, Layer, apply};
