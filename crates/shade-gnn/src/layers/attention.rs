@@ -535,7 +535,9 @@ pub(crate) fn check_gradient_cases<L: crate::Layer<f64>>(
 mod tests {
     use super::*;
     use crate::layers::{GATConv, GATv2Conv, ResGatedGraphConv, TransformerConv};
-    use crate::testing::{arb_graph_and_features, proptest_config, random_features};
+    use crate::testing::{
+        arb_graph_and_features, check_array_gradient, proptest_config, random_features,
+    };
     use crate::{Arg, Features, Inputs, Layer, apply, forward_model};
     use ndarray::{ArrayD, IxDyn, array};
     use proptest::prelude::*;
@@ -751,25 +753,16 @@ mod tests {
         }
     }
 
-    /// Central differences of `f` at `e` against the gradient `de`.
+    /// Central differences of `f` at `e` against the gradient `de`
+    /// ([`check_array_gradient`]: along random directions, entry by entry on a
+    /// disagreement).
     fn compare(
         e: &ArrayD<f64>,
         de: &ArrayD<f64>,
         f: impl Fn(&ArrayD<f64>) -> f64,
     ) -> Result<(), TestCaseError> {
-        let h = 1e-6;
-        for j in 0..e.len() {
-            let (mut ep, mut em) = (e.clone(), e.clone());
-            ep.as_slice_mut().unwrap()[j] += h;
-            em.as_slice_mut().unwrap()[j] -= h;
-            let fd = (f(&ep) - f(&em)) / (2.0 * h);
-            let g = de.as_slice().unwrap()[j];
-            prop_assert!(
-                (g - fd).abs() <= 1e-6 + 1e-5 * fd.abs(),
-                "edge feature {j}: {g} vs {fd}"
-            );
-        }
-        Ok(())
+        check_array_gradient(e, de, f)
+            .map_err(|err| TestCaseError::fail(format!("edge features, {err}")))
     }
 
     proptest! {

@@ -1,0 +1,942 @@
+//! The gradient check of a layer ([`GradCheck`]): the native gradient of
+//! `sum(layer(x) ⊙ R)` against central finite differences in `f64`.
+//!
+//! Cheap per case, as JAX's `check_grads`: the directional derivative `⟨∇f, v⟩` is
+//! compared with `(f(p + h v) − f(p − h v)) / 2h` along two random directions `v`, one
+//! dense over every checked coordinate and one over a single block (a parameter, the
+//! input or the edge features) drawn at random; four extra forward passes, whatever the
+//! number of coordinates. Only when a direction disagrees, or crosses a kink exactly at
+//! the point, is every coordinate checked on its own, as before: that check decides,
+//! names the worst coordinate and counts the kinks against the allowed fraction.
+
+use crate::ctx::{GraphArena, GraphCtx};
+use crate::layer::{Features, Inputs, Layer, forward_model, model_args};
+use crate::params::{Params, State};
+use ndarray::{Array2, ArrayD, Dimension, IxDyn};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use shade_autodiff::tensor::{self, TapeBuffers, Var};
+use shade_graph::Graph;
+use std::cell::OnceCell;
+
+use super::random_features;
+
+/// Settings of a gradient check; [`GradCheck::run`] performs it.
+#[derive(Clone, Debug)]
+pub struct GradCheck<'g> {
+    /// The graph (none for plain layers).
+    pub graph: Option<&'g Graph>,
+    /// The input features.
+    pub x: Array2<f64>,
+    /// Edge features (constants), if the layer reads them.
+    pub edge_attr: Option<ArrayD<f64>>,
+    /// Seed of the parameters and the weighting `R` (the random directions are drawn
+    /// from it and the data).
+    pub seed: u64,
+    /// Finite-difference step.
+    pub h: f64,
+    /// Tolerance: `|g - fd| <= atol + rtol · max(|g|, |fd|)`, for a directional
+    /// derivative as for one coordinate.
+    pub rtol: f64,
+    /// See `rtol`.
+    pub atol: f64,
+    /// Also check the gradient with respect to the input.
+    pub check_input: bool,
+    /// Also check the gradient with respect to the edge features, when there are
+    /// some (they enter as tracked values; layers that read them are differentiable
+    /// in them).
+    pub check_edge_attr: bool,
+    /// Training mode (dropout and BatchNorm with a fixed random stream).
+    pub training: bool,
+    /// The largest fraction of coordinates that may sit exactly on a kink (one-sided
+    /// slopes that stay apart as the step shrinks: a relu at 0, a max with a tie).
+    /// Such coordinates have no derivative to compare with and are not judged; past
+    /// this fraction the check fails as meaningless. `0.0` demands a smooth point.
+    /// (A random direction that crosses a kink at the point sends the check to every
+    /// coordinate, where this fraction is counted.)
+    pub max_kink_fraction: f64,
+}
+
+impl<'g> GradCheck<'g> {
+    /// Defaults: seed 0, `h = 1e-6`, `rtol = 1e-5`, `atol = 1e-6`, input and edge
+    /// features checked, evaluation mode, at most half the coordinates on a kink.
+    pub fn new(graph: Option<&'g Graph>, x: &Array2<f64>) -> Self {
+        GradCheck {
+            graph,
+            x: x.clone(),
+            edge_attr: None,
+            seed: 0,
+            h: 1e-6,
+            rtol: 1e-5,
+            atol: 1e-6,
+            check_input: true,
+            check_edge_attr: true,
+            training: false,
+            max_kink_fraction: 0.5,
+        }
+    }
+
+    /// With `width` columns of edge features, one row per edge of the graph, drawn
+    /// with [`random_features`] (seed 7).
+    pub fn with_edge_features(mut self, width: usize) -> Self {
+        let ne = self.graph.map_or(0, Graph::num_edges);
+        self.edge_attr = Some(random_features(ne, width, 7).into_dyn());
+        self
+    }
+
+    /// In training mode (or evaluation mode) with a fixed random stream.
+    pub fn in_training(mut self, training: bool) -> Self {
+        self.training = training;
+        self
+    }
+
+    /// Compares the native gradient with central differences: along two random
+    /// directions, then, if one of them disagrees or crosses a kink at the point,
+    /// coordinate by coordinate. `Err` names the worst coordinate.
+    pub fn run<L: Layer<f64> + ?Sized>(&self, layer: &L) -> Result<(), String> {
+        let obj = Objective::new(self, layer)?;
+        for dir in obj.directions() {
+            if !matches!(self.along(&obj, &dir)?, Along::Agrees) {
+                return self.every_coordinate(&obj);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a gradient `g` and a difference `fd` agree within the tolerance.
+    fn close(&self, g: f64, fd: f64) -> bool {
+        (g - fd).abs() <= self.atol + self.rtol * g.abs().max(fd.abs())
+    }
+
+    /// The directional derivative along `dir` against the central difference.
+    fn along<L: Layer<f64> + ?Sized>(
+        &self,
+        obj: &Objective<'_, L>,
+        dir: &Direction,
+    ) -> Result<Along, String> {
+        let g: f64 = dir
+            .parts
+            .iter()
+            .map(|(b, v)| (obj.gradient(*b) * v).sum())
+            .sum();
+        let shift = Shift::Along(&dir.parts);
+        let central = |h: f64| -> Result<f64, String> {
+            Ok((obj.moved(shift, h)? - obj.moved(shift, -h)?) / (2.0 * h))
+        };
+        let fd = central(self.h)?;
+        if self.close(g, fd) {
+            return Ok(Along::Agrees);
+        }
+        Ok(
+            match self.judge_mismatch(g, &central, &|d| obj.moved(shift, d))? {
+                Mismatch::KinkNearby => Along::Agrees,
+                Mismatch::KinkHere => Along::Kink,
+                Mismatch::Wrong(_) => Along::Disagrees,
+            },
+        )
+    }
+
+    /// Every coordinate against its own central difference; `Err` names the worst one.
+    fn every_coordinate<L: Layer<f64> + ?Sized>(
+        &self,
+        obj: &Objective<'_, L>,
+    ) -> Result<(), String> {
+        let name = obj.layer.name();
+        let mut worst: Option<(f64, String)> = None;
+        let mut kinks = 0usize;
+        let mut total = 0usize;
+        for (b, grad) in &obj.grads {
+            let slice = grad.as_slice().expect("standard layout");
+            total += slice.len();
+            for (j, &g) in slice.iter().enumerate() {
+                let c = Shift::Coord(*b, j);
+                let central = |h: f64| -> Result<f64, String> {
+                    Ok((obj.moved(c, h)? - obj.moved(c, -h)?) / (2.0 * h))
+                };
+                let fd = central(self.h)?;
+                if self.close(g, fd) {
+                    continue;
+                }
+                match self.judge_mismatch(g, &central, &|d| obj.moved(c, d))? {
+                    Mismatch::KinkNearby => {}
+                    Mismatch::KinkHere => kinks += 1,
+                    Mismatch::Wrong(detail) => {
+                        let tol = self.atol + self.rtol * g.abs().max(fd.abs());
+                        let excess = (g - fd).abs() / tol;
+                        if worst.as_ref().is_none_or(|w| excess > w.0) {
+                            let what = obj.label(*b);
+                            worst = Some((
+                                excess,
+                                format!(
+                                    "{name}: gradient of {what}[{j}] is {g}, finite differences \
+                                     give {fd}{detail}"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        // A point where most coordinates sit on a kink would test little.
+        if worst.is_none() && kinks as f64 > self.max_kink_fraction * total as f64 {
+            return Err(format!(
+                "{name}: {kinks} of {total} coordinates sit on a kink (a relu or max \
+                 switching exactly here), more than the allowed fraction {}; check at \
+                 other inputs",
+                self.max_kink_fraction
+            ));
+        }
+        match worst {
+            None => Ok(()),
+            Some((_, message)) => Err(message),
+        }
+    }
+}
+
+/// A block of coordinates: a parameter (by position), the input or the edge features.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Block {
+    Param(usize),
+    Input,
+    Edge,
+}
+
+/// A direction of the check: one array per block it moves (the others stay).
+struct Direction {
+    parts: Vec<(Block, ArrayD<f64>)>,
+}
+
+/// Where a finite difference moves the point: one coordinate of a block, or along a
+/// direction.
+#[derive(Clone, Copy)]
+enum Shift<'d> {
+    Coord(Block, usize),
+    Along(&'d [(Block, ArrayD<f64>)]),
+}
+
+/// What the check along one direction found.
+#[derive(Debug, PartialEq)]
+enum Along {
+    /// The directional derivative agrees (perhaps only at smaller steps: a kink within
+    /// the step).
+    Agrees,
+    /// The direction crosses a kink at the point itself: no derivative to compare.
+    Kink,
+    /// It disagrees at every step, and the one-sided slopes do not tell a kink.
+    Disagrees,
+}
+
+/// Where a gradient pass writes: the parameters', the features' and (when checked)
+/// the edge features' shadows.
+type Shadows<'s> = (
+    &'s mut Params<f64>,
+    &'s mut ArrayD<f64>,
+    Option<&'s mut ArrayD<f64>>,
+);
+
+/// The loss `sum(layer(x) ⊙ R)` of a check at its point, its native gradient per
+/// checked block, and the loss at moved points.
+struct Objective<'o, L: ?Sized> {
+    layer: &'o L,
+    ctx: Option<GraphCtx<f64>>,
+    state: State<f64>,
+    names: Vec<String>,
+    r: Weighting,
+    run_seed: u64,
+    training: bool,
+    params: Params<f64>,
+    x: ArrayD<f64>,
+    e: Option<ArrayD<f64>>,
+    /// The native gradient of each checked block: the parameters in order, then the
+    /// input and the edge features if checked.
+    grads: Vec<(Block, ArrayD<f64>)>,
+    /// Seeds the random directions: the check's seed and the data, so that every case
+    /// of a property test gets its own directions, reproducibly.
+    direction_seed: u64,
+    /// Loss evaluations so far (the gradient pass included).
+    evaluations: std::cell::Cell<usize>,
+}
+
+impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
+    fn new(check: &GradCheck<'_>, layer: &'o L) -> Result<Self, String> {
+        let mut rng = StdRng::seed_from_u64(check.seed);
+        let (params, state) = layer.init(&mut rng);
+        let ctx = check.graph.map(GraphCtx::<f64>::new);
+        let run_seed = check.seed.wrapping_add(17);
+        let r_seed = rng.random();
+        let words = check
+            .x
+            .iter()
+            .chain(check.edge_attr.iter().flatten())
+            .map(|v| v.to_bits());
+        let graph = check.graph.into_iter().flat_map(|g| {
+            let n = g.num_nodes() as u64;
+            std::iter::once(n).chain(g.src().iter().chain(g.dst()).map(|&i| u64::from(i)))
+        });
+        let mut obj = Objective {
+            layer,
+            ctx,
+            state,
+            names: params.names().to_vec(),
+            r: Weighting {
+                seed: r_seed,
+                r: OnceCell::new(),
+            },
+            run_seed,
+            training: check.training,
+            x: check.x.clone().into_dyn(),
+            e: check.edge_attr.clone(),
+            grads: Vec::new(),
+            direction_seed: fnv1a(check.seed, words.chain(graph)),
+            evaluations: std::cell::Cell::new(0),
+            params,
+        };
+        let mut gp = obj.params.zeros_like();
+        let mut gx = ArrayD::zeros(obj.x.raw_dim());
+        let mut ge = obj.e.as_ref().map(|e| ArrayD::zeros(e.raw_dim()));
+        let ge_slot = ge.as_mut().filter(|_| check.check_edge_attr);
+        obj.loss(
+            &obj.params,
+            &obj.x,
+            obj.e.as_ref(),
+            Some((&mut gp, &mut gx, ge_slot)),
+        )?;
+        let mut grads: Vec<(Block, ArrayD<f64>)> = gp
+            .values()
+            .iter()
+            .enumerate()
+            .map(|(k, g)| (Block::Param(k), g.as_standard_layout().into_owned()))
+            .collect();
+        if check.check_input {
+            grads.push((Block::Input, gx));
+        }
+        if let Some(ge) = ge.filter(|_| check.check_edge_attr) {
+            grads.push((Block::Edge, ge));
+        }
+        obj.grads = grads;
+        Ok(obj)
+    }
+
+    /// The loss at parameters `p`, features `x` and edge features `e`; with `g`, its
+    /// gradient into the parameter, feature and (if any) edge-feature shadows.
+    fn loss(
+        &self,
+        p: &Params<f64>,
+        x: &ArrayD<f64>,
+        e: Option<&ArrayD<f64>>,
+        g: Option<Shadows<'_>>,
+    ) -> Result<f64, String> {
+        self.evaluations.set(self.evaluations.get() + 1);
+        let feats = Features::Dense(x.clone());
+        let arena = GraphArena::new();
+        let inputs = Inputs {
+            graph: self.ctx.as_ref(),
+            x: &feats,
+            edge_attr: e,
+            arena: Some(&arena),
+        };
+        let mut st = self.state.clone();
+        let mut run_rng = StdRng::seed_from_u64(self.run_seed);
+        let mut bufs = TapeBuffers::new();
+        let (grads, dx, de) = match g {
+            Some((gp, gx, ge)) => (Some(gp), Some(gx), ge),
+            None => (None, None, None),
+        };
+        let want = grads.is_some();
+        let args = model_args(p, grads, &inputs, dx, de);
+        weighted_loss(
+            &mut bufs,
+            self.layer,
+            &self.names,
+            &inputs,
+            &mut st,
+            self.training,
+            &mut run_rng,
+            &self.r,
+            args,
+            want,
+        )
+        .map_err(|e| format!("{}: {e}", self.layer.name()))
+    }
+
+    /// The loss with the point moved by `d` along `shift`.
+    fn moved(&self, shift: Shift<'_>, d: f64) -> Result<f64, String> {
+        let mut p = self.params.clone();
+        let mut x = self.x.clone();
+        let mut e = self.e.clone();
+        match shift {
+            Shift::Coord(b, j) => {
+                slot(b, &mut p, &mut x, &mut e)
+                    .as_slice_mut()
+                    .expect("standard layout")[j] += d;
+            }
+            Shift::Along(parts) => {
+                for (b, v) in parts {
+                    slot(*b, &mut p, &mut x, &mut e).scaled_add(d, v);
+                }
+            }
+        }
+        self.loss(&p, &x, e.as_ref(), None)
+    }
+
+    /// The native gradient of block `b`.
+    fn gradient(&self, b: Block) -> &ArrayD<f64> {
+        let found = self.grads.iter().find(|(c, _)| *c == b);
+        &found.expect("directions move only checked blocks").1
+    }
+
+    /// The name of block `b` in messages.
+    fn label(&self, b: Block) -> &str {
+        match b {
+            Block::Param(k) => &self.params.names()[k],
+            Block::Input => "input",
+            Block::Edge => "edge_attr",
+        }
+    }
+
+    /// The two random directions: Gaussian over every checked coordinate, and over one
+    /// block drawn at random. Each block's part is scaled by `1 / sqrt(len)`, so that a
+    /// block counts about as much as another whatever its size (a two-entry bias next
+    /// to a hundred input features), and an error in one entry of a small block is not
+    /// drowned by the tolerance of a large one.
+    fn directions(&self) -> Vec<Direction> {
+        let mut rng = StdRng::seed_from_u64(self.direction_seed);
+        let blocks: Vec<&(Block, ArrayD<f64>)> =
+            self.grads.iter().filter(|(_, g)| !g.is_empty()).collect();
+        if blocks.is_empty() {
+            return Vec::new();
+        }
+        let dense = Direction {
+            parts: blocks
+                .iter()
+                .map(|(b, g)| (*b, gaussian(g.raw_dim(), &mut rng)))
+                .collect(),
+        };
+        let (b, g) = blocks[rng.random_range(0..blocks.len())];
+        let single = Direction {
+            parts: vec![(*b, gaussian(g.raw_dim(), &mut rng))],
+        };
+        vec![dense, single]
+    }
+}
+
+/// The array of block `b` among the parameters `p`, the features `x` and the edge
+/// features `e`.
+fn slot<'s>(
+    b: Block,
+    p: &'s mut Params<f64>,
+    x: &'s mut ArrayD<f64>,
+    e: &'s mut Option<ArrayD<f64>>,
+) -> &'s mut ArrayD<f64> {
+    match b {
+        Block::Param(k) => &mut p.values_mut()[k],
+        Block::Input => x,
+        Block::Edge => e
+            .as_mut()
+            .expect("edge coordinates only with edge features"),
+    }
+}
+
+/// Standard normal entries (Box–Muller) of the given shape, scaled by `1 / sqrt(len)`.
+fn gaussian(shape: IxDyn, rng: &mut StdRng) -> ArrayD<f64> {
+    let scale = 1.0 / (shape.size().max(1) as f64).sqrt();
+    ArrayD::from_shape_simple_fn(shape, || {
+        let u = 1.0 - rng.random::<f64>(); // in (0, 1]: the logarithm is finite
+        let w = rng.random::<f64>();
+        scale * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * w).cos()
+    })
+}
+
+/// FNV-1a over the bytes of `words`, started from `seed`.
+fn fnv1a(seed: u64, words: impl Iterator<Item = u64>) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for w in words {
+        for byte in w.to_le_bytes() {
+            h ^= u64::from(byte);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// What a gradient that disagrees with the central difference turned out to be.
+enum Mismatch {
+    /// A kink (a relu or max switching) lies within the step of the point: smaller
+    /// steps agree with the gradient.
+    KinkNearby,
+    /// A kink at the point itself: the one-sided slopes stay apart as the step
+    /// shrinks. The function has no derivative in this direction, and what AD returns
+    /// is a convention (`relu'(0) = 0` in every unit at once), which need not even lie
+    /// between the one-sided slopes when several units switch together; the
+    /// coordinate is not judged (and [`GradCheck::run`] fails when most are like it).
+    KinkHere,
+    /// A wrong gradient; the text adds the one-sided slopes to the message.
+    Wrong(String),
+}
+
+impl GradCheck<'_> {
+    /// Tells a kink from a wrong gradient once `g` disagrees with the central
+    /// difference at step `h`. `central(s)` is the central difference at step `s`,
+    /// `moved(d)` the loss moved by `d` (along a coordinate or a direction).
+    ///
+    /// A smooth function's central differences converge to its derivative as the step
+    /// shrinks, and its one-sided slopes converge to each other; so where a
+    /// smaller-step difference disagrees too and the slopes converge, the gradient is
+    /// wrong. A jump in the function (say, a random mask that changed between
+    /// evaluations) makes the slopes grow like `1 / step`, which is also judged wrong.
+    fn judge_mismatch(
+        &self,
+        g: f64,
+        central: &dyn Fn(f64) -> Result<f64, String>,
+        moved: &dyn Fn(f64) -> Result<f64, String>,
+    ) -> Result<Mismatch, String> {
+        let tol = |a: f64, b: f64| self.atol + self.rtol * a.abs().max(b.abs());
+        // Steps well below `h` but far enough above rounding (the losses are O(1)).
+        let steps = [self.h / 16.0, self.h / 256.0];
+        for s in steps {
+            let fd = central(s)?;
+            if (g - fd).abs() <= tol(g, fd) {
+                return Ok(Mismatch::KinkNearby);
+            }
+        }
+        let f0 = moved(0.0)?;
+        let slopes = |s: f64| -> Result<(f64, f64), String> {
+            Ok(((f0 - moved(-s)?) / s, (moved(s)? - f0) / s))
+        };
+        let (left, right) = slopes(steps[0])?;
+        let (left2, right2) = slopes(steps[1])?;
+        // A kink here: the slopes differ, and by the same amount at both steps (a smooth
+        // function's gap shrinks with the step).
+        let gap = (right - left).abs();
+        let kink = gap > tol(left, right)
+            && ((right2 - left2).abs() - gap).abs() <= tol(gap, gap) + 0.5 * gap;
+        if kink {
+            return Ok(Mismatch::KinkHere);
+        }
+        Ok(Mismatch::Wrong(format!(
+            " (one-sided slopes {left} and {right} at step {})",
+            steps[0]
+        )))
+    }
+}
+
+/// The fixed random weighting `R` of a layer's output, uniform in `[-1, 1)`: drawn from
+/// `seed` at the first evaluation, once the output's shape is known (which saves a
+/// forward pass to learn it).
+struct Weighting {
+    seed: u64,
+    r: OnceCell<ArrayD<f64>>,
+}
+
+impl Weighting {
+    /// `R`, drawn for `shape` if not yet drawn.
+    fn get(&self, shape: &[usize]) -> &ArrayD<f64> {
+        self.r.get_or_init(|| {
+            let mut rng = StdRng::seed_from_u64(self.seed);
+            ArrayD::from_shape_simple_fn(IxDyn(shape), || rng.random::<f64>() * 2.0 - 1.0)
+        })
+    }
+}
+
+/// `sum(layer(x) ⊙ r)` and, when `grad`, its gradient into the shadows of `args`.
+#[allow(clippy::too_many_arguments)]
+fn weighted_loss<'a, L: Layer<f64> + ?Sized>(
+    bufs: &'a mut TapeBuffers<f64>,
+    layer: &L,
+    names: &[String],
+    inputs: &Inputs<'a, f64>,
+    st: &mut State<f64>,
+    training: bool,
+    rng: &mut StdRng,
+    r: &'a Weighting,
+    args: Vec<crate::Arg<'a, f64>>,
+    grad: bool,
+) -> crate::GnnResult<f64> {
+    let carry = crate::ErrorCarry::new();
+    let program = |t: &mut tensor::Tape<'a, f64>, h: Vec<Var>| {
+        let y = carry.lift(forward_model(
+            t, layer, names, &h, inputs, st, training, rng,
+        ))?;
+        let r = r.get(t.shape(y)?);
+        let rv = t.constant(r);
+        let m = t.mul(y, rv)?;
+        t.sum(m)
+    };
+    carry.land(if grad {
+        tensor::gradient(bufs, program, args)
+    } else {
+        tensor::value(bufs, program, args).map(|v| v.iter().next().copied().unwrap_or(0.0))
+    })
+}
+
+/// The gradient `grad` of a smooth scalar function `f` at `x` against central
+/// differences (`h = 1e-6`, `|g − fd| ≤ 1e-6 + 1e-5 · |fd|`): along two random
+/// Gaussian directions (seeded from `x`), and only when one of them disagrees entry by
+/// entry, which decides. `Err` names the first entry that disagrees.
+///
+/// For a function of one array without kinks (no relu or max switching at `x`); a
+/// layer's gradient is checked with [`GradCheck`], which tells kinks apart.
+///
+/// ```
+/// use ndarray::{ArrayD, IxDyn};
+/// use shade_gnn::testing::check_array_gradient;
+///
+/// let x = ArrayD::from_shape_vec(IxDyn(&[3]), vec![0.5, -1.0, 2.0]).unwrap();
+/// let f = |x: &ArrayD<f64>| x.mapv(|v| v * v).sum();
+/// check_array_gradient(&x, &x.mapv(|v| 2.0 * v), f).unwrap();
+/// let err = check_array_gradient(&x, &x, f).unwrap_err();
+/// assert!(err.starts_with("entry 0: gradient 0.5, finite differences give 1"), "{err}");
+/// ```
+pub fn check_array_gradient(
+    x: &ArrayD<f64>,
+    grad: &ArrayD<f64>,
+    f: impl Fn(&ArrayD<f64>) -> f64,
+) -> Result<(), String> {
+    let h = 1e-6;
+    let close = |g: f64, fd: f64| (g - fd).abs() <= 1e-6 + 1e-5 * fd.abs();
+    let central = |v: &ArrayD<f64>| {
+        let (mut plus, mut minus) = (x.clone(), x.clone());
+        plus.scaled_add(h, v);
+        minus.scaled_add(-h, v);
+        (f(&plus) - f(&minus)) / (2.0 * h)
+    };
+    let mut rng = StdRng::seed_from_u64(fnv1a(0, x.iter().map(|v| v.to_bits())));
+    let agrees = (0..2).all(|_| {
+        let v = gaussian(x.raw_dim(), &mut rng);
+        close((grad * &v).sum(), central(&v))
+    });
+    if agrees {
+        return Ok(());
+    }
+    let grad = grad.as_standard_layout();
+    let grad = grad.as_slice().expect("standard layout");
+    for (j, &g) in grad.iter().enumerate() {
+        let mut v = ArrayD::zeros(x.raw_dim());
+        v.as_slice_mut().expect("standard layout")[j] = 1.0;
+        let fd = central(&v);
+        if !close(g, fd) {
+            return Err(format!(
+                "entry {j}: gradient {g}, finite differences give {fd}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`GradCheck::new`]`(graph, x).run(layer)`.
+pub fn check_layer_gradient<L: Layer<f64> + ?Sized>(
+    layer: &L,
+    graph: Option<&Graph>,
+    x: &Array2<f64>,
+) -> Result<(), String> {
+    GradCheck::new(graph, x).run(layer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layer::{Env, Input};
+    use crate::params::{ParamVars, StateScope};
+    use ndarray::{ArrayViewD, Axis};
+    use shade_autodiff::AdResult;
+    use shade_autodiff::tensor::{RuleSlot, Tape, TensorRule};
+
+    /// `x²` elementwise, or `relu(x)`, or `x²` with a rule that forgets the factor 2; or
+    /// `x ⊙ w` with a `[3]` parameter `w` broadcast over the rows, on the input or (when
+    /// `on_edges`) on the edge features, with a rule whose adjoint is doubled in one
+    /// entry of `w` (`wrong_w`) or of the scaled array (`wrong_x`).
+    #[derive(Clone, Copy)]
+    enum Probe {
+        Square,
+        Relu,
+        WrongSquare,
+        Scale {
+            on_edges: bool,
+            wrong_w: Option<usize>,
+            wrong_x: Option<usize>,
+        },
+    }
+
+    struct HalfSquareRule;
+
+    impl TensorRule<f64> for HalfSquareRule {
+        fn name(&self) -> &'static str {
+            "wrong_square"
+        }
+        fn forward(&self, x: &[ArrayViewD<'_, f64>]) -> AdResult<ArrayD<f64>> {
+            Ok(x[0].mapv(|v| v * v))
+        }
+        fn vjp(
+            &self,
+            x: &[ArrayViewD<'_, f64>],
+            _y: ArrayViewD<'_, f64>,
+            g: ArrayViewD<'_, f64>,
+            _input: usize,
+            mut dx: RuleSlot<'_, f64>,
+        ) -> AdResult<()> {
+            dx.add(&(&g * &x[0]))
+        }
+        fn jvp(
+            &self,
+            x: &[ArrayViewD<'_, f64>],
+            _y: ArrayViewD<'_, f64>,
+            t: &[Option<ArrayViewD<'_, f64>>],
+            mut ty: RuleSlot<'_, f64>,
+        ) -> AdResult<()> {
+            match &t[0] {
+                Some(t) => ty.assign(&(t * &x[0])),
+                None => Ok(()),
+            }
+        }
+    }
+
+    /// `x ⊙ w` (`[n, f]` by `[f]`), its adjoints doubled in entry `wrong_x` of `x`'s or
+    /// `wrong_w` of `w`'s.
+    struct ScaleRule {
+        wrong_x: Option<usize>,
+        wrong_w: Option<usize>,
+    }
+
+    impl TensorRule<f64> for ScaleRule {
+        fn name(&self) -> &'static str {
+            "scale"
+        }
+        fn forward(&self, x: &[ArrayViewD<'_, f64>]) -> AdResult<ArrayD<f64>> {
+            Ok(&x[0] * &x[1])
+        }
+        fn vjp(
+            &self,
+            x: &[ArrayViewD<'_, f64>],
+            _y: ArrayViewD<'_, f64>,
+            g: ArrayViewD<'_, f64>,
+            input: usize,
+            mut dx: RuleSlot<'_, f64>,
+        ) -> AdResult<()> {
+            let (mut d, wrong) = match input {
+                0 => (&g * &x[1], self.wrong_x),
+                _ => ((&g * &x[0]).sum_axis(Axis(0)), self.wrong_w),
+            };
+            if let Some(v) = wrong.and_then(|k| d.as_slice_mut()?.get_mut(k)) {
+                *v *= 2.0;
+            }
+            dx.add(&d)
+        }
+        fn jvp(
+            &self,
+            x: &[ArrayViewD<'_, f64>],
+            y: ArrayViewD<'_, f64>,
+            t: &[Option<ArrayViewD<'_, f64>>],
+            mut ty: RuleSlot<'_, f64>,
+        ) -> AdResult<()> {
+            let mut d = ArrayD::zeros(y.raw_dim());
+            if let Some(t) = &t[0] {
+                d += &(t * &x[1]);
+            }
+            if let Some(t) = &t[1] {
+                d += &(&x[0] * t);
+            }
+            ty.assign(&d)
+        }
+    }
+
+    impl Layer<f64> for Probe {
+        fn name(&self) -> &'static str {
+            "Probe"
+        }
+        fn init(&self, rng: &mut StdRng) -> (Params<f64>, State<f64>) {
+            let p = match self {
+                Probe::Scale { .. } => Params::new().with(
+                    "w",
+                    ArrayD::from_shape_simple_fn(IxDyn(&[3]), || 0.5 + rng.random::<f64>()),
+                ),
+                _ => Params::new(),
+            };
+            (p, State::new())
+        }
+        fn forward<'a>(
+            &self,
+            t: &mut Tape<'a, f64>,
+            env: &mut Env<'a, '_, f64>,
+            x: Input<'a, f64>,
+            p: ParamVars<'_>,
+            _st: StateScope<'_, f64>,
+        ) -> crate::GnnResult<Var> {
+            let x = x.dense(t)?;
+            Ok(match *self {
+                Probe::Square => t.mul(x, x)?,
+                Probe::Relu => t.relu(x)?,
+                Probe::WrongSquare => t.custom(HalfSquareRule, &[x])?,
+                Probe::Scale {
+                    on_edges,
+                    wrong_w,
+                    wrong_x,
+                } => {
+                    let target = match env.edge_attr {
+                        Some(e) if on_edges => e,
+                        _ => x,
+                    };
+                    let w = p.get("w")?;
+                    t.custom(ScaleRule { wrong_x, wrong_w }, &[target, w])?
+                }
+            })
+        }
+    }
+
+    /// The check of a `Probe::Scale` from `seed`: 6 × 3 input features, 9 × 3 edge
+    /// features, so 3 + 18 + 27 coordinates in three blocks.
+    fn scale_check(seed: u64) -> GradCheck<'static> {
+        GradCheck {
+            seed,
+            edge_attr: Some(random_features(9, 3, seed + 1000).into_dyn()),
+            ..GradCheck::new(None, &random_features(6, 3, seed))
+        }
+    }
+
+    fn scale(on_edges: bool, wrong_w: Option<usize>, wrong_x: Option<usize>) -> Probe {
+        Probe::Scale {
+            on_edges,
+            wrong_w,
+            wrong_x,
+        }
+    }
+
+    #[test]
+    fn a_wrong_rule_fails_the_check_and_a_right_one_passes() {
+        let x = random_features(4, 3, 1);
+        let strict = GradCheck {
+            max_kink_fraction: 0.0,
+            ..GradCheck::new(None, &x)
+        };
+        strict.run(&Probe::Square).unwrap();
+        strict.run(&Probe::Relu).unwrap();
+        let err = strict.run(&Probe::WrongSquare).unwrap_err();
+        assert!(err.starts_with("Probe: gradient of input["), "{err}");
+        assert!(err.contains("one-sided slopes"), "{err}");
+        // The dense direction alone sees it.
+        let obj = Objective::new(&strict, &Probe::WrongSquare).unwrap();
+        assert_eq!(
+            strict.along(&obj, &obj.directions()[0]),
+            Ok(Along::Disagrees)
+        );
+    }
+
+    /// One wrong entry among 48 coordinates (of a parameter, of the input, of the edge
+    /// features): the dense random direction alone sees it at every one of 100 seeds
+    /// (its part in that entry would have to be almost exactly 0 to miss it), and the
+    /// check then names the entry as the per-coordinate check always did.
+    #[test]
+    fn an_error_in_one_coordinate_is_caught_by_the_dense_direction() {
+        for (probe, name) in [
+            (scale(false, Some(1), None), "w[1]"),
+            (scale(false, None, Some(7)), "input[7]"),
+            (scale(true, None, Some(11)), "edge_attr[11]"),
+            (scale(true, Some(2), None), "w[2]"),
+        ] {
+            for seed in 0..100 {
+                let check = scale_check(seed);
+                let obj = Objective::new(&check, &probe).unwrap();
+                let dense = &obj.directions()[0];
+                assert_eq!(dense.parts.len(), 3);
+                assert_eq!(
+                    check.along(&obj, dense),
+                    Ok(Along::Disagrees),
+                    "{name}, seed {seed}"
+                );
+                let err = check.run(&probe).unwrap_err();
+                let want = format!("Probe: gradient of {name} is ");
+                assert!(err.starts_with(&want), "seed {seed}: {err}");
+                assert!(err.contains("one-sided slopes"), "{err}");
+            }
+        }
+        // Edge features that are not checked are not judged.
+        let unchecked = GradCheck {
+            check_edge_attr: false,
+            ..scale_check(0)
+        };
+        unchecked.run(&scale(true, None, Some(11))).unwrap();
+        unchecked.run(&scale(true, Some(2), None)).unwrap_err();
+    }
+
+    /// A right rule agrees along both directions at every seed, in four extra
+    /// evaluations (the per-coordinate check is never reached).
+    #[test]
+    fn a_right_rule_agrees_along_both_directions_in_four_evaluations() {
+        for on_edges in [false, true] {
+            let probe = scale(on_edges, None, None);
+            for seed in 0..100 {
+                let check = scale_check(seed);
+                let obj = Objective::new(&check, &probe).unwrap();
+                let dirs = obj.directions();
+                assert_eq!(dirs.len(), 2);
+                for dir in &dirs {
+                    assert_eq!(check.along(&obj, dir), Ok(Along::Agrees), "seed {seed}");
+                }
+                // The gradient pass, then a central difference per direction.
+                assert_eq!(obj.evaluations.get(), 1 + 2 * 2);
+                check.run(&probe).unwrap();
+            }
+        }
+    }
+
+    /// Directions differ between data (every case of a property test draws its own)
+    /// and repeat for the same data.
+    #[test]
+    fn directions_follow_the_data() {
+        let probe = scale(false, None, None);
+        let dense = |check: &GradCheck<'_>| {
+            let obj = Objective::new(check, &probe).unwrap();
+            obj.directions().swap_remove(0).parts
+        };
+        assert_eq!(dense(&scale_check(3)), dense(&scale_check(3)));
+        let mut other = scale_check(3);
+        other.x[[0, 0]] += 1e-3;
+        assert_ne!(dense(&scale_check(3)), dense(&other));
+    }
+
+    /// `check_array_gradient`: a right gradient in the four evaluations of the two
+    /// directions; one wrong entry among 40 is caught and named.
+    #[test]
+    fn an_array_gradient_is_checked_along_directions_then_per_entry() {
+        let calls = std::cell::Cell::new(0);
+        let f = |x: &ArrayD<f64>| {
+            calls.set(calls.get() + 1);
+            x.mapv(f64::sin).sum()
+        };
+        for seed in 0..50 {
+            let x = random_features(8, 5, seed).into_dyn();
+            calls.set(0);
+            check_array_gradient(&x, &x.mapv(f64::cos), f).unwrap();
+            assert_eq!(calls.get(), 4);
+            let mut wrong = x.mapv(f64::cos);
+            wrong[[5, 2]] *= 2.0;
+            calls.set(0);
+            let err = check_array_gradient(&x, &wrong, f).unwrap_err();
+            assert!(err.starts_with("entry 27: "), "seed {seed}: {err}");
+            assert!(calls.get() > 4);
+        }
+    }
+
+    #[test]
+    fn kinks_are_skipped_only_up_to_the_allowed_fraction() {
+        // Four of twelve inputs exactly at relu's kink.
+        let mut x = random_features(4, 3, 2);
+        x.row_mut(1).fill(0.0);
+        x[[3, 0]] = 0.0;
+        GradCheck::new(None, &x).run(&Probe::Relu).unwrap();
+        // The dense direction crosses the kinks, so every coordinate is checked.
+        let check = GradCheck::new(None, &x);
+        let obj = Objective::new(&check, &Probe::Relu).unwrap();
+        assert_eq!(check.along(&obj, &obj.directions()[0]), Ok(Along::Kink));
+        let strict = GradCheck {
+            max_kink_fraction: 0.25,
+            ..GradCheck::new(None, &x)
+        };
+        let err = strict.run(&Probe::Relu).unwrap_err();
+        assert!(err.contains("4 of 12 coordinates sit on a kink"), "{err}");
+        // A kink does not hide a wrong rule elsewhere.
+        let err = GradCheck::new(None, &x)
+            .run(&Probe::WrongSquare)
+            .unwrap_err();
+        assert!(err.contains("gradient of input["), "{err}");
+    }
+}
