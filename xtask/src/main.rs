@@ -310,6 +310,13 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         let start = Instant::now();
         let status = cargo(&args)
             .env("PROPTEST_CASES", cases.to_string())
+            // Rejections (inputs discarded near kinks) allowed in proportion to the
+            // cases: proptest's fixed 1024 aborts a long run of a sound property.
+            .env("PROPTEST_MAX_GLOBAL_REJECTS", cases.max(1024).to_string())
+            .env(
+                "PROPTEST_MAX_LOCAL_REJECTS",
+                cases.saturating_mul(64).max(65536).to_string(),
+            )
             .status()
             .map_err(|e| format!("could not start cargo: {e}"))?;
         println!("    {:.1} s", start.elapsed().as_secs_f64());

@@ -93,6 +93,8 @@ pub fn proptest_config(default_cases: u32) -> ProptestConfig {
         .unwrap_or(default_cases);
     ProptestConfig {
         cases,
+        // Rejections in proportion to the cases (proptest's default is a fixed 1024).
+        max_global_rejects: cases.max(1024),
         ..ProptestConfig::default()
     }
 }
