@@ -52,7 +52,7 @@ pub fn kmeans_cost_tape<S: Real>(centroids: &[S], points: &[f64], d: usize) -> S
         for j in 0..k {
             let mut acc = 0.0;
             for (c, &x) in centroids[j * d..(j + 1) * d].iter().zip(p) {
-                let t = c.value() - x;
+                let t = c.detach().value() - x;
                 acc += t * t;
             }
             if acc < best {
