@@ -18,11 +18,13 @@ pub(crate) fn generate(sig: &Sig, f: &ItemFn) -> Result<TokenStream> {
     let (internal, user) = match sig.mode {
         Mode::Reverse => {
             let body = reverse::emit(sig, &func, &info)?;
-            (internal_rev(sig, body), user_rev(sig))
+            let ws = workspace(&body);
+            (internal_rev(sig, body), user_rev(sig, ws))
         }
         Mode::Forward => {
             let body = forward::emit(sig, &func, &info)?;
-            (internal_fwd(sig, body), user_fwd(sig))
+            let ws = workspace(&body);
+            (internal_fwd(sig, body), user_fwd(sig, ws))
         }
     };
     let mut internal = internal;
@@ -34,6 +36,21 @@ pub(crate) fn generate(sig: &Sig, f: &ItemFn) -> Result<TokenStream> {
     }
     let marker = marker(sig, &internal, &user);
     Ok(quote!(#internal #user #marker))
+}
+
+/// How the user-facing derivative calls the internal function `#internal(__ws, ..)`
+/// (`call`): with this thread's workspace if the body uses it, else with one without
+/// storage (`without_workspace`: no thread-local access, a fixed cost that showed at
+/// small sizes).
+fn workspace(body: &TokenStream) -> impl Fn(TokenStream) -> TokenStream + use<> {
+    let used = body.to_string().contains("__ws");
+    move |call| {
+        if used {
+            quote!(::shade_autodiff::compiled::with_workspace(|__ws| #call))
+        } else {
+            quote!(::shade_autodiff::compiled::without_workspace(|__ws| #call))
+        }
+    }
 }
 
 const ALLOWS: &str = "unused_mut, unused_variables, unused_assignments, unused_parens, \
@@ -140,7 +157,7 @@ fn ret_arrow(ty: TokenStream) -> TokenStream {
     }
 }
 
-fn user_rev(sig: &Sig) -> ItemFn {
+fn user_rev(sig: &Sig, ws: impl Fn(TokenStream) -> TokenStream) -> ItemFn {
     let f = sig.float.ident();
     let internal = internal_name("rev", &sig.name, &sig.pattern(), 1);
     let (mut params, mut args, mut shadows) = (Vec::new(), Vec::new(), Vec::new());
@@ -186,6 +203,7 @@ fn user_rev(sig: &Sig) -> ItemFn {
         shape(outs)
     };
     let ret = ret_arrow(shape_ty(out_tys));
+    let call = ws(quote!(#internal(__ws, #(#args,)* true)));
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
@@ -194,7 +212,7 @@ fn user_rev(sig: &Sig) -> ItemFn {
         #[allow(clippy::too_many_arguments, clippy::unused_unit)]
         #vis fn #name(#(#params),*) #ret {
             #(#checks)*
-            let __r = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* true));
+            let __r = #call;
             #value
         }
     }
@@ -241,7 +259,7 @@ fn internal_fwd(sig: &Sig, body: TokenStream) -> ItemFn {
     }
 }
 
-fn user_fwd(sig: &Sig) -> ItemFn {
+fn user_fwd(sig: &Sig, ws: impl Fn(TokenStream) -> TokenStream) -> ItemFn {
     let f = sig.float.ident();
     let n = sig.width;
     let internal = internal_name("fwd", &sig.name, &sig.pattern(), n);
@@ -285,6 +303,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         (Some(_), _) => (quote!([#f; #n]), quote!(__t.0)),
     };
     let ret = ret_arrow(ret);
+    let call = ws(quote!(#internal(__ws, #(#args,)* ())));
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
@@ -293,7 +312,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         #[allow(clippy::too_many_arguments, clippy::unused_unit)]
         #vis fn #name(#(#params),*) #ret {
             #(#checks)*
-            let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* ()));
+            let (__v, __t) = #call;
             #value
         }
     }

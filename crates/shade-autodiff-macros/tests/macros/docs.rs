@@ -603,7 +603,10 @@ fn render() -> String {
          other generated code calls), as generated. Innermost loops run in a closure over \
          `&[f64]` / `&mut [f64]` slices, so the optimiser knows the arrays do not alias and \
          drops the bounds checks; the reverse loop runs first to last because its \
-         iterations only accumulate into the shadow:\n\n",
+         iterations only accumulate into the shadow, and it accumulates `dx[i]` and \
+         `dx[i + 1]` in two registers (`__c…`), adding to each element of `dx` once, when \
+         no later iteration adds to it. The derivative saves nothing, so it runs on \
+         a workspace without storage (`without_workspace`), not on the thread's one:\n\n",
     );
     let _ = writeln!(
         s,
