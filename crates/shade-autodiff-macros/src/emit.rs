@@ -1,7 +1,8 @@
 //! The generated items around an engine's body: the internal function (called by
 //! other generated code), the user-facing derivative with `std::autodiff`'s
 //! signature, and the marker type that describes both ([`Generated`] in
-//! `shade_autodiff::compiled`), with the expansion as text.
+//! `shade_autodiff::compiled`), with the expansion as text (and, for a function of
+//! one slice, the interface's entry: [`crate::callable`]).
 
 use crate::analysis;
 use crate::error::Result;
@@ -35,7 +36,8 @@ pub(crate) fn generate(sig: &Sig, f: &ItemFn) -> Result<TokenStream> {
         internal.attrs.push(a.clone());
     }
     let marker = marker(sig, &internal, &user);
-    Ok(quote!(#internal #user #marker))
+    let callable = crate::callable::callable(sig);
+    Ok(quote!(#internal #user #marker #callable))
 }
 
 /// How the user-facing derivative calls the internal function `#internal(__ws, ..)`
@@ -372,9 +374,11 @@ fn marker(sig: &Sig, internal: &ItemFn, user: &ItemFn) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[allow(non_camel_case_types, dead_code)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
         #vis struct #name {}
 
         impl ::shade_autodiff::compiled::Generated for #name {
+            type Mode = ::shade_autodiff::#mode;
             const INFO: ::shade_autodiff::compiled::GeneratedInfo = ::shade_autodiff::compiled::GeneratedInfo {
                 primal: #primal,
                 derivative: #deriv,

@@ -113,6 +113,7 @@
 struct ReadmeDoctests;
 
 mod analysis;
+mod callable;
 mod emit;
 mod error;
 mod expr;

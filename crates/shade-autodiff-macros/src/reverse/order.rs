@@ -540,7 +540,10 @@ impl VisitMut for Carry<'_> {
             && matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_))
             && let Expr::Index(i) = strip(&b.left)
             && let Expr::Path(p) = &*i.expr
-            && let Some(cs) = p.path.get_ident().and_then(|id| self.regs.get(&id.to_string()))
+            && let Some(cs) = p
+                .path
+                .get_ident()
+                .and_then(|id| self.regs.get(&id.to_string()))
         {
             let k = offset(&i.index, self.var, &HashSet::new())
                 .and_then(|c| literal(&c))
