@@ -75,7 +75,7 @@ fn cross<S: Real>(a: &[S], b: &[S]) -> [S; 3] {
 /// is exactly zero).
 fn rodrigues<S: Real>(rot: &[S], pt: &[S; 3]) -> [S; 3] {
     let sqtheta = rot[0] * rot[0] + rot[1] * rot[1] + rot[2] * rot[2];
-    if sqtheta.value() != 0.0 {
+    if sqtheta.detach().value() != 0.0 {
         let theta = sqtheta.sqrt();
         let (cos, sin) = (theta.cos(), theta.sin());
         let inv = theta.recip();

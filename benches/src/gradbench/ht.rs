@@ -76,7 +76,7 @@ where
 fn angle_axis<S: Real>(aa: &[S; 3]) -> [[S; 3]; 3] {
     let (o, z) = (S::one(), S::zero());
     let norm = (aa[0] * aa[0] + aa[1] * aa[1] + aa[2] * aa[2]).sqrt();
-    if norm.value() < 1e-4 {
+    if norm.detach().value() < 1e-4 {
         return [[o, z, z], [z, o, z], [z, z, o]];
     }
     let (x, y, w) = (aa[0] / norm, aa[1] / norm, aa[2] / norm);

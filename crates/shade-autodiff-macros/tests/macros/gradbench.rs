@@ -5,6 +5,9 @@
 //! agree. The tests live in the modules, so `cargo test -p shade-benches` runs them too;
 //! `support` is the helpers they share (a generator, GradBench's closeness measure).
 
+#[path = "../../../../benches/src/gradbench/ba.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod ba;
 #[path = "../../../../benches/src/gradbench/gmm.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod gmm;
