@@ -82,7 +82,10 @@ pub fn gradient<S: Real, F: Nested>(mode: Mode, f: &F, x: &[S], c: &[S]) -> Resu
 }
 
 fn norm<T: Real>(v: &[T]) -> f64 {
-    v.iter().map(|x| x.value() * x.value()).sum::<f64>().sqrt()
+    v.iter()
+        .map(|x| x.detach().value().powi(2))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// Gradient-descent solver steps before giving up (the evals need a few thousand).
@@ -116,14 +119,14 @@ pub fn argmin<T: Real>(
         let step: f64 = x
             .iter()
             .zip(&next)
-            .map(|(a, b)| (a.value() - b.value()).powi(2))
+            .map(|(a, b)| (a.detach().value() - b.detach().value()).powi(2))
             .sum::<f64>()
             .sqrt();
         if step <= 1e-5 {
             return Ok(x);
         }
         let fnext = value(&next)?;
-        if fnext.value() < fx.value() {
+        if fnext.detach().value() < fx.detach().value() {
             std::mem::swap(&mut x, &mut next);
             fx = fnext;
             gx = grad(&x)?;

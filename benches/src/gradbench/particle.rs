@@ -45,7 +45,7 @@ impl Nested for Miss {
             let g = gradient(self.inner, &Potential, &x, &charges)?;
             let a = [-g[0], -g[1]];
             x = [x[0] + v[0] * dt, x[1] + v[1] * dt];
-            if x[1].value() <= 0.0 {
+            if x[1].detach().value() <= 0.0 {
                 let dt_f = -x[1] / v[1];
                 let x_f = x[0] + dt_f * v[0];
                 return Ok(x_f * x_f);
