@@ -11,6 +11,9 @@ mod ba;
 #[path = "../../../../benches/src/gradbench/gmm.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod gmm;
+#[path = "../../../../benches/src/gradbench/ht.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod ht;
 #[path = "../../../../benches/src/gradbench/kmeans.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmeans;
