@@ -441,7 +441,7 @@ pub fn ht_objective(theta: &[f64], us: &[f64], data: &HtFlat, err: &mut [f64]) {
                 q[i] += row * wk;
             }
         }
-        q[0] = q[0] * data.mirror;
+        q[0] *= data.mirror;
         for i in 0..3 {
             verts[3 * v + i] =
                 rot[3 * i] * q[0] + rot[3 * i + 1] * q[1] + rot[3 * i + 2] * q[2] + pose[6 + i];

@@ -77,21 +77,19 @@ pub trait CompiledArg {
     fn arg(&self) -> Self::Arg;
 }
 
-impl<T: Copy> CompiledArg for Constant<T> {
-    type Arg = T;
-    #[inline(always)]
-    fn arg(&self) -> T {
-        self.0
-    }
+/// `Constant` and `ConstantOrCache`: the value itself.
+macro_rules! compiled_arg {
+    ($($ctx:ident),*) => {$(
+        impl<T: Copy> CompiledArg for $ctx<T> {
+            type Arg = T;
+            #[inline(always)]
+            fn arg(&self) -> T {
+                self.0
+            }
+        }
+    )*};
 }
-
-impl<T: Copy> CompiledArg for ConstantOrCache<T> {
-    type Arg = T;
-    #[inline(always)]
-    fn arg(&self) -> T {
-        self.0
-    }
-}
+compiled_arg!(Constant, ConstantOrCache);
 
 /// A tuple of contexts as the tuple of a generated function's `Const` arguments
 /// (`(Constant(&w[..]),)` gives `(&[f64],)`).

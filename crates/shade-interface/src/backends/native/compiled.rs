@@ -35,6 +35,27 @@ pub trait Engine<G, C> {
     ) -> InterfaceResult<()>;
 }
 
+/// What an engine computes from one gradient of the scalar output: the Jacobian is the
+/// gradient, pushforwards are its dot products with the tangents, pullbacks its
+/// multiples.
+fn via_gradient<E: Engine<G, C>, G, C>(
+    st: &mut ShadeState,
+    x: &[f64],
+    ctx: &C,
+    y: &mut [f64],
+    call: VecCall<'_>,
+) -> InterfaceResult<()> {
+    if let VecCall::Jacobian(jac) = call {
+        y[0] = E::gradient(st, x, ctx, jac);
+        return Ok(());
+    }
+    with_gradient(st, x.len(), |st, g| {
+        y[0] = E::gradient(st, x, ctx, g);
+        from_gradient(g, call);
+        Ok(())
+    })
+}
+
 /// The pushforwards and pullbacks of a scalar output from its gradient `g`.
 fn from_gradient(g: &[f64], call: VecCall<'_>) {
     let n = g.len();
@@ -75,20 +96,15 @@ where
         call: VecCall<'_>,
     ) -> InterfaceResult<()> {
         match call {
-            VecCall::Jacobian(jac) => y[0] = <Self as Engine<G, C>>::gradient(st, x, ctx, jac),
             // A pullback of a scalar output is the seed: one call.
             VecCall::Pullback(dy, dx) => {
                 zero(dx);
                 y[0] = G::gradient(x, dx, ctx.args(), dy[0]);
+                Ok(())
             }
             // One gradient serves every tangent and every cotangent.
-            call => with_gradient(st, x.len(), |st, g| {
-                y[0] = <Self as Engine<G, C>>::gradient(st, x, ctx, g);
-                from_gradient(g, call);
-                Ok(())
-            })?,
+            call => via_gradient::<Self, G, C>(st, x, ctx, y, call),
         }
-        Ok(())
     }
 }
 
@@ -124,7 +140,6 @@ where
     ) -> InterfaceResult<()> {
         let n = x.len();
         match call {
-            VecCall::Jacobian(jac) => y[0] = <Self as Engine<G, C>>::gradient(st, x, ctx, jac),
             // One call per tangent.
             VecCall::Pushforward(dx, dy) => (y[0], dy[0]) = G::tangent(x, dx, ctx.args()),
             VecCall::PushforwardBatch(dxs, dys) => {
@@ -137,12 +152,8 @@ where
                     (y[0], *dy) = G::tangent(x, dx, ctx.args());
                 }
             }
-            // A pullback needs the whole gradient: `n` calls.
-            call => with_gradient(st, n, |st, g| {
-                y[0] = <Self as Engine<G, C>>::gradient(st, x, ctx, g);
-                from_gradient(g, call);
-                Ok(())
-            })?,
+            // A Jacobian or a pullback needs the whole gradient: `n` calls.
+            call => return via_gradient::<Self, G, C>(st, x, ctx, y, call),
         }
         Ok(())
     }
