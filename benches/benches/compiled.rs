@@ -1,31 +1,25 @@
 //! The compile-time engine (`#[autodiff_reverse]`) against the plain `f64` primal in
-//! the same run (`baseline`): Rosenbrock at n = 10 … 10⁶, a 10-element function
+//! the same run (`baseline`): Rosenbrock at n = 2 … 10⁶ (the shadow zeroed by
+//! `compiled::zero`, and by `fill` for comparison), a 10-element function
 //! (the prepared-gradient overhead), GradBench's GMM (d=10, k=25, n=1000) and LSTM
-//! (l=4, c=4096). The large GMM (d=64, k=200, n=10⁴) takes seconds per call: its ratio
+//! (l=4, c=4096); and the interface's cost for a generated function (`Compiled` with
+//! `AutoShade` against the direct call, target ≤ 1.02). The large GMM (d=64, k=200, n=10⁴) takes seconds per call: its ratio
 //! and memory come from `cargo bench -p shade-benches --bench gmm_large`.
 //! On a busy machine, `examples/gmm_profile.rs` under `perf stat -e task-clock` gives
 //! the same ratios from the process's own CPU time.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use shade_autodiff::autodiff_reverse;
+use shade_autodiff::compiled::zero;
 use shade_benches::gradbench::Lcg;
 use shade_benches::gradbench::gmm::{GmmGradient, GmmProblem};
 use shade_benches::gradbench::lstm::{d_lstm_objective, lstm_objective, lstm_problem};
 use shade_benches::rosenbrock::{d_rosenbrock, rosenbrock};
+use shade_benches::sin_loss::{d_sin_loss, sin_loss, t_sin_loss};
+use shade_interface::{AutoShade, Compiled, Constant, prepare_gradient, prepare_pushforward};
 use std::hint::black_box;
 
-/// `Σ sin(wᵢ xᵢ) xᵢ` (the interface bench's loss).
-#[autodiff_reverse(d_sin_loss, Duplicated, Const, Active)]
-fn sin_loss(x: &[f64], w: &[f64]) -> f64 {
-    let mut acc = 0.0;
-    for i in 0..x.len() {
-        acc += (x[i] * w[i]).sin() * x[i];
-    }
-    acc
-}
-
 fn rosenbrock_group(c: &mut Criterion) {
-    for &n in &[10usize, 1_000, 100_000, 1_000_000] {
+    for &n in &[2usize, 10, 100, 1_000, 100_000, 1_000_000] {
         let x: Vec<f64> = (0..n).map(|i| 0.5 + 0.001 * (i % 100) as f64).collect();
         let mut group = c.benchmark_group(format!("compiled/rosenbrock/n{n}"));
         group.throughput(Throughput::Elements(n as u64));
@@ -34,10 +28,22 @@ fn rosenbrock_group(c: &mut Criterion) {
         }
         let mut g = vec![0.0; n];
         group.bench_function("baseline", |b| b.iter(|| rosenbrock(black_box(&x[..]))));
+        // What a user pays: the shadow zeroed (by `compiled::zero`, as the runtime
+        // documents), the seed, the gradient returned in `g`.
         group.bench_function("gradient", |b| {
             b.iter(|| {
-                g.iter_mut().for_each(|v| *v = 0.0);
+                zero(&mut g);
                 black_box(d_rosenbrock(black_box(&x), &mut g, 1.0));
+                black_box(&g);
+            })
+        });
+        // The same, zeroed by `fill` (glibc's `memset`): the difference is the cost of
+        // that `memset` on this machine (see `compiled::zero`).
+        group.bench_function("gradient-fill", |b| {
+            b.iter(|| {
+                g.fill(0.0);
+                black_box(d_rosenbrock(black_box(&x), &mut g, 1.0));
+                black_box(&g);
             })
         });
         group.finish();
@@ -49,8 +55,9 @@ fn rosenbrock_group(c: &mut Criterion) {
     group.bench_function("baseline", |b| b.iter(|| sin_loss(black_box(&x), &w)));
     group.bench_function("gradient", |b| {
         b.iter(|| {
-            g.iter_mut().for_each(|v| *v = 0.0);
+            zero(&mut g);
             black_box(d_sin_loss(black_box(&x), &mut g, &w, 1.0));
+            black_box(&g);
         })
     });
     group.finish();
@@ -100,5 +107,69 @@ fn lstm_group(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, rosenbrock_group, gmm_group, lstm_group);
+/// The interface's cost for a generated function: a prepared `gradient` (and a
+/// `pushforward` of the forward derivative) of `Compiled(d_f {})` with `AutoShade`
+/// against the direct call of the generated function with what the operator adds (the
+/// gradient zeroed, as the operator overwrites it). Target: interface / direct ≤ 1.02.
+fn interface_group(c: &mut Criterion) {
+    for &n in &[10usize, 1_000, 100_000] {
+        let x: Vec<f64> = (0..n).map(|i| 0.3 + 0.001 * (i % 97) as f64).collect();
+        let w: Vec<f64> = (0..n).map(|i| 1.0 + 0.01 * (i % 13) as f64).collect();
+        let t: Vec<f64> = (0..n).map(|i| (i as f64).cos()).collect();
+        let ctx = (Constant(&w[..]),);
+        let mut g = vec![0.0; n];
+        let mut group = c.benchmark_group(format!("compiled/interface/gradient/n{n}"));
+        group.throughput(Throughput::Elements(n as u64));
+        if n >= 100_000 {
+            group.sample_size(20);
+        }
+        group.bench_function("baseline", |b| {
+            b.iter(|| {
+                zero(&mut g);
+                black_box(d_sin_loss(black_box(&x), &mut g, &w, 1.0));
+                black_box(&g);
+            })
+        });
+        let mut prep =
+            prepare_gradient(Compiled(d_sin_loss {}), &AutoShade::REVERSE, &x, ctx).unwrap();
+        group.bench_function("interface", |b| {
+            b.iter(|| {
+                black_box(
+                    prep.value_and_gradient_into(black_box(&x), ctx, &mut g)
+                        .unwrap(),
+                );
+                black_box(&g);
+            })
+        });
+        group.finish();
+
+        let mut group = c.benchmark_group(format!("compiled/interface/pushforward/n{n}"));
+        group.throughput(Throughput::Elements(n as u64));
+        if n >= 100_000 {
+            group.sample_size(20);
+        }
+        group.bench_function("baseline", |b| {
+            b.iter(|| black_box(t_sin_loss(black_box(&x), &t, &w)))
+        });
+        let mut prep =
+            prepare_pushforward(Compiled(t_sin_loss {}), &AutoShade::FORWARD, &x, ctx).unwrap();
+        let (mut y, mut dy) = ([0.0], [0.0]);
+        group.bench_function("interface", |b| {
+            b.iter(|| {
+                prep.value_and_pushforward_into(black_box(&x), &t, ctx, &mut y, &mut dy)
+                    .unwrap();
+                black_box((y, dy));
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(
+    benches,
+    rosenbrock_group,
+    interface_group,
+    gmm_group,
+    lstm_group
+);
 criterion_main!(benches);

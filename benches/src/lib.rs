@@ -9,6 +9,7 @@ pub mod gradbench;
 pub mod measure;
 pub mod peer_data;
 pub mod rosenbrock;
+pub mod sin_loss;
 
 use ndarray::Array2;
 use rand::rngs::StdRng;

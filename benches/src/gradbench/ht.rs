@@ -13,6 +13,7 @@
 //! Vertex skinning weights are stored sparsely (the zero weights of the model, most of
 //! them, are skipped), in the primal as in the derivative.
 
+use shade_autodiff::autodiff_forward;
 use shade_autodiff::scalar::{DualVec, Real};
 
 /// Pose parameters.
@@ -240,6 +241,254 @@ pub fn jacobian_tape<const N: usize>(
     }
 }
 
+/// The parent of a root bone in [`HtFlat::parents`].
+pub const ROOT: usize = usize::MAX;
+
+/// [`HtData`] as flat arrays, for the compile-time form: 4 × 4 matrices as 16 numbers
+/// row-major, vertices as 4, points and triangles as 3, the skinning weights in CSR form
+/// (vertex `v`'s entries at `weight_start[v]..weight_start[v + 1]`).
+#[derive(Clone, Debug)]
+pub struct HtFlat {
+    /// Per bone, its parent ([`ROOT`] for none); a parent comes before its children.
+    pub parents: Vec<usize>,
+    /// Per bone, 16 numbers: the base transform relative to its parent.
+    pub base_relatives: Vec<f64>,
+    /// Per bone, 16 numbers: the inverse of its absolute base transform.
+    pub inverse_base_absolutes: Vec<f64>,
+    /// Per vertex, 4 numbers: its homogeneous base position.
+    pub base_positions: Vec<f64>,
+    /// Where each vertex's weights start (one more entry than vertices).
+    pub weight_start: Vec<usize>,
+    /// The bone of each weight.
+    pub weight_bone: Vec<usize>,
+    /// Each weight.
+    pub weight_value: Vec<f64>,
+    /// Per triangle, its 3 vertices.
+    pub triangles: Vec<usize>,
+    /// `-1` if the mesh is mirrored in x, else `1`.
+    pub mirror: f64,
+    /// Per observed point, its vertex (simple) or triangle (complicated).
+    pub correspondences: Vec<usize>,
+    /// Per observed point, 3 numbers.
+    pub points: Vec<f64>,
+}
+
+impl HtFlat {
+    /// Flattens `data`.
+    pub fn new(data: &HtData) -> Self {
+        let m = &data.model;
+        let mut weight_start = vec![0];
+        let (mut weight_bone, mut weight_value) = (Vec::new(), Vec::new());
+        for w in &m.weights {
+            for &(b, v) in w {
+                weight_bone.push(b);
+                weight_value.push(v);
+            }
+            weight_start.push(weight_bone.len());
+        }
+        HtFlat {
+            parents: m.parents.iter().map(|p| p.unwrap_or(ROOT)).collect(),
+            base_relatives: m.base_relatives.concat(),
+            inverse_base_absolutes: m.inverse_base_absolutes.concat(),
+            base_positions: m.base_positions.concat(),
+            weight_start,
+            weight_bone,
+            weight_value,
+            triangles: m.triangles.concat(),
+            mirror: if m.is_mirrored { -1.0 } else { 1.0 },
+            correspondences: data.correspondences.clone(),
+            points: data.points.concat(),
+        }
+    }
+}
+
+/// The residuals of [`ht_objective_tape`] into `err` (3 per correspondence), the
+/// compile-time form: the same formulas in the macro's subset (flat arrays, index
+/// loops, the rotations written out), differentiated forward by `t_ht_objective` (one
+/// tangent of `theta` and `us` per call).
+#[autodiff_forward(t_ht_objective, Dual, Dual, Const, Dual)]
+pub fn ht_objective(theta: &[f64], us: &[f64], data: &HtFlat, err: &mut [f64]) {
+    let bones = data.parents.len();
+    // The pose by columns, 3 numbers each: global rotation, scale, translation, then
+    // per bone its `[x, z, y]` angles.
+    let mut pose = vec![0.0; 3 * (bones + 3)];
+    for k in 0..3 {
+        pose[k] = theta[k];
+        pose[3 + k] = 1.0;
+        pose[6 + k] = theta[3 + k];
+    }
+    let mut it = 6;
+    let mut ip = 5;
+    for _finger in 0..5 {
+        for joint in 2..5 {
+            pose[3 * ip] = theta[it];
+            it += 1;
+            if joint == 2 {
+                pose[3 * ip + 1] = theta[it];
+                it += 1;
+            }
+            ip += 1;
+        }
+        ip += 1;
+    }
+    // Each bone's absolute transform: its parent's times base · [[R, 0], [0, 1]], with
+    // R = Rz · Ry · Rx of its angles.
+    let mut absolutes = vec![0.0; 16 * bones];
+    let mut r = [0.0; 9];
+    let mut relative = [0.0; 16];
+    for b in 0..bones {
+        let tx = pose[3 * (b + 3)];
+        let tz = pose[3 * (b + 3) + 1];
+        let ty = pose[3 * (b + 3) + 2];
+        let cx = tx.cos();
+        let sx = tx.sin();
+        let cy = ty.cos();
+        let sy = ty.sin();
+        let cz = tz.cos();
+        let sz = tz.sin();
+        r[0] = cz * cy;
+        r[1] = cz * sy * sx - sz * cx;
+        r[2] = cz * sy * cx + sz * sx;
+        r[3] = sz * cy;
+        r[4] = sz * sy * sx + cz * cx;
+        r[5] = sz * sy * cx - cz * sx;
+        r[6] = -sy;
+        r[7] = cy * sx;
+        r[8] = cy * cx;
+        for row in 0..4 {
+            let o = 16 * b + 4 * row;
+            for c in 0..3 {
+                relative[4 * row + c] = r[c] * data.base_relatives[o]
+                    + r[3 + c] * data.base_relatives[o + 1]
+                    + r[6 + c] * data.base_relatives[o + 2];
+            }
+            relative[4 * row + 3] = data.base_relatives[o + 3];
+        }
+        let p = data.parents[b];
+        if p == ROOT {
+            for i in 0..16 {
+                absolutes[16 * b + i] = relative[i];
+            }
+        } else {
+            for row in 0..4 {
+                for c in 0..4 {
+                    absolutes[16 * b + 4 * row + c] = absolutes[16 * p + 4 * row] * relative[c]
+                        + absolutes[16 * p + 4 * row + 1] * relative[4 + c]
+                        + absolutes[16 * p + 4 * row + 2] * relative[8 + c]
+                        + absolutes[16 * p + 4 * row + 3] * relative[12 + c];
+                }
+            }
+        }
+    }
+    let mut transforms = vec![0.0; 16 * bones];
+    for b in 0..bones {
+        for row in 0..4 {
+            for c in 0..4 {
+                let o = 16 * b + 4 * row;
+                transforms[o + c] = absolutes[o] * data.inverse_base_absolutes[16 * b + c]
+                    + absolutes[o + 1] * data.inverse_base_absolutes[16 * b + 4 + c]
+                    + absolutes[o + 2] * data.inverse_base_absolutes[16 * b + 8 + c]
+                    + absolutes[o + 3] * data.inverse_base_absolutes[16 * b + 12 + c];
+            }
+        }
+    }
+    // The global rotation (angle-axis; the identity below an angle of 1e-4), its
+    // columns scaled.
+    let mut rot = [0.0; 9];
+    let norm = (pose[0] * pose[0] + pose[1] * pose[1] + pose[2] * pose[2]).sqrt();
+    if norm < 1e-4 {
+        rot[0] = 1.0;
+        rot[4] = 1.0;
+        rot[8] = 1.0;
+    } else {
+        let x = pose[0] / norm;
+        let y = pose[1] / norm;
+        let w = pose[2] / norm;
+        let s = norm.sin();
+        let c = norm.cos();
+        let one_c = -c + 1.0;
+        rot[0] = x * x + (-(x * x) + 1.0) * c;
+        rot[1] = x * y * one_c - w * s;
+        rot[2] = x * w * one_c + y * s;
+        rot[3] = x * y * one_c + w * s;
+        rot[4] = y * y + (-(y * y) + 1.0) * c;
+        rot[5] = y * w * one_c - x * s;
+        rot[6] = x * w * one_c - y * s;
+        rot[7] = w * y * one_c + x * s;
+        rot[8] = w * w + (-(w * w) + 1.0) * c;
+    }
+    for row in 0..3 {
+        for c in 0..3 {
+            rot[3 * row + c] *= pose[3 + c];
+        }
+    }
+    // The skinned vertices, then the global transform.
+    let nv = data.weight_start.len() - 1;
+    let mut verts = vec![0.0; 3 * nv];
+    let mut q = [0.0; 3];
+    for v in 0..nv {
+        q[0] = 0.0;
+        q[1] = 0.0;
+        q[2] = 0.0;
+        for k in data.weight_start[v]..data.weight_start[v + 1] {
+            let o = 16 * data.weight_bone[k];
+            let wk = data.weight_value[k];
+            for i in 0..3 {
+                let row = transforms[o + 4 * i] * data.base_positions[4 * v]
+                    + transforms[o + 4 * i + 1] * data.base_positions[4 * v + 1]
+                    + transforms[o + 4 * i + 2] * data.base_positions[4 * v + 2]
+                    + transforms[o + 4 * i + 3] * data.base_positions[4 * v + 3];
+                q[i] += row * wk;
+            }
+        }
+        q[0] *= data.mirror;
+        for i in 0..3 {
+            verts[3 * v + i] =
+                rot[3 * i] * q[0] + rot[3 * i + 1] * q[1] + rot[3 * i + 2] * q[2] + pose[6 + i];
+        }
+    }
+    // The residuals: a vertex (simple), or a point of a triangle (complicated).
+    for i in 0..data.correspondences.len() {
+        let c = data.correspondences[i];
+        for j in 0..3 {
+            if us.is_empty() {
+                err[3 * i + j] = -verts[3 * c + j] + data.points[3 * i + j];
+            } else {
+                let a = data.triangles[3 * c];
+                let b = data.triangles[3 * c + 1];
+                let t = data.triangles[3 * c + 2];
+                let u = us[2 * i];
+                let w = us[2 * i + 1];
+                let model_point =
+                    u * verts[3 * a + j] + w * verts[3 * b + j] + (-u - w + 1.0) * verts[3 * t + j];
+                err[3 * i + j] = -model_point + data.points[3 * i + j];
+            }
+        }
+    }
+}
+
+/// The Jacobian rows of [`jacobian_tape`] by the compile-time form: one call of
+/// `t_ht_objective` per column (26, or 28 with `u` and `v` first, each seeding every
+/// correspondence's own `u` (or `v`) at once).
+pub fn jacobian<const N: usize>(theta: &[f64], us: &[f64], data: &HtFlat, rows: &mut [[f64; N]]) {
+    let offset = N - THETA;
+    let (mut dtheta, mut dus) = (vec![0.0; theta.len()], vec![0.0; us.len()]);
+    let (mut err, mut derr) = (vec![0.0; rows.len()], vec![0.0; rows.len()]);
+    for col in 0..N {
+        dtheta.iter_mut().for_each(|v| *v = 0.0);
+        for (k, d) in dus.iter_mut().enumerate() {
+            *d = f64::from(u8::from(col < offset && k % 2 == col));
+        }
+        if col >= offset {
+            dtheta[col - offset] = 1.0;
+        }
+        t_ht_objective(theta, &dtheta, us, &dus, data, &mut err, &mut derr);
+        for (row, d) in rows.iter_mut().zip(&derr) {
+            row[col] = *d;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,16 +587,42 @@ mod tests {
                 row
             })
             .collect();
-        let got: Vec<f64> = if complicated {
-            let mut j = vec![[0.0; THETA + 2]; rows];
+        let flat = HtFlat::new(&data);
+        let (got, generated): (Vec<f64>, Vec<f64>) = if complicated {
+            let (mut j, mut jm) = (vec![[0.0; THETA + 2]; rows], vec![[0.0; THETA + 2]; rows]);
             jacobian_tape(&theta, &us, &data, &mut j);
-            j.concat()
+            jacobian(&theta, &us, &flat, &mut jm);
+            (j.concat(), jm.concat())
         } else {
-            let mut j = vec![[0.0; THETA]; rows];
+            let (mut j, mut jm) = (vec![[0.0; THETA]; rows], vec![[0.0; THETA]; rows]);
             jacobian_tape(&theta, &us, &data, &mut j);
-            j.concat()
+            jacobian(&theta, &us, &flat, &mut jm);
+            (j.concat(), jm.concat())
         };
         assert_close("ht jacobian", &got, &want, 1e-6);
+        // The compile-time form: the same residuals, the tape's Jacobian.
+        let (mut e, mut et) = (vec![0.0; rows], vec![0.0; rows]);
+        ht_objective(&theta, &us, &flat, &mut e);
+        ht_objective_tape(&mut et, &theta, &us, &data);
+        assert_close("ht residuals, generated vs tape", &e, &et, 1e-12);
+        assert_close("ht jacobian, generated vs tape", &generated, &got, 1e-10);
+    }
+
+    #[test]
+    fn the_global_rotation_below_its_threshold_is_the_identity() {
+        // An angle of zero takes the identity branch in both forms.
+        let data = HtData {
+            model: model(),
+            correspondences: vec![1, 4],
+            points: vec![[0.1, 0.2, 0.3], [-0.2, 0.0, 0.5]],
+        };
+        let mut theta: Vec<f64> = uniform(15, THETA).iter().map(|u| u - 0.5).collect();
+        theta[..3].copy_from_slice(&[0.0; 3]);
+        let flat = HtFlat::new(&data);
+        let (mut j, mut jm) = (vec![[0.0; THETA]; 6], vec![[0.0; THETA]; 6]);
+        jacobian_tape(&theta, &[], &data, &mut j);
+        jacobian(&theta, &[], &flat, &mut jm);
+        assert_close("identity branch", &jm.concat(), &j.concat(), 1e-10);
     }
 
     #[test]

@@ -83,10 +83,7 @@ pub fn gradient<S: Real, F: Nested>(mode: Mode, f: &F, x: &[S], c: &[S]) -> Resu
 
 fn norm<T: Real>(v: &[T]) -> f64 {
     v.iter()
-        .map(|x| {
-            let v = x.detach().value();
-            v * v
-        })
+        .map(|x| x.detach().value().powi(2))
         .sum::<f64>()
         .sqrt()
 }

@@ -100,10 +100,6 @@ const KMEANS_ON_TAPE: &str = "`dir` (the Hessian's diagonal is a derivative of a
 const NESTED_ON_TAPE: &str = "all four functions (a gradient descent whose objective holds \
      another gradient: nested derivatives, which the compile-time engine does not take)";
 
-/// Why `ht` stays on the tape under `--engine macro`.
-const HT_ON_TAPE: &str = "both functions (not written in the compile-time subset: the hand \
-     model's transforms are nested 4 × 4 products over structures, outside the subset)";
-
 /// The evals this tool implements, by GradBench name.
 pub const MODULES: &[Module] = &[
     module("hello", hello::prepare, None),
@@ -111,7 +107,7 @@ pub const MODULES: &[Module] = &[
     module("lse", lse::prepare, None),
     module("lstm", lstm::prepare, None),
     module("ba", ba::prepare, None),
-    module("ht", ht::prepare, Some(HT_ON_TAPE)),
+    module("ht", ht::prepare, None),
     module("kmeans", kmeans::prepare, Some(KMEANS_ON_TAPE)),
     module("ode", ode::prepare, None),
     module("llsq", llsq::prepare, None),
@@ -466,7 +462,7 @@ mod tests {
         let on_tape = config["on_tape"].as_object().unwrap();
         let mut names: Vec<&str> = on_tape.keys().map(String::as_str).collect();
         names.sort_unstable();
-        assert_eq!(names, ["ht", "kmeans", "particle", "saddle"]);
+        assert_eq!(names, ["kmeans", "particle", "saddle"]);
         assert!(on_tape["kmeans"].as_str().unwrap().contains("`dir`"));
     }
 }

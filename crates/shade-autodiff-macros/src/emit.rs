@@ -1,7 +1,8 @@
 //! The generated items around an engine's body: the internal function (called by
 //! other generated code), the user-facing derivative with `std::autodiff`'s
 //! signature, and the marker type that describes both ([`Generated`] in
-//! `shade_autodiff::compiled`), with the expansion as text.
+//! `shade_autodiff::compiled`), with the expansion as text (and, for a function of
+//! one slice, the interface's entry: [`crate::callable`]).
 
 use crate::analysis;
 use crate::error::Result;
@@ -18,11 +19,13 @@ pub(crate) fn generate(sig: &Sig, f: &ItemFn) -> Result<TokenStream> {
     let (internal, user) = match sig.mode {
         Mode::Reverse => {
             let body = reverse::emit(sig, &func, &info)?;
-            (internal_rev(sig, body), user_rev(sig))
+            let ws = workspace(&body);
+            (internal_rev(sig, body), user_rev(sig, ws))
         }
         Mode::Forward => {
             let body = forward::emit(sig, &func, &info)?;
-            (internal_fwd(sig, body), user_fwd(sig))
+            let ws = workspace(&body);
+            (internal_fwd(sig, body), user_fwd(sig, ws))
         }
     };
     let mut internal = internal;
@@ -33,7 +36,23 @@ pub(crate) fn generate(sig: &Sig, f: &ItemFn) -> Result<TokenStream> {
         internal.attrs.push(a.clone());
     }
     let marker = marker(sig, &internal, &user);
-    Ok(quote!(#internal #user #marker))
+    let callable = crate::callable::callable(sig);
+    Ok(quote!(#internal #user #marker #callable))
+}
+
+/// How the user-facing derivative calls the internal function `#internal(__ws, ..)`
+/// (`call`): with this thread's workspace if the body uses it, else with one without
+/// storage (`without_workspace`: no thread-local access, a fixed cost that showed at
+/// small sizes).
+fn workspace(body: &TokenStream) -> impl Fn(TokenStream) -> TokenStream + use<> {
+    let used = body.to_string().contains("__ws");
+    move |call| {
+        if used {
+            quote!(::shade_autodiff::compiled::with_workspace(|__ws| #call))
+        } else {
+            quote!(::shade_autodiff::compiled::without_workspace(|__ws| #call))
+        }
+    }
 }
 
 const ALLOWS: &str = "unused_mut, unused_variables, unused_assignments, unused_parens, \
@@ -140,7 +159,7 @@ fn ret_arrow(ty: TokenStream) -> TokenStream {
     }
 }
 
-fn user_rev(sig: &Sig) -> ItemFn {
+fn user_rev(sig: &Sig, ws: impl Fn(TokenStream) -> TokenStream) -> ItemFn {
     let f = sig.float.ident();
     let internal = internal_name("rev", &sig.name, &sig.pattern(), 1);
     let (mut params, mut args, mut shadows) = (Vec::new(), Vec::new(), Vec::new());
@@ -186,6 +205,7 @@ fn user_rev(sig: &Sig) -> ItemFn {
         shape(outs)
     };
     let ret = ret_arrow(shape_ty(out_tys));
+    let call = ws(quote!(#internal(__ws, #(#args,)* true)));
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
@@ -194,7 +214,7 @@ fn user_rev(sig: &Sig) -> ItemFn {
         #[allow(clippy::too_many_arguments, clippy::unused_unit)]
         #vis fn #name(#(#params),*) #ret {
             #(#checks)*
-            let __r = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* true));
+            let __r = #call;
             #value
         }
     }
@@ -241,7 +261,7 @@ fn internal_fwd(sig: &Sig, body: TokenStream) -> ItemFn {
     }
 }
 
-fn user_fwd(sig: &Sig) -> ItemFn {
+fn user_fwd(sig: &Sig, ws: impl Fn(TokenStream) -> TokenStream) -> ItemFn {
     let f = sig.float.ident();
     let n = sig.width;
     let internal = internal_name("fwd", &sig.name, &sig.pattern(), n);
@@ -285,6 +305,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         (Some(_), _) => (quote!([#f; #n]), quote!(__t.0)),
     };
     let ret = ret_arrow(ret);
+    let call = ws(quote!(#internal(__ws, #(#args,)* ())));
     let doc = doc_line(sig);
     let (vis, name) = (&sig.vis, &sig.deriv);
     syn::parse_quote! {
@@ -293,7 +314,7 @@ fn user_fwd(sig: &Sig) -> ItemFn {
         #[allow(clippy::too_many_arguments, clippy::unused_unit)]
         #vis fn #name(#(#params),*) #ret {
             #(#checks)*
-            let (__v, __t) = ::shade_autodiff::compiled::with_workspace(|__ws| #internal(__ws, #(#args,)* ()));
+            let (__v, __t) = #call;
             #value
         }
     }
@@ -353,9 +374,11 @@ fn marker(sig: &Sig, internal: &ItemFn, user: &ItemFn) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[allow(non_camel_case_types, dead_code)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
         #vis struct #name {}
 
         impl ::shade_autodiff::compiled::Generated for #name {
+            type Mode = ::shade_autodiff::#mode;
             const INFO: ::shade_autodiff::compiled::GeneratedInfo = ::shade_autodiff::compiled::GeneratedInfo {
                 primal: #primal,
                 derivative: #deriv,

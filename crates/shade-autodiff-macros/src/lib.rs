@@ -106,6 +106,15 @@
 //! Each attribute also emits a marker type named like the derivative, implementing
 //! `shade_autodiff::compiled::Generated`: `<d_f as Generated>::INFO` holds the
 //! names, activities, signature and the generated code as pretty-printed Rust.
+//!
+//! # Through the interface
+//!
+//! For a function of one slice, `f(x: &[f64], c…) -> f64` with `x` differentiated,
+//! every other parameter `Const`, the return differentiated and no batch width, the
+//! marker also implements `shade_autodiff::compiled::GradientFn` (reverse) or
+//! `TangentFn` (forward) by calling the derivative: `shade_interface::Compiled(d_f {})`
+//! is then a function value whose `AutoShade` operators (gradient, jacobian,
+//! pushforward, pullback) call the generated code directly.
 
 /// The README's example, compiled and run as a doc-test.
 #[cfg(doctest)]
@@ -113,6 +122,7 @@
 struct ReadmeDoctests;
 
 mod analysis;
+mod callable;
 mod emit;
 mod error;
 mod expr;

@@ -21,6 +21,8 @@
 //!   or a `Vec<S>` whose length is inferred) and two-argument `f(y, x, contexts...)`
 //!   (`*_inplace` functions, the length of the user's `y`), all made by
 //!   [`shade_fn!`](shade_autodiff::shade_fn). No operator takes an output length.
+//!   Derivatives generated at compile time (`#[autodiff_reverse]`,
+//!   `#[autodiff_forward]`) are passed as [`Compiled`] and called directly ([`compiled`]).
 //! - Tensor programs ([`tensor`]): gradient, pullback, pushforward and jacobian of the
 //!   core's tensor-layer programs (`f32` or `f64`; the differentiated argument one array,
 //!   a parameter store or a tuple; borrowed contexts of any type) with `AutoShade` and
@@ -101,6 +103,7 @@ struct ReadmeDoctests;
 
 pub mod backend;
 pub mod backends;
+pub mod compiled;
 pub mod context;
 mod error;
 mod explain;
@@ -126,6 +129,7 @@ pub use backends::native::{ShadeCall, ShadeState};
 pub use backends::numdual;
 pub use backends::sparse;
 pub use backends::sparse::{Colouring, Orientation, SparseState};
+pub use compiled::{Compiled, CompiledArg, CompiledArgs};
 pub use context::{Cache, Constant, ConstantOrCache, ContextPassing, Contexts};
 pub use error::{InterfaceError, InterfaceResult};
 pub use explain::{PathKind, Report, Spec};

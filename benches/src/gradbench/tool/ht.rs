@@ -1,14 +1,18 @@
 //! The tool's `ht`: input `theta` (26), `us` (one `[u, v]` per correspondence, empty in
 //! the simple variant) and `data` (the hand model, the correspondences, the observed
 //! points); functions `objective` (3 residuals per correspondence) and `jacobian` (one
-//! row of 26, or 28 with `∂/∂u, ∂/∂v` first, per residual). Both engines run it on
-//! the tape (see [`super::MODULES`]).
+//! row of 26, or 28 with `∂/∂u, ∂/∂v` first, per residual). The tape computes the
+//! Jacobian in one forward evaluation with 26 (28) tangents; the compile-time engine
+//! by one call of the generated `t_ht_objective` per column, on the model flattened
+//! once ([`HtFlat`], untimed).
 
 use serde_json::Value;
 
 use super::input::{field, indices, int, list, matrix, matrix_with, numbers, to_list};
 use super::{Engine, Run, pick};
-use crate::gradbench::ht::{HtData, HtModel, M4, THETA, ht_objective_tape, jacobian_tape};
+use crate::gradbench::ht::{
+    HtData, HtFlat, HtModel, M4, THETA, ht_objective, ht_objective_tape, jacobian, jacobian_tape,
+};
 
 fn matrices(v: &Value, what: &str, count: usize) -> Result<Vec<M4>, String> {
     let items = list(v, what)?;
@@ -144,6 +148,8 @@ struct HtRun {
     theta: Vec<f64>,
     us: Vec<f64>,
     data: HtData,
+    /// The flat model of the compile-time form (`None`: the tape's).
+    flat: Option<HtFlat>,
     err: Vec<f64>,
     simple: Vec<[f64; THETA]>,
     complicated: Vec<[f64; THETA + 2]>,
@@ -151,12 +157,14 @@ struct HtRun {
 
 impl Run for HtRun {
     fn run(&mut self) -> Result<(), String> {
-        if !self.jacobian {
-            ht_objective_tape(&mut self.err, &self.theta, &self.us, &self.data);
-        } else if self.us.is_empty() {
-            jacobian_tape(&self.theta, &self.us, &self.data, &mut self.simple);
-        } else {
-            jacobian_tape(&self.theta, &self.us, &self.data, &mut self.complicated);
+        let (theta, us) = (&self.theta, &self.us);
+        match (&self.flat, self.jacobian) {
+            (None, false) => ht_objective_tape(&mut self.err, theta, us, &self.data),
+            (None, true) if us.is_empty() => jacobian_tape(theta, us, &self.data, &mut self.simple),
+            (None, true) => jacobian_tape(theta, us, &self.data, &mut self.complicated),
+            (Some(flat), false) => ht_objective(theta, us, flat, &mut self.err),
+            (Some(flat), true) if us.is_empty() => jacobian(theta, us, flat, &mut self.simple),
+            (Some(flat), true) => jacobian(theta, us, flat, &mut self.complicated),
         }
         Ok(())
     }
@@ -175,7 +183,7 @@ impl Run for HtRun {
 pub(super) fn prepare(
     function: &str,
     input: &Value,
-    _engine: Engine,
+    engine: Engine,
 ) -> Result<Box<dyn Run>, String> {
     let jacobian = pick("ht", function, ["objective", "jacobian"])?;
     let (theta, us, data) = parse(input)?;
@@ -186,8 +194,95 @@ pub(super) fn prepare(
         err: vec![0.0; rows],
         simple: vec![[0.0; THETA]; if jacobian && !complicated { rows } else { 0 }],
         complicated: vec![[0.0; THETA + 2]; if jacobian && complicated { rows } else { 0 }],
+        flat: (engine == Engine::Macro).then(|| HtFlat::new(&data)),
         theta,
         us,
         data,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A 22-bone chain with small rotations, 6 vertices, 3 triangles, 2 correspondences.
+    fn input(complicated: bool) -> Value {
+        let bones = 22;
+        let m4 = |k: usize| {
+            let a = 0.05 * (k as f64 + 1.0);
+            let (c, s) = (a.cos(), a.sin());
+            json!([
+                [c, -s, 0.0, 0.1],
+                [s, c, 0.0, -0.2],
+                [0.0, 0.0, 1.0, 0.3],
+                [0.0, 0.0, 0.0, 1.0]
+            ])
+        };
+        let nv = 6;
+        let weights: Vec<Vec<f64>> = (0..nv)
+            .map(|v| {
+                (0..bones)
+                    .map(|b| {
+                        if b % nv == v || b == (v + 7) % bones {
+                            0.5
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        json!({
+            "theta": (0..THETA).map(|k| 0.1 * ((k * 7 % 11) as f64 - 5.0)).collect::<Vec<_>>(),
+            "us": if complicated { json!([[0.2, 0.3], [0.5, 0.1]]) } else { json!([]) },
+            "data": {
+                "model": {
+                    "parents": (0..bones as i64).map(|b| b - 1).collect::<Vec<_>>(),
+                    "base_relatives": (0..bones).map(m4).collect::<Vec<_>>(),
+                    "inverse_base_absolutes": (0..bones).map(|b| m4(bones - b)).collect::<Vec<_>>(),
+                    "base_positions": (0..nv).map(|v| [0.1 * v as f64, 0.2, -0.1 * v as f64, 1.0]).collect::<Vec<_>>(),
+                    "weights": weights,
+                    "triangles": [[0, 1, 2], [3, 4, 5], [1, 3, 5]],
+                    "is_mirrored": true,
+                },
+                "correspondences": [2, 1],
+                "points": [[0.1, 0.2, 0.3], [-0.3, 0.1, 0.0]],
+            },
+        })
+    }
+
+    #[test]
+    fn both_engines_give_the_same_residuals_and_jacobians() {
+        for complicated in [false, true] {
+            for function in ["objective", "jacobian"] {
+                let mut outputs = Vec::new();
+                for engine in [Engine::Tape, Engine::Macro] {
+                    let mut r = prepare(function, &input(complicated), engine).unwrap();
+                    r.run().unwrap();
+                    outputs.push(r.output());
+                }
+                let flat = |v: &Value| -> Vec<f64> {
+                    let mut out = Vec::new();
+                    let mut walk = vec![v.clone()];
+                    while let Some(v) = walk.pop() {
+                        match v {
+                            Value::Array(a) => walk.extend(a.into_iter().rev()),
+                            v => out.push(v.as_f64().unwrap()),
+                        }
+                    }
+                    out
+                };
+                let (t, m) = (flat(&outputs[0]), flat(&outputs[1]));
+                assert_eq!(t.len(), m.len());
+                assert!(t.iter().any(|v| *v != 0.0), "{function}");
+                for (a, b) in t.iter().zip(&m) {
+                    assert!(
+                        (a - b).abs() <= 1e-10 * (a.abs() + b.abs()).max(1.0),
+                        "{function} {complicated}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -22,6 +22,16 @@
 //!
 //! Accumulations then only change the order of additions (the last bits of a
 //! derivative, as between any two AD tools).
+//!
+//! In such a reverse loop, an array accumulated into at several literal offsets
+//! (`dx[j] += …; dx[j + 1] += …`, Rosenbrock's shadow) is accumulated in registers
+//! instead: `c_k` collects what iteration `j` adds to element `j + k`, and at the end of
+//! the iteration element `j` is complete (no later iteration adds to it) and receives
+//! its sum with one `+=`; the registers then shift by one. Each element is read and
+//! written once, not once per term, and the optimiser no longer has to carry a value
+//! from one iteration's store to the next one's load. The sums are the same: the terms
+//! of an element are added in the same order, once, to the element (bit for bit the
+//! former result when the shadow starts at zero).
 
 use super::Rev;
 use crate::analysis::Shape;
@@ -368,6 +378,8 @@ impl Rev<'_> {
         let mut params = Vec::new();
         let mut args = Vec::new();
         let mut sliced = BTreeMap::new();
+        // Arrays accumulated in registers, with their largest relative offset.
+        let mut carried = BTreeMap::new();
         let f = self.float();
         let (lo_v, hi_v) = (format_ident!("__lo"), format_ident!("__hi"));
         for (n, u) in &outer {
@@ -422,6 +434,11 @@ impl Rev<'_> {
                     let (lo_c, hi_c) = (cs.iter().min()?, cs.iter().max()?);
                     args.push(quote!(&#m #id[#lo_c..#hi_v + #hi_c #one]));
                     sliced.insert((*n).clone(), Some(*lo_c));
+                    let accum_only =
+                        u.whole.is_empty() && u.index.iter().all(|x| x.2 == Access::Accum);
+                    if reorder && !rev && accum_only {
+                        carried.insert(id.to_string(), (id.clone(), hi_c - lo_c));
+                    }
                 }
                 (None, None) => args.push(quote!(&#m #id[..])),
             }
@@ -435,6 +452,7 @@ impl Rev<'_> {
             varying: &varying,
         }
         .visit_block_mut(&mut block);
+        let (before, after) = self.carry(&carried, var, &mut block, inclusive);
         let range = crate::reverse::range_tokens(
             &syn::parse_quote!(#lo_v),
             &syn::parse_quote!(#hi_v),
@@ -452,10 +470,89 @@ impl Rev<'_> {
                 let #hi_v = #hi;
                 if #runs {
                     (|#(#params),*| {
+                        #before
                         for #var in #range #block
+                        #after
                     })(#(#args),*);
                 }
             }
         })
+    }
+
+    /// Accumulates the `carried` arrays (reindexed: `a[var + k]`, `k` up to the offset
+    /// given) in registers, rewriting `block`; returns the registers' declarations (before
+    /// the loop) and what adds the last iterations' pending sums (after it).
+    fn carry(
+        &mut self,
+        carried: &BTreeMap<String, (Ident, usize)>,
+        var: &Ident,
+        block: &mut syn::Block,
+        inclusive: bool,
+    ) -> (TokenStream, TokenStream) {
+        let f = self.float();
+        let (mut before, mut after) = (TokenStream::new(), TokenStream::new());
+        let mut regs = BTreeMap::new();
+        for (name, (_, top)) in carried {
+            let cs: Vec<Ident> = (0..=*top).map(|_| self.fresh("c")).collect();
+            before.extend(quote!(#(let mut #cs: #f = 0.0;)*));
+            regs.insert(name.clone(), cs);
+        }
+        if regs.is_empty() {
+            return (before, after);
+        }
+        Carry { regs: &regs, var }.visit_block_mut(block);
+        let end = if inclusive {
+            quote!(__hi + 1)
+        } else {
+            quote!(__hi)
+        };
+        for (name, cs) in &regs {
+            let a = &carried[name].0;
+            let (c0, rest) = (&cs[0], &cs[1..]);
+            let shift = cs.windows(2).map(|w| {
+                let (to, from) = (&w[0], &w[1]);
+                quote!(#to = #from;)
+            });
+            let last = &cs[cs.len() - 1];
+            block.stmts.push(syn::parse_quote!({
+                #a[#var] += #c0;
+                #(#shift)*
+                #last = 0.0;
+            }));
+            let ks = 0..rest.len();
+            let pending = &cs[..rest.len()];
+            after.extend(quote!(#(#a[#end + #ks] += #pending;)*));
+        }
+        (before, after)
+    }
+}
+
+/// Rewrites `a[var + k] += e` (`-=`) into `c_k += e` for the arrays accumulated in
+/// registers ([`Rev::carry`]).
+struct Carry<'a> {
+    regs: &'a BTreeMap<String, Vec<Ident>>,
+    var: &'a Ident,
+}
+
+impl VisitMut for Carry<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        if let Expr::Binary(b) = e
+            && matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_))
+            && let Expr::Index(i) = strip(&b.left)
+            && let Expr::Path(p) = &*i.expr
+            && let Some(cs) = p
+                .path
+                .get_ident()
+                .and_then(|id| self.regs.get(&id.to_string()))
+        {
+            let k = offset(&i.index, self.var, &HashSet::new())
+                .and_then(|c| literal(&c))
+                .expect("a literal offset");
+            let c = &cs[k];
+            *b.left = syn::parse_quote!(#c);
+            self.visit_expr_mut(&mut b.right);
+            return;
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
     }
 }

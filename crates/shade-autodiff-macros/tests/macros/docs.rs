@@ -10,7 +10,7 @@
 #![allow(clippy::let_and_return, clippy::useless_vec)]
 
 use crate::check::{central, close};
-use shade_autodiff::compiled::{Generated, GeneratedInfo, GeneratedMode};
+use shade_autodiff::compiled::{Generated, GeneratedInfo, GeneratedMode, GradientFn, TangentFn};
 use shade_autodiff::scalar::{Real, ScalarRule};
 use shade_autodiff::{autodiff_forward, autodiff_reverse};
 use std::fmt::Write as _;
@@ -603,7 +603,10 @@ fn render() -> String {
          other generated code calls), as generated. Innermost loops run in a closure over \
          `&[f64]` / `&mut [f64]` slices, so the optimiser knows the arrays do not alias and \
          drops the bounds checks; the reverse loop runs first to last because its \
-         iterations only accumulate into the shadow:\n\n",
+         iterations only accumulate into the shadow, and it accumulates `dx[i]` and \
+         `dx[i + 1]` in two registers (`__c…`), adding to each element of `dx` once, when \
+         no later iteration adds to it. The derivative saves nothing, so it runs on \
+         a workspace without storage (`without_workspace`), not on the thread's one:\n\n",
     );
     let _ = writeln!(
         s,
@@ -615,6 +618,32 @@ fn render() -> String {
         s,
         "```rust\n{}\n```\n",
         <t_rosenbrock as Generated>::INFO.expansion.trim_end()
+    );
+
+    s.push_str("## Through the interface\n\n");
+    // What the page says is what runs: the markers implement the interface's entry.
+    let x = [0.5, 1.5, -0.5];
+    let (mut g, mut want) = ([0.0; 3], [0.0; 3]);
+    let y = <d_rosenbrock as GradientFn<()>>::gradient(&x, &mut g, (), 1.0);
+    assert_eq!(y, d_rosenbrock(&x, &mut want, 1.0));
+    assert_eq!(g, want);
+    assert_eq!(
+        <t_rosenbrock as TangentFn<()>>::tangent(&x, &[1.0, 0.0, 0.0], ()),
+        t_rosenbrock(&x, &[1.0, 0.0, 0.0])
+    );
+    s.push_str(
+        "The marker of a derivative of a function of one slice, `f(x: &[f64], c…) -> f64` \
+         with `x` differentiated and every other parameter `Const` (`d_rosenbrock` and \
+         `t_rosenbrock` above), also implements `shade_autodiff::compiled::GradientFn` \
+         (reverse) or `TangentFn` (forward), by calling the derivative. \
+         `shade_interface::Compiled(d_f {})` is then a function value of the interface: \
+         with `AutoShade`, `gradient`, `jacobian`, `pushforward` and `pullback` (and their \
+         `value_and_*`, `_into` and batched forms) call the generated function itself, \
+         the contexts `Constant(v)` passed as its `Const` arguments, and `explain()` \
+         names it. A reverse derivative serves every one of them in one call, a forward \
+         one a pushforward in one call and the others in `n`. Second derivatives \
+         (`hessian`, `hvp`) are not generated: they take a `shade_fn!` function and the \
+         tape.\n\n",
     );
 
     s.push_str("## Limits\n\n");

@@ -5,9 +5,15 @@
 //! agree. The tests live in the modules, so `cargo test -p shade-benches` runs them too;
 //! `support` is the helpers they share (a generator, GradBench's closeness measure).
 
+#[path = "../../../../benches/src/gradbench/ba.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod ba;
 #[path = "../../../../benches/src/gradbench/gmm.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod gmm;
+#[path = "../../../../benches/src/gradbench/ht.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod ht;
 #[path = "../../../../benches/src/gradbench/kmeans.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmeans;

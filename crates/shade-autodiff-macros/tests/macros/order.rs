@@ -1,7 +1,8 @@
-//! Two rewrites of the reverse sweep, each against the tape and central differences
+//! Three rewrites of the reverse sweep, each against the tape and central differences
 //! (where it applies and where it must not): a reverse loop whose iterations are
-//! independent runs forwards in a closure over slices, and a loop that overwrites a
-//! whole range of an array saves the range once.
+//! independent runs forwards in a closure over slices, accumulating a shadow indexed
+//! at several literal offsets in registers, and a loop that overwrites a whole range
+//! of an array saves the range once.
 
 use crate::check::check;
 use crate::{row, twin};
@@ -30,6 +31,29 @@ twin! {
         let mut acc = S::cst(0.0);
         for j in 0..n - 1 {
             acc += t[j] * t[j + 1] + x[j] * x[j + 1];
+        }
+        acc
+    }
+}
+
+twin! {
+    /// Shadows accumulated in registers: three offsets in an inclusive range that
+    /// starts at 1, two offsets under `-=` (Rosenbrock's shape), and a loop of one
+    /// offset (left as it is).
+    #[autodiff_reverse(d_stencil, Duplicated, Active)]
+    #[autodiff_forward(t_stencil, Dual, Dual)]
+    fn stencil / stencil_g(x) {
+        let n = x.len();
+        let mut acc = S::cst(0.0);
+        for j in 1..=n - 3 {
+            acc += x[j] * x[j + 2] - x[j + 1].sin() * x[j];
+        }
+        for j in 0..n - 1 {
+            let d = x[j + 1] - x[j];
+            acc -= d * d * 0.5;
+        }
+        for j in 0..n {
+            acc += x[j] * x[j] * x[j];
         }
         acc
     }
@@ -106,6 +130,24 @@ proptest! {
     }
 
     #[test]
+    fn shadows_at_several_offsets_accumulate_in_registers(x in vec_in(-1.0, 1.0, 7)) {
+        check(&row!("stencil", stencil, d_stencil, t_stencil, stencil_g), &x, 1e-6)
+            .map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn registers_add_to_what_the_shadow_holds(x in vec_in(-1.0, 1.0, 6), d0 in vec_in(-2.0, 2.0, 6)) {
+        // `dx += ∂f/∂x · seed` whatever `dx` holds before: each element gets its sum once.
+        let mut g = vec![0.0; 6];
+        d_stencil(&x, &mut g, 0.5);
+        let mut dx = d0.clone();
+        d_stencil(&x, &mut dx, 0.5);
+        for k in 0..6 {
+            prop_assert!(crate::check::close(dx[k], d0[k] + g[k], 1e-14), "{k}: {} vs {}", dx[k], d0[k] + g[k]);
+        }
+    }
+
+    #[test]
     fn recurrences_stay_backwards(x in vec_in(-1.0, 1.0, 5)) {
         check(&row!("recurrence", recurrence, d_recurrence, t_recurrence, recurrence_g), &x, 1e-6)
             .map_err(TestCaseError::fail)?;
@@ -128,6 +170,12 @@ fn the_rewrites_apply_where_sound() {
     // The offset write, the reversed range and the two-index accumulation.
     assert!(closures(ind) >= 3, "{ind}");
     assert!(ind.contains("(__lo)..=(__hi)"), "{ind}");
+    let st = <d_stencil as Generated>::INFO.expansion;
+    // Offsets 0, 1, 2 after the inclusive loop: two sums pending past its end.
+    assert!(st.contains("__d_x[__hi + 1 + 1usize] +="), "{st}");
+    // Offsets 0 and 1 of the second loop: one.
+    assert!(st.contains("__d_x[__hi + 0usize] +="), "{st}");
+    assert_eq!(st.matches("let mut __c").count(), 5, "{st}");
     let rec = <d_recurrence as Generated>::INFO.expansion;
     for backwards in ["for j in ((1)..(n)).rev()", "in ((0)..(n - 1)).rev()"] {
         assert!(rec.contains(backwards), "{backwards} in:\n{rec}");

@@ -12,6 +12,7 @@
 //! | pullback | `autodiff_with(ReverseWithPrimal, f, Active(dy), ..)` / `Tape::pullback_into` |
 //! | hessian, hvp | `Tape::<DualVec<f64, 8>>::hessian_batch_into` / `Tape::<Dual<f64>>::hvp_into` (forward over reverse) |
 //! | batched pushforward, pullback, hvp (two-argument) | `Tape::pushforward_batch_into` (4 or 8 tangents per evaluation), `Tape::pullback_batch_into` (one recording), `Tape::hvp_batch_into` |
+//! | gradient, jacobian, pushforward, pullback of a [`Compiled`](crate::Compiled) function | the generated derivative itself (`compiled.rs`) |
 //!
 //! `forms.rs` holds what depends on the function form (one helper trait per kind of
 //! input, each implemented once per form with every bound the core's entry points
@@ -19,11 +20,13 @@
 //! one line over a helper.
 
 mod call;
+mod compiled;
 mod forms;
 mod impls;
 pub(crate) mod tensor;
 
 pub use call::ShadeCall;
+pub use compiled::Engine;
 pub use forms::{NativeForm, NativeGradient, NativeHessian, NativeScalar, NativeVec, VecCall};
 
 use crate::explain::{Report, Spec};

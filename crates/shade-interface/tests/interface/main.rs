@@ -14,6 +14,7 @@ static ALLOC: shade_test_support::alloc::CountingAlloc = shade_test_support::all
 
 mod alloc;
 mod compile_fail;
+mod compiled;
 mod contexts;
 mod docs;
 mod explain;

@@ -321,7 +321,7 @@ where
 }
 
 /// Runs `with` on a gradient buffer of length `n` borrowed from the state.
-fn with_gradient<R>(
+pub(super) fn with_gradient<R>(
     st: &mut ShadeState,
     n: usize,
     with: impl FnOnce(&mut ShadeState, &mut [f64]) -> InterfaceResult<R>,

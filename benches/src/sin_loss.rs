@@ -1,0 +1,16 @@
+//! `Σ sin(wᵢ xᵢ) xᵢ` (the interface bench's loss) as a plain `fn` with its compile-time
+//! reverse and forward derivatives (`d_sin_loss`, `t_sin_loss`), shared by the
+//! `compiled` bench and the profiling example.
+
+use shade_autodiff::{autodiff_forward, autodiff_reverse};
+
+/// `Σ sin(wᵢ xᵢ) xᵢ`.
+#[autodiff_reverse(d_sin_loss, Duplicated, Const, Active)]
+#[autodiff_forward(t_sin_loss, Dual, Const, Dual)]
+pub fn sin_loss(x: &[f64], w: &[f64]) -> f64 {
+    let mut acc = 0.0;
+    for i in 0..x.len() {
+        acc += (x[i] * w[i]).sin() * x[i];
+    }
+    acc
+}
