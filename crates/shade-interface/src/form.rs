@@ -59,6 +59,11 @@ pub enum ReturnsScalar {}
 #[derive(Clone, Copy, Debug)]
 pub enum ReturnsVector {}
 
+/// Marker of [`OneArgFn`] for derivatives generated at compile time
+/// ([`Compiled`](crate::Compiled)): one output.
+#[derive(Clone, Copy, Debug)]
+pub enum GeneratedDerivative {}
+
 /// A one-argument function of a slice, in either kind: returning one number
 /// (`shade_fn!(f(&[S], ..))`, one output) or a vector (`shade_fn!(f(&[S], ..) ->
 /// Vec<S>)`, as many outputs as its first evaluation at `x` returns). The marker `M` is

@@ -159,6 +159,16 @@ where
     }
 }
 
+/// A generated derivative is a one-argument function of one output: the operators
+/// that infer the output length (`jacobian`, `pushforward`, `pullback`) take it as is.
+impl<G: Generated, C> crate::form::OneArgFn<C, crate::form::GeneratedDerivative> for Compiled<G> {
+    type Form = OneArg<Compiled<G>>;
+    #[inline]
+    fn into_form(self, _: &[f64], _: &C) -> (OneArg<Compiled<G>>, usize) {
+        (OneArg(self), 1)
+    }
+}
+
 impl<G: Generated> NativeForm for OneArg<Compiled<G>> {
     fn spec(op: Operator, mode: ModeKind, meta: &Meta) -> Spec {
         let info = G::INFO;
