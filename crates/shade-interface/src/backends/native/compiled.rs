@@ -161,6 +161,7 @@ where
 
 /// A generated derivative is a one-argument function of one output: the operators
 /// that infer the output length (`jacobian`, `pushforward`, `pullback`) take it as is.
+#[diagnostic::do_not_recommend]
 impl<G: Generated, C> crate::form::OneArgFn<C, crate::form::GeneratedDerivative> for Compiled<G> {
     type Form = OneArg<Compiled<G>>;
     #[inline]
