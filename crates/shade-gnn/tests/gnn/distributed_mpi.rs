@@ -89,6 +89,9 @@ fn rank_of(fault: Fault) {
         Ok(_) => println!("[rank {rank}] finished"),
         Err(e) => {
             println!("[rank {rank}] error[{}]: {e}", e.code());
+            // The first rank to exit non-zero makes mpirun stop the others at once: give
+            // every rank (all past the same failed exchange) time to print its line.
+            std::thread::sleep(Duration::from_secs(2));
             std::process::exit(1);
         }
     }
