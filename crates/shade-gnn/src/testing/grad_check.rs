@@ -17,7 +17,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use shade_autodiff::tensor::{self, TapeBuffers, Var};
 use shade_graph::Graph;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 
 use super::random_features;
 
@@ -120,11 +120,13 @@ impl<'g> GradCheck<'g> {
             .map(|(b, v)| (obj.gradient(*b) * v).sum())
             .sum();
         let shift = Shift::Along(&dir.parts);
-        let central = |h: f64| -> Result<f64, String> {
+        let central = |h: f64| -> Result<f64, Halt> {
             Ok((obj.moved(shift, h)? - obj.moved(shift, -h)?) / (2.0 * h))
         };
-        let fd = central(self.h)?;
-        if self.close(g, fd) {
+        if central(self.h)
+            .relevant()?
+            .is_some_and(|fd| self.close(g, fd))
+        {
             return Ok(Along::Agrees);
         }
         Ok(
@@ -150,21 +152,28 @@ impl<'g> GradCheck<'g> {
             total += slice.len();
             for (j, &g) in slice.iter().enumerate() {
                 let c = Shift::Coord(*b, j);
-                let central = |h: f64| -> Result<f64, String> {
+                let central = |h: f64| -> Result<f64, Halt> {
                     Ok((obj.moved(c, h)? - obj.moved(c, -h)?) / (2.0 * h))
                 };
-                let fd = central(self.h)?;
-                if self.close(g, fd) {
+                let fd = central(self.h).relevant()?;
+                if fd.is_some_and(|fd| self.close(g, fd)) {
                     continue;
                 }
                 match self.judge_mismatch(g, &central, &|d| obj.moved(c, d))? {
                     Mismatch::KinkNearby => {}
                     Mismatch::KinkHere => kinks += 1,
                     Mismatch::Wrong(detail) => {
-                        let tol = self.atol + self.rtol * g.abs().max(fd.abs());
-                        let excess = (g - fd).abs() / tol;
+                        // Without a difference at `h` (the output's shape changed within
+                        // it), the entry is judged at the smaller steps: rank it first.
+                        let excess = fd.map_or(f64::INFINITY, |fd| {
+                            (g - fd).abs() / (self.atol + self.rtol * g.abs().max(fd.abs()))
+                        });
                         if worst.as_ref().is_none_or(|w| excess > w.0) {
                             let what = obj.label(*b);
+                            let fd = fd.map_or_else(
+                                || format!("none at step {} (the output's shape changes)", self.h),
+                                |fd| fd.to_string(),
+                            );
                             worst = Some((
                                 excess,
                                 format!(
@@ -254,7 +263,7 @@ struct Objective<'o, L: ?Sized> {
     /// of a property test gets its own directions, reproducibly.
     direction_seed: u64,
     /// Loss evaluations so far (the gradient pass included).
-    evaluations: std::cell::Cell<usize>,
+    evaluations: Cell<usize>,
 }
 
 impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
@@ -281,6 +290,7 @@ impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
             r: Weighting {
                 seed: r_seed,
                 r: OnceCell::new(),
+                reshaped: Cell::new(false),
             },
             run_seed,
             training: check.training,
@@ -288,7 +298,7 @@ impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
             e: check.edge_attr.clone(),
             grads: Vec::new(),
             direction_seed: fnv1a(check.seed, words.chain(graph)),
-            evaluations: std::cell::Cell::new(0),
+            evaluations: Cell::new(0),
             params,
         };
         let mut gp = obj.params.zeros_like();
@@ -359,8 +369,9 @@ impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
         .map_err(|e| format!("{}: {e}", self.layer.name()))
     }
 
-    /// The loss with the point moved by `d` along `shift`.
-    fn moved(&self, shift: Shift<'_>, d: f64) -> Result<f64, String> {
+    /// The loss with the point moved by `d` along `shift`; [`Halt::Reshaped`] when the
+    /// output's shape there differs from the point's.
+    fn moved(&self, shift: Shift<'_>, d: f64) -> Result<f64, Halt> {
         let mut p = self.params.clone();
         let mut x = self.x.clone();
         let mut e = self.e.clone();
@@ -376,7 +387,13 @@ impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
                 }
             }
         }
-        self.loss(&p, &x, e.as_ref(), None)
+        let loss = self.loss(&p, &x, e.as_ref(), None);
+        // Checked whatever the evaluation gave: a shape that broadcasts against `R`
+        // gives a number, and one that does not an error; neither compares.
+        if self.r.reshaped.take() {
+            return Err(Halt::Reshaped);
+        }
+        Ok(loss?)
     }
 
     /// The native gradient of block `b`.
@@ -484,27 +501,41 @@ impl GradCheck<'_> {
     /// smaller-step difference disagrees too and the slopes converge, the gradient is
     /// wrong. A jump in the function (say, a random mask that changed between
     /// evaluations) makes the slopes grow like `1 / step`, which is also judged wrong.
+    ///
+    /// A layer whose output's shape depends on its input (a pooling that keeps the
+    /// nodes scoring above a threshold) jumps where a node crosses it; a step that
+    /// changes the shape is a discontinuity within the step, like a kink: smaller steps
+    /// decide, and when even the smallest changes the shape the point is on it.
     fn judge_mismatch(
         &self,
         g: f64,
-        central: &dyn Fn(f64) -> Result<f64, String>,
-        moved: &dyn Fn(f64) -> Result<f64, String>,
+        central: &dyn Fn(f64) -> Result<f64, Halt>,
+        moved: &dyn Fn(f64) -> Result<f64, Halt>,
     ) -> Result<Mismatch, String> {
         let tol = |a: f64, b: f64| self.atol + self.rtol * a.abs().max(b.abs());
         // Steps well below `h` but far enough above rounding (the losses are O(1)).
         let steps = [self.h / 16.0, self.h / 256.0];
         for s in steps {
-            let fd = central(s)?;
-            if (g - fd).abs() <= tol(g, fd) {
+            if let Some(fd) = central(s).relevant()?
+                && (g - fd).abs() <= tol(g, fd)
+            {
                 return Ok(Mismatch::KinkNearby);
             }
         }
-        let f0 = moved(0.0)?;
-        let slopes = |s: f64| -> Result<(f64, f64), String> {
-            Ok(((f0 - moved(-s)?) / s, (moved(s)? - f0) / s))
+        let f0 = moved(0.0).relevant()?.ok_or_else(|| {
+            "the output's shape at the point differs from its shape at the gradient pass"
+                .to_string()
+        })?;
+        let slopes = |s: f64| -> Result<Option<(f64, f64)>, String> {
+            let (Some(minus), Some(plus)) = (moved(-s).relevant()?, moved(s).relevant()?) else {
+                return Ok(None);
+            };
+            Ok(Some(((f0 - minus) / s, (plus - f0) / s)))
         };
-        let (left, right) = slopes(steps[0])?;
-        let (left2, right2) = slopes(steps[1])?;
+        let (Some((left, right)), Some((left2, right2))) = (slopes(steps[0])?, slopes(steps[1])?)
+        else {
+            return Ok(Mismatch::KinkHere);
+        };
         // A kink here: the slopes differ, and by the same amount at both steps (a smooth
         // function's gap shrinks with the step).
         let gap = (right - left).abs();
@@ -526,15 +557,52 @@ impl GradCheck<'_> {
 struct Weighting {
     seed: u64,
     r: OnceCell<ArrayD<f64>>,
+    /// Set when an evaluation's output had another shape than the first's.
+    reshaped: Cell<bool>,
 }
 
 impl Weighting {
-    /// `R`, drawn for `shape` if not yet drawn.
+    /// `R`, drawn for `shape` if not yet drawn; a different `shape` later sets
+    /// `reshaped` (and the product with `R` fails or broadcasts: not compared).
     fn get(&self, shape: &[usize]) -> &ArrayD<f64> {
-        self.r.get_or_init(|| {
+        let r = self.r.get_or_init(|| {
             let mut rng = StdRng::seed_from_u64(self.seed);
             ArrayD::from_shape_simple_fn(IxDyn(shape), || rng.random::<f64>() * 2.0 - 1.0)
-        })
+        });
+        if r.shape() != shape {
+            self.reshaped.set(true);
+        }
+        r
+    }
+}
+
+/// Why a moved loss has no value to compare.
+enum Halt {
+    /// The output's shape changed (a discontinuity within the step).
+    Reshaped,
+    /// The evaluation failed; the message says why.
+    Failed(String),
+}
+
+impl From<String> for Halt {
+    fn from(e: String) -> Self {
+        Halt::Failed(e)
+    }
+}
+
+/// A moved loss as a value, `None` for a changed shape, or the failure.
+trait Relevant {
+    /// `Ok(Some(v))`, `Ok(None)` for [`Halt::Reshaped`], `Err` for a failure.
+    fn relevant(self) -> Result<Option<f64>, String>;
+}
+
+impl Relevant for Result<f64, Halt> {
+    fn relevant(self) -> Result<Option<f64>, String> {
+        match self {
+            Ok(v) => Ok(Some(v)),
+            Err(Halt::Reshaped) => Ok(None),
+            Err(Halt::Failed(e)) => Err(e),
+        }
     }
 }
 
@@ -664,10 +732,16 @@ mod tests {
     /// `x²` elementwise, or `relu(x)`, or `x²` with a rule that forgets the factor 2; or
     /// `x ⊙ w` with a `[3]` parameter `w` broadcast over the rows, on the input or (when
     /// `on_edges`) on the edge features, with a rule whose adjoint is doubled in one
-    /// entry of `w` (`wrong_w`) or of the scaled array (`wrong_x`).
+    /// entry of `w` (`wrong_w`) or of the scaled array (`wrong_x`); or `x²` (rightly
+    /// or wrongly) of the rows whose first entry exceeds `threshold`, so that the
+    /// output's shape changes where a row crosses it (as a pooling by score does).
     #[derive(Clone, Copy)]
     enum Probe {
         Square,
+        Keep {
+            threshold: f64,
+            wrong: bool,
+        },
         Relu,
         WrongSquare,
         Scale {
@@ -784,6 +858,21 @@ mod tests {
             let x = x.dense(t)?;
             Ok(match *self {
                 Probe::Square => t.mul(x, x)?,
+                Probe::Keep { threshold, wrong } => {
+                    let rows: Vec<usize> = {
+                        let d = t.detach(x)?;
+                        let v = t.value(d)?;
+                        (0..v.shape()[0])
+                            .filter(|&i| v[[i, 0]] > threshold)
+                            .collect()
+                    };
+                    let kept = t.index_select_owned(x, rows)?;
+                    if wrong {
+                        t.custom(HalfSquareRule, &[kept])?
+                    } else {
+                        t.mul(kept, kept)?
+                    }
+                }
                 Probe::Relu => t.relu(x)?,
                 Probe::WrongSquare => t.custom(HalfSquareRule, &[x])?,
                 Probe::Scale {
@@ -934,6 +1023,35 @@ mod tests {
             assert!(err.starts_with("entry 27: "), "seed {seed}: {err}");
             assert!(calls.get() > 4);
         }
+    }
+
+    #[test]
+    fn a_shape_that_changes_within_the_step_is_a_discontinuity_not_an_error() {
+        // Row 1's first entry sits 1e-7 above the threshold: a step of 1e-6 along it
+        // (or along a dense direction) drops the row, and the output has 3 rows, not 4.
+        let mut x = random_features(4, 3, 5);
+        for i in 0..4 {
+            x[[i, 0]] = [0.9, 0.5 + 1e-7, 0.8, 0.7][i];
+        }
+        let keep = |wrong| Probe::Keep {
+            threshold: 0.5,
+            wrong,
+        };
+        let check = GradCheck::new(None, &x);
+        let right = keep(false);
+        let obj = Objective::new(&check, &right).unwrap();
+        assert!(matches!(
+            obj.moved(Shift::Coord(Block::Input, 3), -1e-6),
+            Err(Halt::Reshaped)
+        ));
+        check.run(&keep(false)).unwrap();
+        // The changing shape hides no wrong rule.
+        let err = check.run(&keep(true)).unwrap_err();
+        assert!(err.contains("gradient of input["), "{err}");
+        // Exactly on the threshold's edge, even the smallest step changes the shape:
+        // that coordinate is not judged, and it is one of twelve.
+        x[[1, 0]] = 0.5 + 1e-12;
+        GradCheck::new(None, &x).run(&keep(false)).unwrap();
     }
 
     #[test]
