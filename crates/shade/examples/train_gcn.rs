@@ -218,13 +218,37 @@ mod distributed {
         data: &NodeData,
         ctx: &GraphCtx<f32>,
         split: &NodeSplit,
-        mut ts: TrainState<f32>,
+        ts: TrainState<f32>,
         seed: u64,
     ) -> Result<(), String> {
         let comm = MpiCollective::init().map_err(coded)?;
         // The timing barrier makes the last line's exchange time the exchanges' own
         // cost, not the wait for rank 0's evaluation.
         let mut dp = DataParallel::new(comm).seed(seed).timing_barrier(true);
+        let result = run(&mut dp, args, cfg, model, data, ctx, split, ts, seed);
+        // Each rank prints its error while MPI is up: finalising (when `dp` drops) waits
+        // for every rank, so none exits non-zero, which makes `mpirun` stop the others
+        // at once, before every rank has printed its line.
+        if let Err(e) = &result {
+            eprintln!("{e}");
+        }
+        drop(dp);
+        result.map_err(|_| String::new())
+    }
+
+    /// The data-parallel training loop of [`train`].
+    #[allow(clippy::too_many_arguments)] // as `train`
+    fn run(
+        dp: &mut DataParallel<MpiCollective>,
+        args: &Args,
+        cfg: &NodeConfig,
+        model: &Chain<f32>,
+        data: &NodeData,
+        ctx: &GraphCtx<f32>,
+        split: &NodeSplit,
+        mut ts: TrainState<f32>,
+        seed: u64,
+    ) -> Result<(), String> {
         let (rank, world) = (dp.rank(), dp.world());
         // This rank's shard of the training nodes: every `world`-th, from its rank on.
         let shard: Vec<u32> = split

@@ -175,7 +175,10 @@ impl Spec {
             Ok(Some(a)) => match main(&a) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(msg) => {
-                    eprintln!("{msg}");
+                    // An empty message: the program printed its error itself.
+                    if !msg.is_empty() {
+                        eprintln!("{msg}");
+                    }
                     ExitCode::FAILURE
                 }
             },
