@@ -508,6 +508,21 @@ impl<T: Element> Rec<'_, T> {
         }
     }
 
+    /// The values the reverse rule reads: none for a constant matrix (`X`'s shape
+    /// only); with tracked values, `X` for `dv` and `v` for `dX`.
+    pub(crate) fn value_reads(&self, tracked: &[bool]) -> smallvec::SmallVec<[usize; 4]> {
+        let mut r = smallvec::SmallVec::new();
+        if self.kind == Kind::Values {
+            if tracked[self.v] {
+                r.push(self.x);
+            }
+            if tracked[self.x] {
+                r.push(self.v);
+            }
+        }
+        r
+    }
+
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
         let g = g.as_standard_layout();
         let gs = std_slice(&g);
