@@ -760,7 +760,6 @@ impl<'a, T: Element> Tape<'a, T> {
         Ok(self.push(out, tracked, Op::Sparse(rec), tan))
     }
 
-
     /// Dense × sparse `X · A`: `X` is `[m, k]`, the constant `A` is `[k, n]`.
     ///
     /// Errors with [`AdError::ShapeMismatch`] naming both shapes.
