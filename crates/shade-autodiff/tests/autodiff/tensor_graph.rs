@@ -67,6 +67,17 @@ fn dense(a: &SparseMatrix<f64>) -> Array2<f64> {
     a.csr().to_dense()
 }
 
+/// The leading square block of `a` (`n × n`, kept for the test's lifetime) and node
+/// features `[n, 3]`, for the GCN-shaped programs.
+fn square_with_features(a: &SparseMatrix<f64>) -> (&'static SparseMatrix<f64>, usize, ArrayD<f64>) {
+    let n = a.rows().min(a.cols());
+    let d = dense(a);
+    let s = d.slice(ndarray::s![..n, ..n]).to_owned();
+    let sq = SparseMatrix::new(sprs::CsMat::csr_from_dense(s.view(), 0.0));
+    let x = ArrayD::from_shape_fn(vec![n, 3], |i| (i[0] + 2 * i[1]) as f64 * 0.2 - 0.5);
+    (Box::leak(Box::new(sq)), n, x)
+}
+
 proptest! {
     #![proptest_config(cases(64))]
 
@@ -216,14 +227,7 @@ proptest! {
     #[test]
     fn gcn_like_program(a in sparse(5), seed in any::<u64>()) {
         // Â · relu(Â · X · W) with a bias, then a loss: many ops chained.
-        let n = a.rows().min(a.cols());
-        let sq = {
-            let d = dense(&a);
-            let s = d.slice(ndarray::s![..n, ..n]).to_owned();
-            SparseMatrix::new(sprs::CsMat::csr_from_dense(s.view(), 0.0))
-        };
-        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(sq));
-        let x = ArrayD::from_shape_fn(vec![n, 3], |i| (i[0] + 2 * i[1]) as f64 * 0.2 - 0.5);
+        let (a, n, x) = square_with_features(&a);
         let w = ArrayD::from_shape_fn(vec![3, 2], |i| (i[0] * 2 + i[1]) as f64 * 0.3 - 0.6);
         let bias = ArrayD::from_shape_fn(vec![2], |i| i[0] as f64 * 0.1);
         let labels = leak((0..n).map(|i| i % 2).collect());
@@ -242,14 +246,7 @@ proptest! {
     /// before it starts (no rule reads them) and relu's rule reads its output.
     #[test]
     fn gcn_relu_program(a in sparse(5), seed in any::<u64>()) {
-        let n = a.rows().min(a.cols());
-        let sq = {
-            let d = dense(&a);
-            let s = d.slice(ndarray::s![..n, ..n]).to_owned();
-            SparseMatrix::new(sprs::CsMat::csr_from_dense(s.view(), 0.0))
-        };
-        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(sq));
-        let x = ArrayD::from_shape_fn(vec![n, 3], |i| (i[0] + 2 * i[1]) as f64 * 0.2 - 0.5);
+        let (a, n, x) = square_with_features(&a);
         let w1 = ArrayD::from_shape_fn(vec![3, 4], |i| (i[0] * 2 + i[1]) as f64 * 0.3 - 0.6);
         let b1 = ArrayD::from_shape_fn(vec![4], |i| i[0] as f64 * 0.1 - 0.15);
         let w2 = ArrayD::from_shape_fn(vec![4, 2], |i| (i[0] + 3 * i[1]) as f64 * 0.2 - 0.4);
