@@ -3,9 +3,10 @@
 //!
 //! Nothing graph-structural is computed inside a differentiated program. A
 //! [`GraphCtx`] shares the graph's structure (an [`Arc`]; its derived structures are
-//! shared with the original), holds the edge index as `usize` slices for
-//! gather/scatter, and converts on first need (then keeps) what shade-graph derives
-//! from it, as tensor-layer constants, in a cache keyed by what each entry is:
+//! shared with the original; its `u32` edge lists are the one copy of the edges), and
+//! converts on first need (then keeps) what shade-graph derives from it, as
+//! tensor-layer constants, in a cache keyed by what each entry is (the edge index as
+//! `usize` slices too, for the layers that gather or scatter along the edges):
 //!
 //! - the normalised adjacency for a [`GcnNorm`] (PyG's `gcn_norm` with those options;
 //!   PyG's `cached=True` semantics: one normalisation per graph and option set),
@@ -113,8 +114,7 @@ pub struct ScaledLaplacian<'c, T: Element> {
 impl<T: Float> GraphCtx<T> {
     /// Prepares `graph`: keeps its structure (edges, weights, batch layout) without its
     /// node, edge and graph data ([`Graph::structure`], which shares the graph's
-    /// derived structures). Only the edge index is converted now; everything else on
-    /// first need. [`GraphCtx::shared`] keeps a graph already behind an [`Arc`]
+    /// derived structures). Nothing is converted now; everything on first need. [`GraphCtx::shared`] keeps a graph already behind an [`Arc`]
     /// without any copy.
     pub fn new(graph: &Graph) -> Self {
         Self::shared(Arc::new(graph.structure()))

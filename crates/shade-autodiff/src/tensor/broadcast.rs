@@ -217,6 +217,15 @@ impl Rec {
         smallvec::smallvec![self.a, self.b]
     }
 
+    /// The values the reverse rule reads: none for a sum or difference (their shapes
+    /// only), both operands for a product or quotient.
+    pub(crate) fn value_reads(&self) -> SmallVec<[usize; 4]> {
+        match self.kind {
+            Bin::Add | Bin::Sub => SmallVec::new(),
+            Bin::Mul | Bin::Div => self.inputs(),
+        }
+    }
+
     pub(crate) fn backward<T: Element>(
         &self,
         _me: usize,

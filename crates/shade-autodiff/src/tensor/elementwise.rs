@@ -106,8 +106,10 @@ impl<T: Element> Unary<T> {
             }
             Unary::Tanh => one - y * y,
             Unary::Sigmoid => y * (one - y),
+            // From the output: `relu(x) > 0` exactly when `x > 0` (NaN gives 0 both
+            // ways), so the reverse sweep can free the input.
             Unary::Relu => {
-                if x > z {
+                if y > z {
                     one
                 } else {
                     z
@@ -142,6 +144,25 @@ impl<T: Element> Unary<T> {
                     z
                 }
             }
+        }
+    }
+}
+
+impl<T> Unary<T> {
+    /// Which of the input `x` and the output `y` [`Unary::df`] reads: `(x, y)`. The
+    /// reverse sweep frees a value that no rule reads before it starts.
+    pub(crate) fn reads(&self) -> (bool, bool) {
+        match self {
+            Unary::Neg | Unary::Scale(_) => (false, false),
+            Unary::Exp | Unary::Sqrt | Unary::Tanh | Unary::Sigmoid | Unary::Relu => (false, true),
+            Unary::Elu(_) => (true, true),
+            Unary::Ln
+            | Unary::Powi(_)
+            | Unary::Abs
+            | Unary::LeakyRelu(_)
+            | Unary::Gelu
+            | Unary::Softplus
+            | Unary::Clamp(..) => (true, false),
         }
     }
 }
@@ -231,9 +252,29 @@ impl<T: Element> Rec<T> {
         smallvec::smallvec![self.a]
     }
 
+    /// The values the reverse rule reads (see [`Unary::reads`]).
+    pub(crate) fn value_reads(&self, me: usize) -> SmallVec<[usize; 4]> {
+        let (rx, ry) = self.kind.reads();
+        let mut v = SmallVec::new();
+        if rx {
+            v.push(self.a);
+        }
+        if ry {
+            v.push(me);
+        }
+        v
+    }
+
     pub(crate) fn backward(&self, me: usize, g: ArrayViewD<'_, T>, b: &mut Bwd<'_, '_, T>) {
-        let x = b.vals[self.a].view();
-        let y = b.vals[me].view();
+        // A value `df` does not read may have been freed (its shape kept): stand the
+        // other one (or the adjoint, of the same shape) in for it.
+        let (rx, ry) = self.kind.reads();
+        let (x, y) = match (rx, ry) {
+            (true, true) => (b.vals[self.a].view(), b.vals[me].view()),
+            (true, false) => (b.vals[self.a].view(), b.vals[self.a].view()),
+            (false, true) => (b.vals[me].view(), b.vals[me].view()),
+            (false, false) => (g.view(), g.view()),
+        };
         if let Some(mut ga) = b.gs.acc(self.a, x.shape()) {
             let k = self.kind;
             if let (Some(d), Some(gs), Some(xs), Some(ys)) =

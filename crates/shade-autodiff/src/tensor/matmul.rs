@@ -153,6 +153,19 @@ impl Rec {
         smallvec::smallvec![self.a, self.b]
     }
 
+    /// The values the reverse rule reads: `B` for `dA = G·Bᵀ` when `A` is tracked, `A`
+    /// for `dB = Aᵀ·G` when `B` is (the other's shape only otherwise).
+    pub(crate) fn value_reads(&self, tracked: &[bool]) -> smallvec::SmallVec<[usize; 4]> {
+        let mut v = smallvec::SmallVec::new();
+        if tracked[self.a] {
+            v.push(self.b);
+        }
+        if tracked[self.b] {
+            v.push(self.a);
+        }
+        v
+    }
+
     pub(crate) fn backward<T: Element>(
         &self,
         _me: usize,

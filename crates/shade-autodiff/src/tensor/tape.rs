@@ -8,7 +8,7 @@
 use super::{Element, broadcast, coo, custom, dropout, elementwise, index, loss, matmul, reduce};
 use super::{shape, softmax, sparse};
 use crate::error::{AdError, AdResult, ValueRange};
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use smallvec::SmallVec;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -222,6 +222,12 @@ pub(crate) fn wrap<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
 pub(crate) enum Val<'a, T> {
     Borrowed(ArrayViewD<'a, T>),
     Own(ArrayD<T>),
+    /// A value that no reverse rule reads, returned to the pool before the sweep: its
+    /// shape stays (rules size adjoints by it), its numbers read as one broadcast zero.
+    Dropped {
+        shape: SmallVec<[usize; 4]>,
+        zero: [T; 1],
+    },
     Freed,
 }
 
@@ -230,6 +236,11 @@ impl<T> Val<'_, T> {
         match self {
             Val::Borrowed(v) => v.view(),
             Val::Own(a) => a.view(),
+            Val::Dropped { shape, zero } => {
+                let strides = IxDyn(&SmallVec::<[usize; 4]>::from_elem(0, shape.len()));
+                ArrayViewD::from_shape(IxDyn(shape).strides(strides), zero)
+                    .expect("a zero-strided view of one element fits any shape")
+            }
             Val::Freed => ArrayViewD::from_shape(IxDyn(&[0]), &[]).expect("empty view"),
         }
     }
@@ -347,6 +358,23 @@ impl<T: Element> Op<'_, T> {
         }
     }
 
+    /// The nodes whose values (numbers, not just shapes) the reverse rule of node `me`
+    /// reads. Rules that do not say read every input and their own result.
+    fn value_reads(&self, me: usize, tracked: &[bool]) -> SmallVec<[usize; 4]> {
+        match self {
+            Op::Leaf => SmallVec::new(),
+            Op::Unary(r) => r.value_reads(me),
+            Op::Binary(r) => r.value_reads(),
+            Op::Matmul(r) => r.value_reads(tracked),
+            Op::Sparse(r) => r.value_reads(tracked),
+            _ => {
+                let mut v = self.inputs();
+                v.push(me);
+                v
+            }
+        }
+    }
+
     fn release(self, pool: &mut Pool<T>) {
         match self {
             Op::Reduce(r) => r.release(pool),
@@ -439,6 +467,8 @@ pub struct TapeBuffers<T: Element> {
     grads: Vec<Grad<'static, T>>,
     ops: Vec<Op<'static, T>>,
     locs: Vec<Option<&'static Location<'static>>>,
+    /// Which values the reverse rules read (scratch of the sweep).
+    read: Vec<bool>,
     anomaly: bool,
 }
 
@@ -459,6 +489,7 @@ impl<T: Element> TapeBuffers<T> {
             grads: Vec::new(),
             ops: Vec::new(),
             locs: Vec::new(),
+            read: Vec::new(),
             anomaly: false,
         }
     }
@@ -668,6 +699,7 @@ impl<'a, T: Element> Tape<'a, T> {
         Ok(match &self.vals[i] {
             Val::Borrowed(a) => a.shape(),
             Val::Own(a) => a.shape(),
+            Val::Dropped { shape, .. } => shape,
             Val::Freed => &[],
         })
     }
@@ -838,6 +870,38 @@ impl<'a, T: Element> Tape<'a, T> {
         }
     }
 
+    /// Returns to the pool, before the sweep, every owned value that no recorded
+    /// reverse rule reads (`out`'s is kept): the intermediate results of sums, sparse
+    /// products and maps whose derivative comes from their output, so that the sweep's
+    /// adjoints reuse their buffers instead of adding to them.
+    fn drop_unread(&mut self, out: usize) {
+        let mut read = std::mem::take(&mut self.bufs.read);
+        read.clear();
+        read.resize(self.vals.len(), false);
+        read[out] = true;
+        for (i, op) in self.ops.iter().enumerate().take(out + 1) {
+            for j in op.value_reads(i, &self.tracked) {
+                read[j] = true;
+            }
+        }
+        for (v, _) in self.vals.iter_mut().zip(&read).filter(|(_, r)| !**r) {
+            if let Val::Own(a) = v {
+                let shape = a.shape().into();
+                let Val::Own(a) = std::mem::replace(
+                    v,
+                    Val::Dropped {
+                        shape,
+                        zero: [T::zero()],
+                    },
+                ) else {
+                    unreachable!("matched as owned just above")
+                };
+                self.pool.give(a);
+            }
+        }
+        self.bufs.read = read;
+    }
+
     /// Runs the reverse sweep from node `out`, seeded by `seed`.
     pub(crate) fn backward(&mut self, out: usize, seed: impl FnOnce(ArrayViewMutD<'_, T>)) {
         if !self.tracked[out] {
@@ -853,6 +917,10 @@ impl<'a, T: Element> Tape<'a, T> {
             if let Some(g) = sink.acc(out, &shape) {
                 seed(g);
             }
+        }
+        if !self.anomaly {
+            // Anomaly reports show the inputs' ranges: keep every value there.
+            self.drop_unread(out);
         }
         for i in (0..=out).rev() {
             let op = std::mem::replace(&mut self.ops[i], Op::Leaf);

@@ -67,6 +67,17 @@ fn dense(a: &SparseMatrix<f64>) -> Array2<f64> {
     a.csr().to_dense()
 }
 
+/// The leading square block of `a` (`n × n`, kept for the test's lifetime) and node
+/// features `[n, 3]`, for the GCN-shaped programs.
+fn square_with_features(a: &SparseMatrix<f64>) -> (&'static SparseMatrix<f64>, usize, ArrayD<f64>) {
+    let n = a.rows().min(a.cols());
+    let d = dense(a);
+    let s = d.slice(ndarray::s![..n, ..n]).to_owned();
+    let sq = SparseMatrix::new(sprs::CsMat::csr_from_dense(s.view(), 0.0));
+    let x = ArrayD::from_shape_fn(vec![n, 3], |i| (i[0] + 2 * i[1]) as f64 * 0.2 - 0.5);
+    (Box::leak(Box::new(sq)), n, x)
+}
+
 proptest! {
     #![proptest_config(cases(64))]
 
@@ -160,6 +171,20 @@ proptest! {
         check_op(&[x], seed, move |t, v| t.spmm(a, v[0]))?;
     }
 
+    /// `A · X + b` against the dense reference, and its rules (for `X` and `b`).
+    #[test]
+    fn spmm_bias(a in sparse(5), f in 1..4usize, seed in any::<u64>()) {
+        let x = ArrayD::from_shape_fn(vec![a.cols(), f], |i| (i[0] * 7 + i[1] * 3) as f64 * 0.1 - 0.5);
+        let bias = ArrayD::from_shape_fn(vec![f], |i| i[0] as f64 * 0.4 - 0.3);
+        let b1 = bias.view().into_dimensionality::<ndarray::Ix1>().unwrap();
+        let reference = dense(&a).dot(&x.view().into_dimensionality::<ndarray::Ix2>().unwrap()) + b1;
+        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(a));
+        let mut b = TapeBuffers::new();
+        let y = tensor::value(&mut b, |t, (x, c)| t.spmm_bias(a, x, c), (Const(&x), Const(&bias))).unwrap();
+        prop_assert!((y - reference.into_dyn()).iter().all(|d| d.abs() < 1e-12));
+        check_op(&[x, bias], seed, move |t, v| t.spmm_bias(a, v[0], v[1]))?;
+    }
+
     #[test]
     fn spmm_vector(a in sparse(5), seed in any::<u64>()) {
         let x = ArrayD::from_shape_fn(vec![a.cols()], |i| i[0] as f64 * 0.3 - 0.4);
@@ -202,14 +227,7 @@ proptest! {
     #[test]
     fn gcn_like_program(a in sparse(5), seed in any::<u64>()) {
         // Â · relu(Â · X · W) with a bias, then a loss: many ops chained.
-        let n = a.rows().min(a.cols());
-        let sq = {
-            let d = dense(&a);
-            let s = d.slice(ndarray::s![..n, ..n]).to_owned();
-            SparseMatrix::new(sprs::CsMat::csr_from_dense(s.view(), 0.0))
-        };
-        let a: &'static SparseMatrix<f64> = Box::leak(Box::new(sq));
-        let x = ArrayD::from_shape_fn(vec![n, 3], |i| (i[0] + 2 * i[1]) as f64 * 0.2 - 0.5);
+        let (a, n, x) = square_with_features(&a);
         let w = ArrayD::from_shape_fn(vec![3, 2], |i| (i[0] * 2 + i[1]) as f64 * 0.3 - 0.6);
         let bias = ArrayD::from_shape_fn(vec![2], |i| i[0] as f64 * 0.1);
         let labels = leak((0..n).map(|i| i % 2).collect());
@@ -219,6 +237,27 @@ proptest! {
             let h = t.add(h, v[1])?;
             let h = t.tanh(h)?;
             let h = t.spmm(a, h)?;
+            t.cross_entropy(h, labels, Rows::All)
+        })?;
+    }
+
+    /// A two-layer GCN as shade-gnn runs it (`Â·(X·W₁) + b₁`, relu, `Â·(H·W₂) + b₂`,
+    /// cross-entropy): the reverse sweep frees `X·W₁`, the pre-activation and `H·W₂`
+    /// before it starts (no rule reads them) and relu's rule reads its output.
+    #[test]
+    fn gcn_relu_program(a in sparse(5), seed in any::<u64>()) {
+        let (a, n, x) = square_with_features(&a);
+        let w1 = ArrayD::from_shape_fn(vec![3, 4], |i| (i[0] * 2 + i[1]) as f64 * 0.3 - 0.6);
+        let b1 = ArrayD::from_shape_fn(vec![4], |i| i[0] as f64 * 0.1 - 0.15);
+        let w2 = ArrayD::from_shape_fn(vec![4, 2], |i| (i[0] + 3 * i[1]) as f64 * 0.2 - 0.4);
+        let b2 = ArrayD::from_shape_fn(vec![2], |i| i[0] as f64 * 0.2);
+        let labels = leak((0..n).map(|i| i % 2).collect());
+        check_op(&[w1, b1, w2, b2, x], seed, move |t, v| {
+            let xw = t.matmul(v[4], v[0])?;
+            let h = t.spmm_bias(a, xw, v[1])?;
+            let h = t.relu(h)?;
+            let hw = t.matmul(h, v[2])?;
+            let h = t.spmm_bias(a, hw, v[3])?;
             t.cross_entropy(h, labels, Rows::All)
         })?;
     }

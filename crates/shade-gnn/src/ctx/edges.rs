@@ -1,5 +1,5 @@
-//! Edge sets as the tensor layer's constants: [`EdgeIndex`] (a graph's edge list as
-//! `usize` slices with its aggregation matrices from shade-graph), [`NormEdgeList`] (a
+//! Edge sets as the tensor layer's constants: [`EdgeIndex`] (a graph's edge list, as
+//! `usize` slices built on first need, with its aggregation matrices from shade-graph), [`NormEdgeList`] (a
 //! normalised edge list of shade-graph mapped onto a cached matrix's entries), and the
 //! constants that fill the edge features of added self-loops ([`SelfLoopFill`], with
 //! the CSR builder of its edge-to-node matrices).
@@ -79,15 +79,18 @@ pub(crate) fn entry_positions<T: Element>(
         .collect()
 }
 
-/// An edge set as constants: the edges `src[e] -> dst[e]` of a graph (shared) over
-/// its nodes as `usize` slices, its edge weights, and its aggregation matrices from
-/// shade-graph, built on first need.
+/// An edge set as constants: the edges `src[e] -> dst[e]` of a graph (shared), its
+/// edge weights, and, built on first need, its edge list as the `usize` slices of the
+/// tensor layer's gathers and scatters and its aggregation matrices from shade-graph.
+/// The graph's own `u32` lists are the only copy until a layer gathers along the
+/// edges (a GCN, which multiplies by a cached matrix, never does: 80 MB saved per 10M
+/// edges).
 #[derive(Debug)]
 pub struct EdgeIndex<T: Float> {
     graph: Arc<Graph>,
     pub(crate) num_nodes: usize,
-    pub(crate) src: Vec<usize>,
-    pub(crate) dst: Vec<usize>,
+    /// `(src, dst)` as `usize`, for the tensor layer's index operations.
+    index: OnceLock<(Vec<usize>, Vec<usize>)>,
     pub(crate) weights: Option<ArrayD<T>>,
     sum: OnceLock<SparseMatrix<T>>,
     mean: OnceLock<SparseMatrix<T>>,
@@ -98,16 +101,14 @@ pub struct EdgeIndex<T: Float> {
 impl<T: Float> EdgeIndex<T> {
     /// The edges of `graph` (and its weights, if it has them) as constants.
     pub(crate) fn of(graph: Arc<Graph>) -> Self {
-        let (src, dst) = graph.edge_index();
-        let m = src.len();
+        let m = graph.num_edges();
         let weights = graph.weights().map(|w| {
             let w = w.iter().map(|&x| T::cst(x)).collect();
             ArrayD::from_shape_vec(IxDyn(&[m, 1]), w).expect("one weight per edge")
         });
         EdgeIndex {
             num_nodes: graph.num_nodes(),
-            src: src.iter().map(|&s| s as usize).collect(),
-            dst: dst.iter().map(|&d| d as usize).collect(),
+            index: OnceLock::new(),
             weights,
             graph,
             sum: OnceLock::new(),
@@ -124,17 +125,30 @@ impl<T: Float> EdgeIndex<T> {
 
     /// Number of edges.
     pub fn num_edges(&self) -> usize {
-        self.src.len()
+        self.graph.num_edges()
     }
 
-    /// Source of every edge.
+    /// The graph's edge list, `(src, dst)`, as stored (`u32`; no copy).
+    pub fn edge_index_u32(&self) -> (&[u32], &[u32]) {
+        self.graph.edge_index()
+    }
+
+    fn index(&self) -> &(Vec<usize>, Vec<usize>) {
+        self.index.get_or_init(|| {
+            let (src, dst) = self.graph.edge_index();
+            let wide = |v: &[u32]| v.iter().map(|&i| i as usize).collect();
+            (wide(src), wide(dst))
+        })
+    }
+
+    /// Source of every edge (built on first call, then kept).
     pub fn src(&self) -> &[usize] {
-        &self.src
+        &self.index().0
     }
 
-    /// Destination of every edge.
+    /// Destination of every edge (built on first call, then kept).
     pub fn dst(&self) -> &[usize] {
-        &self.dst
+        &self.index().1
     }
 
     /// Edge weights as an `[E, 1]` column (ones when the graph has none).
@@ -200,8 +214,9 @@ impl<T: Float> SelfLoopFill<T> {
     /// The fill constants of `edges` (the graph's own edge set).
     pub(crate) fn new(e: &EdgeIndex<T>) -> Self {
         let (n, m) = (e.num_nodes, e.num_edges());
-        let kept: Vec<usize> = (0..m).filter(|&i| e.src[i] != e.dst[i]).collect();
-        let rows: Vec<usize> = kept.iter().map(|&i| e.dst[i]).collect();
+        let (src, dst) = e.edge_index_u32();
+        let kept: Vec<usize> = (0..m).filter(|&i| src[i] != dst[i]).collect();
+        let rows: Vec<usize> = kept.iter().map(|&i| dst[i] as usize).collect();
         let mut count = vec![0usize; n];
         rows.iter().for_each(|&v| count[v] += 1);
         let sum = csr_from_triples(n, m, &rows, &kept, |_| T::one());

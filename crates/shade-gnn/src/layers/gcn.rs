@@ -150,6 +150,12 @@ impl<T: Float> Layer<T> for GCNConv {
         let w = p.param("lin.weight")?;
         let transform_first =
             matches!(x, Input::Sparse(_)) || self.out_channels <= self.in_channels;
+        if transform_first && self.bias && values.is_none() {
+            // `Â·(XW) + b` in one buffer (the bias added as the product's rows are
+            // written): one [N, out] result fewer on the tape.
+            let h = x.linear(t, w)?;
+            return Ok(t.spmm_bias(a, h, p.get("bias")?)?);
+        }
         let mut y = if transform_first {
             let h = x.linear(t, w)?;
             prop(t, h)?
