@@ -12,7 +12,7 @@ use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::explain::{Report, Spec};
 use crate::form::OneArg;
-use crate::ops::{GradientBackend, HessianBackend, HvpBackend};
+use crate::ops::{GradientBackend, HessianBackend, HvpBackend, op_fn};
 use crate::prep::{Meta, PrepareBackend};
 use shade_autodiff::{Forward, Reverse};
 
@@ -51,40 +51,15 @@ impl<F, C: Contexts> HvpBackend<F, C> for FwdRev
 where
     AutoShade<Reverse>: HvpBackend<F, C>,
 {
-    fn hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hvp_into(self, st, f, x, v, ctx, hv) {
         self.inner.hvp_into(st, f, x, v, ctx, hv)
-    }
-    fn gradient_and_hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        hv: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(gradient_and_hvp_into(self, st, f, x, v, ctx, g, hv) {
         self.inner.gradient_and_hvp_into(st, f, x, v, ctx, g, hv)
-    }
-    fn hvp_batch_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        vs: &[f64],
-        ctx: &C,
-        hvs: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    op_fn!(hvp_batch_into(self, st, f, x, vs, ctx, hvs) {
         self.inner.hvp_batch_into(st, f, x, vs, ctx, hvs)
-    }
+    });
 }
 
 impl<F, C: Contexts> HessianBackend<F, C> for FwdRev
@@ -92,28 +67,12 @@ where
     AutoShade<Reverse>: HessianBackend<F, C, Hessian = [f64]>,
 {
     crate::matrix::dense_hessian!();
-    fn hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st, f, x, ctx, h) {
         self.inner.hessian_into(st, f, x, ctx, h)
-    }
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut [f64],
-    ) -> InterfaceResult<f64> {
-        self.inner
-            .value_gradient_and_hessian_into(st, f, x, ctx, g, h)
-    }
+    });
+    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
+        self.inner.value_gradient_and_hessian_into(st, f, x, ctx, g, h)
+    });
 }
 
 /// State of finite differences over an inner gradient.
@@ -221,45 +180,20 @@ impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
 }
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<AutoFiniteDiff, I> {
-    fn hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hvp_into(self, st, f, x, v, ctx, hv) {
         self.hvp_with(st, f, x, v, ctx, hv, false)
-    }
-    fn gradient_and_hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        hv: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(gradient_and_hvp_into(self, st, f, x, v, ctx, g, hv) {
         self.hvp_with(st, f, x, v, ctx, hv, false)?;
-        self.inner
-            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
-    }
+        self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+    });
 }
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
     for SecondOrder<AutoFiniteDiff, I>
 {
     crate::matrix::dense_hessian!();
-    fn hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st, f, x, ctx, h) {
         let n = x.len();
         for j in 0..n {
             st.unit[j] = 1.0;
@@ -276,18 +210,9 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
             }
         }
         Ok(())
-    }
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
         self.hessian_into(st, f, x, ctx, h)?;
-        self.inner
-            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
-    }
+        self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+    });
 }

@@ -57,7 +57,7 @@ use crate::error::{InterfaceError, InterfaceResult};
 use crate::explain::{PathKind, Report};
 use crate::form::{OneArg, OneArgVec, Tail, TwoArg, VecForm};
 use crate::ops::{
-    HessianBackend, HvpBackend, JacobianBackend, PullbackBackend, PushforwardBackend,
+    HessianBackend, HvpBackend, JacobianBackend, PullbackBackend, PushforwardBackend, op_fn,
 };
 use crate::prep::{Meta, PrepareBackend, Prepared};
 use shade_autodiff::scalar::{CHUNK, ConstArgs, IndexSet, Join, ScalarFn, Slice, hessian_sparsity};
@@ -408,15 +408,7 @@ where
         st.check("jacobian", "jacobian", jac)
     }
 
-    fn value_and_jacobian_into(
-        &self,
-        st: &mut Self::State,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        jac: &mut CsMat<f64>,
-    ) -> InterfaceResult<()> {
+    op_fn!(value_and_jacobian_into(self, st, f, x, ctx, y, jac) {
         if st.colouring.count == 0 {
             // No dependence on x: one pushforward with a zero seed, for the value.
             let (seed, out) = (vec![0.0; x.len()], &mut st.outs);
@@ -435,7 +427,7 @@ where
                     .value_and_pushforward_batch_into(inner, f, x, seeds, ctx, y, outs)
             }
         })
-    }
+    });
 }
 
 // ---------------------------------------------------------------- Hessians
@@ -507,28 +499,13 @@ where
         st.check("hessian", "hessian", h)
     }
 
-    fn hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut CsMat<f64>,
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st, f, x, ctx, h) {
         st.run(h.data_mut(), |inner, vs, hvs| {
             self.inner.hvp_batch_into(inner, f, x, vs, ctx, hvs)
         })
-    }
+    });
 
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut CsMat<f64>,
-    ) -> InterfaceResult<f64> {
+    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
         self.hessian_into(st, f, x, ctx, h)?;
         // The value and the gradient: one more product, along zero.
         let zero = core::mem::take(&mut st.zero_v);
@@ -546,5 +523,5 @@ where
         st.zero_v = zero;
         st.outs = hv;
         r
-    }
+    });
 }
