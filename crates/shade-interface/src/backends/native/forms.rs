@@ -147,6 +147,20 @@ pub trait NativeHessian<C>: NativeForm {
     ) -> InterfaceResult<f64>;
 }
 
+/// Writes the method of a form's [`NativeVec`] (`run`) or [`NativeScalar`]
+/// (`derivative`) impl with the trait's signature, from the parameter names (in the
+/// trait's order; macro hygiene) and the body: three forms implement `run` and two
+/// `derivative`, and each impl repeated the signature verbatim. The impl headers, with
+/// their bounds, stay written out.
+macro_rules! native_fn {
+    ($(#[$a:meta])* run($s:tt, $mode:tt, $st:tt, $at:pat, $y:tt, $call:tt) $body:block) => {
+        $(#[$a])* fn run(&$s, $mode: ModeKind, $st: &mut ShadeState, $at: (&[f64], &C), $y: &mut [f64], $call: VecCall<'_>) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* derivative($s:tt, $st:tt, $x:tt, $ctx:tt, $y:tt, $der:tt) $body:block) => {
+        $(#[$a])* fn derivative(&$s, $st: &mut ShadeState, $x: f64, $ctx: &C, $y: &mut [f64], $der: &mut [f64]) -> InterfaceResult<()> $body
+    };
+}
+
 // ---------------------------------------------------------------- report specs
 
 fn gradient_spec(mode: ModeKind, meta: &Meta) -> Spec {
@@ -373,15 +387,7 @@ where
     C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
-    #[inline]
-    fn run(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        (x, ctx): (&[f64], &C),
-        y: &mut [f64],
-        call: VecCall<'_>,
-    ) -> InterfaceResult<()> {
+    native_fn!(#[inline] run(self, mode, st, (x, ctx), y, call) {
         let n = x.len();
         match (call, mode) {
             (VecCall::Jacobian(jac), _) => y[0] = self.gradient(mode, st, x, ctx, jac)?,
@@ -439,7 +445,7 @@ where
             }
         }
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -565,15 +571,7 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>> + Contexts,
 {
-    #[inline]
-    fn run(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        (x, ctx): (&[f64], &C),
-        y: &mut [f64],
-        call: VecCall<'_>,
-    ) -> InterfaceResult<()> {
+    native_fn!(#[inline] run(self, mode, st, (x, ctx), y, call) {
         if !st.probed {
             // Once: does the function write exactly `m` outputs?
             self.check_outputs(x, ctx)?;
@@ -584,7 +582,7 @@ where
             jacobian_reverse_into, jacobian_forward_into, pushforward_into, pullback_into,
             pushforward_batch_into, pullback_batch_into);
         Ok(())
-    }
+    });
 }
 
 /// The core's `*_vec_into` entry points check every evaluation's length against `m`
@@ -596,21 +594,13 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<VecTail<F>> + Contexts,
 {
-    #[inline]
-    fn run(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        (x, ctx): (&[f64], &C),
-        y: &mut [f64],
-        call: VecCall<'_>,
-    ) -> InterfaceResult<()> {
+    native_fn!(#[inline] run(self, mode, st, (x, ctx), y, call) {
         let (tape, f) = (&mut st.tape, &self.f);
         vector_calls!(tape, f, x, ctx, y, call, mode;
             jacobian_reverse_vec_into, jacobian_forward_vec_into, pushforward_vec_into,
             pullback_vec_into, pushforward_batch_vec_into, pullback_batch_vec_into);
         Ok(())
-    }
+    });
 }
 
 // ---------------------------------------------------------------- scalar x
@@ -622,19 +612,12 @@ where
     F::Kinds: Join<Scalar>,
     C: ConstArgs<Tail<F>> + Contexts,
 {
-    fn derivative(
-        &self,
-        st: &mut ShadeState,
-        x: f64,
-        ctx: &C,
-        y: &mut [f64],
-        der: &mut [f64],
-    ) -> InterfaceResult<()> {
+    native_fn!(derivative(self, st, x, ctx, y, der) {
         der[0] = st.tape.derivative(&self.0, x, ctx)?;
         st.bump.reset();
         self.eval::<f64>(x, ctx, &st.bump, y);
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -644,14 +627,7 @@ where
     F::Kinds: Join<Scalar>,
     C: ConstArgs<InTail<F>> + Contexts,
 {
-    fn derivative(
-        &self,
-        st: &mut ShadeState,
-        x: f64,
-        ctx: &C,
-        y: &mut [f64],
-        der: &mut [f64],
-    ) -> InterfaceResult<()> {
+    native_fn!(derivative(self, st, x, ctx, y, der) {
         if !st.probed {
             self.check_outputs(x, ctx)?;
             st.probed = true;
@@ -665,5 +641,5 @@ where
             *d = r.d[0];
         }
         Ok(())
-    }
+    });
 }
