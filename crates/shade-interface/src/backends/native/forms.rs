@@ -147,17 +147,30 @@ pub trait NativeHessian<C>: NativeForm {
     ) -> InterfaceResult<f64>;
 }
 
-/// Writes the method of a form's [`NativeVec`] (`run`) or [`NativeScalar`]
-/// (`derivative`) impl with the trait's signature, from the parameter names (in the
-/// trait's order; macro hygiene) and the body: three forms implement `run` and two
-/// `derivative`, and each impl repeated the signature verbatim. The impl headers, with
-/// their bounds, stay written out.
+/// Writes a method of a form's impl of a helper trait above ([`NativeVec::run`],
+/// [`NativeScalar::derivative`], [`NativeGradient::gradient`], the methods of
+/// [`NativeHessian`]; `hvp` and `hvp_batch` share one shape) with the trait's signature,
+/// from the parameter names (in the trait's order; macro hygiene) and the body: three
+/// forms implement `run` and two `derivative`, and each impl repeated the trait's
+/// signature verbatim. The impl headers, with their bounds, stay written out.
 macro_rules! native_fn {
     ($(#[$a:meta])* run($s:tt, $mode:tt, $st:tt, $at:pat, $y:tt, $call:tt) $body:block) => {
         $(#[$a])* fn run(&$s, $mode: ModeKind, $st: &mut ShadeState, $at: (&[f64], &C), $y: &mut [f64], $call: VecCall<'_>) -> InterfaceResult<()> $body
     };
     ($(#[$a:meta])* derivative($s:tt, $st:tt, $x:tt, $ctx:tt, $y:tt, $der:tt) $body:block) => {
         $(#[$a])* fn derivative(&$s, $st: &mut ShadeState, $x: f64, $ctx: &C, $y: &mut [f64], $der: &mut [f64]) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* gradient($s:tt, $mode:tt, $st:tt, $x:tt, $ctx:tt, $g:tt) $body:block) => {
+        $(#[$a])* fn gradient(&$s, $mode: ModeKind, $st: &mut ShadeState, $x: &[f64], $ctx: &C, $g: &mut [f64]) -> InterfaceResult<f64> $body
+    };
+    ($(#[$a:meta])* hessian($s:tt, $st:tt, $x:tt, $ctx:tt, $h:tt) $body:block) => {
+        $(#[$a])* fn hessian(&$s, $st: &mut ShadeState, $x: &[f64], $ctx: &C, $h: &mut [f64]) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* $name:ident($s:tt, $st:tt, $x:tt, $v:tt, $ctx:tt, $hv:tt) $body:block) => {
+        $(#[$a])* fn $name(&$s, $st: &mut ShadeState, $x: &[f64], $v: &[f64], $ctx: &C, $hv: &mut [f64]) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* value_and_gradient($s:tt, $st:tt, $x:tt, $ctx:tt, $g:tt) $body:block) => {
+        $(#[$a])* fn value_and_gradient(&$s, $st: &mut ShadeState, $x: &[f64], $ctx: &C, $g: &mut [f64]) -> InterfaceResult<f64> $body
     };
 }
 
@@ -355,15 +368,7 @@ where
     C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
-    #[inline]
-    fn gradient(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    native_fn!(#[inline] gradient(self, mode, st, x, ctx, g) {
         match mode {
             // Constants only: the tape's prepared gradient, the leanest core entry point
             // (it overwrites `g`; nothing to accumulate, no shadow to check).
@@ -376,7 +381,7 @@ where
             }
             ModeKind::Forward => forward_gradient(st, self, x, ctx, g),
         }
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -455,24 +460,11 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<Tail<F>> + Contexts,
 {
-    fn hessian(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    native_fn!(hessian(self, st, x, ctx, h) {
         st.hv8.hessian_batch_into(&self.0, x, ctx, h)?;
         Ok(())
-    }
-    fn hvp_batch(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        vs: &[f64],
-        ctx: &C,
-        hvs: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    native_fn!(hvp_batch(self, st, x, vs, ctx, hvs) {
         let n = x.len();
         let k = vs.len().checked_div(n).unwrap_or(0);
         // Groups of CHUNK directions while more than 4 remain, then one of 4.
@@ -488,28 +480,14 @@ where
             c0 += w;
         }
         Ok(())
-    }
-    #[inline]
-    fn hvp(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    native_fn!(#[inline] hvp(self, st, x, v, ctx, hv) {
         st.dtape.hvp_into(&self.0, x, v, ctx, hv)?;
         Ok(())
-    }
-    fn value_and_gradient(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    native_fn!(value_and_gradient(self, st, x, ctx, g) {
         Ok(st.tape.value_and_gradient_into(&self.0, x, ctx, g)?)
-    }
+    });
 }
 
 // ---------------------------------------------------------------- vector outputs, slice x
