@@ -37,7 +37,8 @@ pub use second::{
     prepare_hvp, prepare_second_derivative, second_derivative,
 };
 
-/// Writes one method of an operator trait with the trait's own signature, so that an
+/// Writes one method of an operator trait (or of `PrepareBackend`: `contexts`, and
+/// `prepare` for a one-argument function) with the trait's own signature, so that an
 /// implementation names only the method, its parameters and its body:
 /// `op_fn!(#[inline] hvp_into(self, st, f, x, v, ctx, hv) { .. })`.
 ///
@@ -50,6 +51,16 @@ pub use second::{
 /// form type is the impl's `V` (a form) or `OneArg<F>` (a one-argument function) and
 /// the contexts' `C`, as in the traits. Attributes go before the name.
 macro_rules! op_fn {
+    // `PrepareBackend::contexts`, which every impl passes through, and `prepare` of a
+    // one-argument function.
+    (contexts) => {
+        fn contexts(ctx: &C) -> &impl $crate::context::Contexts {
+            ctx
+        }
+    };
+    ($(#[$a:meta])* prepare($s:tt, $f:tt, $x:tt, $ctx:tt, $meta:tt) $body:block) => {
+        $(#[$a])* fn prepare(&$s, $f: &$crate::form::OneArg<F>, $x: &[f64], $ctx: &C, $meta: &$crate::prep::Meta) -> $crate::error::InterfaceResult<Self::State> $body
+    };
     // The one shape of the four pushforward and pullback methods: `(x, tangents or
     // cotangents) -> (y, results)`.
     (@tangent $(#[$a:meta])* $name:ident($s:tt, $st:tt, $f:tt, $x:tt, $t:tt, $ctx:tt, $y:tt, $o:tt) $body:block) => {

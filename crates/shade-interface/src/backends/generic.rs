@@ -126,9 +126,7 @@ impl<W: Default> GenericState<W> {
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V, C: Contexts> PrepareBackend<V, C> for B {
     type State = GenericState<B::Work>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
     fn prepare(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }

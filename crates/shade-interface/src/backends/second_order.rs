@@ -25,18 +25,10 @@ where
     AutoShade<Reverse>: PrepareBackend<OneArg<F>, C>,
 {
     type State = <AutoShade<Reverse> as PrepareBackend<OneArg<F>, C>>::State;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
-    fn prepare(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
+    op_fn!(contexts);
+    op_fn!(prepare(self, f, x, ctx, meta) {
         self.inner.prepare(f, x, ctx, meta)
-    }
+    });
     fn footprint(&self, st: &Self::State) -> Option<usize> {
         self.inner.footprint(st)
     }
@@ -90,16 +82,8 @@ where
     I: PrepareBackend<OneArg<F>, C>,
 {
     type State = FdOverState<I::State>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
-    fn prepare(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
+    op_fn!(contexts);
+    op_fn!(prepare(self, f, x, ctx, meta) {
         let n = x.len();
         Ok(FdOverState {
             inner: self.inner.prepare(f, x, ctx, meta)?,
@@ -108,7 +92,7 @@ where
             gm: vec![0.0; n],
             unit: vec![0.0; n],
         })
-    }
+    });
     fn footprint(&self, st: &Self::State) -> Option<usize> {
         self.inner.footprint(&st.inner)
     }

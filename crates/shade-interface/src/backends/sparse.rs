@@ -346,9 +346,7 @@ where
     C: Contexts,
 {
     type State = SparseState<B::State>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
 
     fn prepare(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State> {
         let (m, n) = (f.outputs(), x.len());
@@ -442,17 +440,9 @@ where
     B: HvpBackend<F, C>,
 {
     type State = SparseState<B::State>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
 
-    fn prepare(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
+    op_fn!(prepare(self, f, x, ctx, meta) {
         let n = x.len();
         let rows = hessian_sparsity(&f.0, x, ctx)?;
         let colours = colour::star(&rows);
@@ -470,7 +460,7 @@ where
         });
         st.zero_v = vec![0.0; n];
         Ok(st)
-    }
+    });
 
     fn footprint(&self, st: &Self::State) -> Option<usize> {
         self.inner.footprint(&st.inner)

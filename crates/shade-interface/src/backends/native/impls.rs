@@ -18,9 +18,7 @@ use shade_autodiff::scalar::{ConstArgs, Join, Scalar, ScalarFn};
 
 impl<M: ShadeMode, V: NativeForm, C: Contexts> PrepareBackend<V, C> for AutoShade<M> {
     type State = ShadeState;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
     fn prepare(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
         Ok(ShadeState::new(meta))
     }
