@@ -174,7 +174,7 @@ fn jacobian_cols<B: GenericBackend, V: VecForm<C>, C>(
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: ScalarForm<C>, C: Contexts> DerivativeBackend<V, C> for B {
-    op_fn!(value_and_derivative_into(self, st, f, x, ctx, y, der) {
+    op_fn!(value_and_derivative_into(self, st: Self::State, f, x, ctx, y, der) {
         st.check_scalar(f, x, ctx)?;
         self.scalar_jvp(&mut st.work, f, ctx, x, y, der);
         Ok(())
@@ -186,7 +186,7 @@ impl<B: GenericBackend, F, C: Contexts> GradientBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
-    op_fn!(value_and_gradient_into(self, st, f, x, ctx, g) {
+    op_fn!(value_and_gradient_into(self, st: Self::State, f, x, ctx, g) {
         Ok(value_and_gradient(self, st, f, ctx, x, g))
     });
 }
@@ -194,7 +194,7 @@ where
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B {
     crate::matrix::dense_jacobian!();
-    op_fn!(value_and_jacobian_into(self, st, f, x, ctx, y, jac) {
+    op_fn!(value_and_jacobian_into(self, st: Self::State, f, x, ctx, y, jac: [f64]) {
         st.check_vec(f, x, ctx)?;
         jacobian_cols(self, st, f, ctx, x, y, jac);
         Ok(())
@@ -203,7 +203,7 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B 
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for B {
-    op_fn!(value_and_pushforward_into(self, st, f, x, dx, ctx, y, dy) {
+    op_fn!(value_and_pushforward_into(self, st: Self::State, f, x, dx, ctx, y, dy) {
         st.check_vec(f, x, ctx)?;
         self.value(&mut st.work, f, ctx, x, y);
         self.jvp(&mut st.work, f, ctx, x, y, dx, dy);
@@ -213,7 +213,7 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PullbackBackend<V, C> for B {
-    op_fn!(value_and_pullback_into(self, st, f, x, dy, ctx, y, dx) {
+    op_fn!(value_and_pullback_into(self, st: Self::State, f, x, dy, ctx, y, dx) {
         // (Jᵀ dy)_j = dy · (J e_j): one directional derivative per input.
         st.check_vec(f, x, ctx)?;
         self.value(&mut st.work, f, ctx, x, y);
@@ -232,7 +232,7 @@ impl<B: GenericBackend, F, C: Contexts> SecondDerivativeBackend<F, C> for B
 where
     OneArg<F>: ScalarForm<C>,
 {
-    op_fn!(value_derivative_and_second_derivative(self, st, f, x, ctx) {
+    op_fn!(value_derivative_and_second_derivative(self, st: Self::State, f, x, ctx) {
         Ok(self.scalar_second(&mut st.work, f, ctx, x))
     });
 }
@@ -291,11 +291,11 @@ where
     OneArg<F>: VecForm<C>,
 {
     crate::matrix::dense_hessian!();
-    op_fn!(hessian_into(self, st, f, x, ctx, h) {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: [f64]) {
         hessian_entries(self, st, f, ctx, x, h);
         Ok(())
     });
-    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: [f64]) {
         hessian_entries(self, st, f, ctx, x, h);
         Ok(value_and_gradient(self, st, f, ctx, x, g))
     });
@@ -306,7 +306,7 @@ impl<B: GenericBackend, F, C: Contexts> HvpBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
-    op_fn!(hvp_into(self, st, f, x, v, ctx, hv) {
+    op_fn!(hvp_into(self, st: Self::State, f, x, v, ctx, hv) {
         for (i, out) in hv.iter_mut().enumerate() {
             st.unit[i] = 1.0;
             *out = self.second(&mut st.work, f, ctx, x, &st.unit, v);
@@ -314,7 +314,7 @@ where
         }
         Ok(())
     });
-    op_fn!(gradient_and_hvp_into(self, st, f, x, v, ctx, g, hv) {
+    op_fn!(gradient_and_hvp_into(self, st: Self::State, f, x, v, ctx, g, hv) {
         self.hvp_into(st, f, x, v, ctx, hv)?;
         Ok(value_and_gradient(self, st, f, ctx, x, g))
     });

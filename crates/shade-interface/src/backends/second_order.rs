@@ -43,13 +43,13 @@ impl<F, C: Contexts> HvpBackend<F, C> for FwdRev
 where
     AutoShade<Reverse>: HvpBackend<F, C>,
 {
-    op_fn!(hvp_into(self, st, f, x, v, ctx, hv) {
+    op_fn!(hvp_into(self, st: Self::State, f, x, v, ctx, hv) {
         self.inner.hvp_into(st, f, x, v, ctx, hv)
     });
-    op_fn!(gradient_and_hvp_into(self, st, f, x, v, ctx, g, hv) {
+    op_fn!(gradient_and_hvp_into(self, st: Self::State, f, x, v, ctx, g, hv) {
         self.inner.gradient_and_hvp_into(st, f, x, v, ctx, g, hv)
     });
-    op_fn!(hvp_batch_into(self, st, f, x, vs, ctx, hvs) {
+    op_fn!(hvp_batch_into(self, st: Self::State, f, x, vs, ctx, hvs) {
         self.inner.hvp_batch_into(st, f, x, vs, ctx, hvs)
     });
 }
@@ -59,10 +59,10 @@ where
     AutoShade<Reverse>: HessianBackend<F, C, Hessian = [f64]>,
 {
     crate::matrix::dense_hessian!();
-    op_fn!(hessian_into(self, st, f, x, ctx, h) {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: [f64]) {
         self.inner.hessian_into(st, f, x, ctx, h)
     });
-    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: [f64]) {
         self.inner.value_gradient_and_hessian_into(st, f, x, ctx, g, h)
     });
 }
@@ -164,10 +164,10 @@ impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
 }
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<AutoFiniteDiff, I> {
-    op_fn!(hvp_into(self, st, f, x, v, ctx, hv) {
+    op_fn!(hvp_into(self, st: Self::State, f, x, v, ctx, hv) {
         self.hvp_with(st, f, x, v, ctx, hv, false)
     });
-    op_fn!(gradient_and_hvp_into(self, st, f, x, v, ctx, g, hv) {
+    op_fn!(gradient_and_hvp_into(self, st: Self::State, f, x, v, ctx, g, hv) {
         self.hvp_with(st, f, x, v, ctx, hv, false)?;
         self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
     });
@@ -177,7 +177,7 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
     for SecondOrder<AutoFiniteDiff, I>
 {
     crate::matrix::dense_hessian!();
-    op_fn!(hessian_into(self, st, f, x, ctx, h) {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: [f64]) {
         let n = x.len();
         for j in 0..n {
             st.unit[j] = 1.0;
@@ -195,7 +195,7 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
         }
         Ok(())
     });
-    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: [f64]) {
         self.hessian_into(st, f, x, ctx, h)?;
         self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
     });

@@ -406,7 +406,7 @@ where
         st.check("jacobian", "jacobian", jac)
     }
 
-    op_fn!(value_and_jacobian_into(self, st, f, x, ctx, y, jac) {
+    op_fn!(value_and_jacobian_into(self, st: Self::State, f, x, ctx, y, jac: CsMat<f64>) {
         if st.colouring.count == 0 {
             // No dependence on x: one pushforward with a zero seed, for the value.
             let (seed, out) = (vec![0.0; x.len()], &mut st.outs);
@@ -489,13 +489,13 @@ where
         st.check("hessian", "hessian", h)
     }
 
-    op_fn!(hessian_into(self, st, f, x, ctx, h) {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: CsMat<f64>) {
         st.run(h.data_mut(), |inner, vs, hvs| {
             self.inner.hvp_batch_into(inner, f, x, vs, ctx, hvs)
         })
     });
 
-    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: CsMat<f64>) {
         self.hessian_into(st, f, x, ctx, h)?;
         // The value and the gradient: one more product, along zero.
         let zero = core::mem::take(&mut st.zero_v);

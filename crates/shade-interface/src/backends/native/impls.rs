@@ -34,38 +34,38 @@ impl<M: ShadeMode, F, C: Contexts> GradientBackend<F, C> for AutoShade<M>
 where
     OneArg<F>: NativeGradient<C>,
 {
-    op_fn!(#[inline] value_and_gradient_into(self, st, f, x, ctx, g) {
+    op_fn!(#[inline] value_and_gradient_into(self, st: ShadeState, f, x, ctx, g) {
         f.gradient(M::KIND, st, x, ctx, g)
     });
 }
 
 impl<M: ShadeMode, V: NativeScalar<C>, C: Contexts> DerivativeBackend<V, C> for AutoShade<M> {
-    op_fn!(value_and_derivative_into(self, st, f, x, ctx, y, der) {
+    op_fn!(value_and_derivative_into(self, st: ShadeState, f, x, ctx, y, der) {
         f.derivative(st, x, ctx, y, der)
     });
 }
 
 impl<M: ShadeMode, V: NativeVec<C>, C: Contexts> JacobianBackend<V, C> for AutoShade<M> {
     crate::matrix::dense_jacobian!();
-    op_fn!(#[inline] value_and_jacobian_into(self, st, f, x, ctx, y, jac) {
+    op_fn!(#[inline] value_and_jacobian_into(self, st: ShadeState, f, x, ctx, y, jac: [f64]) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::Jacobian(jac))
     });
 }
 
 impl<M: ShadeMode, V: NativeVec<C>, C: Contexts> PushforwardBackend<V, C> for AutoShade<M> {
-    op_fn!(#[inline] value_and_pushforward_into(self, st, f, x, dx, ctx, y, dy) {
+    op_fn!(#[inline] value_and_pushforward_into(self, st: ShadeState, f, x, dx, ctx, y, dy) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::Pushforward(dx, dy))
     });
-    op_fn!(value_and_pushforward_batch_into(self, st, f, x, dxs, ctx, y, dys) {
+    op_fn!(value_and_pushforward_batch_into(self, st: ShadeState, f, x, dxs, ctx, y, dys) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::PushforwardBatch(dxs, dys))
     });
 }
 
 impl<M: ShadeMode, V: NativeVec<C>, C: Contexts> PullbackBackend<V, C> for AutoShade<M> {
-    op_fn!(#[inline] value_and_pullback_into(self, st, f, x, dy, ctx, y, dx) {
+    op_fn!(#[inline] value_and_pullback_into(self, st: ShadeState, f, x, dy, ctx, y, dx) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::Pullback(dy, dx))
     });
-    op_fn!(value_and_pullback_batch_into(self, st, f, x, dys, ctx, y, dxs) {
+    op_fn!(value_and_pullback_batch_into(self, st: ShadeState, f, x, dys, ctx, y, dxs) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::PullbackBatch(dys, dxs))
     });
 }
@@ -76,7 +76,7 @@ where
     F::Kinds: Join<Scalar>,
     C: ConstArgs<Tail<F>> + Contexts,
 {
-    op_fn!(value_derivative_and_second_derivative(self, st, f, x, ctx) {
+    op_fn!(value_derivative_and_second_derivative(self, st: ShadeState, f, x, ctx) {
         let d2 = st.tape.second_derivative(&f.0, x, ctx)?;
         let d1 = st.tape.derivative(&f.0, x, ctx)?;
         st.bump.reset();
@@ -91,10 +91,10 @@ where
     OneArg<F>: NativeHessian<C>,
 {
     crate::matrix::dense_hessian!();
-    op_fn!(hessian_into(self, st, f, x, ctx, h) {
+    op_fn!(hessian_into(self, st: ShadeState, f, x, ctx, h: [f64]) {
         f.hessian(st, x, ctx, h)
     });
-    op_fn!(value_gradient_and_hessian_into(self, st, f, x, ctx, g, h) {
+    op_fn!(value_gradient_and_hessian_into(self, st: ShadeState, f, x, ctx, g, h: [f64]) {
         f.hessian(st, x, ctx, h)?;
         f.value_and_gradient(st, x, ctx, g)
     });
@@ -104,14 +104,14 @@ impl<M: ShadeMode, F, C: Contexts> HvpBackend<F, C> for AutoShade<M>
 where
     OneArg<F>: NativeHessian<C>,
 {
-    op_fn!(#[inline] hvp_into(self, st, f, x, v, ctx, hv) {
+    op_fn!(#[inline] hvp_into(self, st: ShadeState, f, x, v, ctx, hv) {
         f.hvp(st, x, v, ctx, hv)
     });
-    op_fn!(gradient_and_hvp_into(self, st, f, x, v, ctx, g, hv) {
+    op_fn!(gradient_and_hvp_into(self, st: ShadeState, f, x, v, ctx, g, hv) {
         f.hvp(st, x, v, ctx, hv)?;
         f.value_and_gradient(st, x, ctx, g)
     });
-    op_fn!(hvp_batch_into(self, st, f, x, vs, ctx, hvs) {
+    op_fn!(hvp_batch_into(self, st: ShadeState, f, x, vs, ctx, hvs) {
         f.hvp_batch(st, x, vs, ctx, hvs)
     });
 }
