@@ -169,20 +169,19 @@ impl AttentionOptions {
     }
 }
 
-/// Writes builder methods that each set one option and return the layer, from a table
-/// of `doc, name(parameter: type) => field = value;` rows: the attention layers have ten
-/// such setters, and written out each repeated the same four lines.
+/// Writes builder methods (inside an `impl` block) that each set one option and return
+/// the layer, from a table of `doc, name(parameter: type) => field = value;` rows: the
+/// attention layers have ten such setters, and written out each repeated the same four
+/// lines.
 macro_rules! option_setters {
-    ($ty:ty; $($(#[$doc:meta])* $name:ident($v:ident: $t:ty) => $($field:ident).+ = $val:expr;)*) => {
-        impl $ty {
-            $(
-                $(#[$doc])*
-                pub fn $name(mut self, $v: $t) -> Self {
-                    self.$($field).+ = $val;
-                    self
-                }
-            )*
-        }
+    ($($(#[$doc:meta])* $name:ident($v:ident: $t:ty) => $($field:ident).+ = $val:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $v: $t) -> Self {
+                self.$($field).+ = $val;
+                self
+            }
+        )*
     };
 }
 
@@ -192,18 +191,18 @@ macro_rules! option_setters {
 /// the rest of [`AttentionOptions`].
 macro_rules! attention_builders {
     ($ty:ty $(, $o:ident)?) => {
-        $crate::layers::attention::option_setters! { $ty;
-            /// Sets the number of heads.
-            with_heads(heads: usize) => $($o.)? heads = heads;
-            /// Sets whether the heads are concatenated (else averaged).
-            with_concat(concat: bool) => $($o.)? concat = concat;
-            /// Sets the dropout probability on the attention coefficients.
-            with_dropout(p: f64) => $($o.)? dropout = p;
-            /// Reads edge features of width `d`.
-            with_edge_dim(d: usize) => $($o.)? edge_dim = Some(d);
-        }
-
         impl $ty {
+            $crate::layers::attention::option_setters! {
+                /// Sets the number of heads.
+                with_heads(heads: usize) => $($o.)? heads = heads;
+                /// Sets whether the heads are concatenated (else averaged).
+                with_concat(concat: bool) => $($o.)? concat = concat;
+                /// Sets the dropout probability on the attention coefficients.
+                with_dropout(p: f64) => $($o.)? dropout = p;
+                /// Reads edge features of width `d`.
+                with_edge_dim(d: usize) => $($o.)? edge_dim = Some(d);
+            }
+
             /// The output width: `heads · out_channels` concatenated, else
             /// `out_channels`.
             pub fn out_width(&self) -> usize {
@@ -218,17 +217,19 @@ macro_rules! attention_builders {
     (gat $ty:ty) => {
         attention_builders!($ty, options);
 
-        $crate::layers::attention::option_setters! { $ty;
-            /// Sets the slope of the LeakyReLU in the scores.
-            with_negative_slope(slope: f64) => options.negative_slope = slope;
-            /// Sets whether existing self-loops are replaced by one per node.
-            with_add_self_loops(add: bool) => options.add_self_loops = add;
-            /// Sets how the edge features of the added self-loops are filled.
-            with_fill_value(fill: $crate::layers::FillValue) => options.fill_value = fill;
-            /// Sets whether a bias is added.
-            with_bias(bias: bool) => options.bias = bias;
-            /// Sets whether a learned skip connection is added (PyG's `residual`).
-            with_residual(residual: bool) => options.residual = residual;
+        impl $ty {
+            $crate::layers::attention::option_setters! {
+                /// Sets the slope of the LeakyReLU in the scores.
+                with_negative_slope(slope: f64) => options.negative_slope = slope;
+                /// Sets whether existing self-loops are replaced by one per node.
+                with_add_self_loops(add: bool) => options.add_self_loops = add;
+                /// Sets how the edge features of the added self-loops are filled.
+                with_fill_value(fill: $crate::layers::FillValue) => options.fill_value = fill;
+                /// Sets whether a bias is added.
+                with_bias(bias: bool) => options.bias = bias;
+                /// Sets whether a learned skip connection is added (PyG's `residual`).
+                with_residual(residual: bool) => options.residual = residual;
+            }
         }
     };
 }
