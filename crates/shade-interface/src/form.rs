@@ -160,39 +160,53 @@ pub trait ScalarForm<C> {
     }
 }
 
-impl<F, C> VecForm<C> for OneArg<F>
-where
-    F: ScalarFn,
-    F::Kinds: Join<Slice>,
-    C: ConstArgs<Tail<F>>,
-{
-    #[inline]
-    fn outputs(&self) -> usize {
-        1
-    }
-    #[inline]
-    fn eval<S: Real>(&self, x: &[S], ctx: &C, bump: &Bump, y: &mut [S]) {
-        y[0] = self.0.call(F::Kinds::join(x, ctx.args::<S>(bump)));
-    }
-    fn check_outputs(&self, _: &[f64], _: &C) -> InterfaceResult<()> {
-        Ok(())
-    }
+/// The impls of [`VecForm`] and [`ScalarForm`] for the one-argument form (`OneArg`: one
+/// output, nothing to check) and the two-argument form (`TwoArg`: the `m` outputs of the
+/// user's `y`), which differ between the two traits only in the input's type (`&[S]` or
+/// `S`, checked at `&[f64]` or `f64`) and the kind it joins to the contexts (`Slice` or
+/// `Scalar`): one invocation lists both traits.
+macro_rules! one_and_two_arg_forms {
+    ($($Form:ident(x: $X:ty, at $X64:ty, $Kind:ident);)*) => {$(
+        impl<F, C> $Form<C> for OneArg<F>
+        where
+            F: ScalarFn,
+            F::Kinds: Join<$Kind>,
+            C: ConstArgs<Tail<F>>,
+        {
+            #[inline]
+            fn outputs(&self) -> usize {
+                1
+            }
+            #[inline]
+            fn eval<S: Real>(&self, x: $X, ctx: &C, bump: &Bump, y: &mut [S]) {
+                y[0] = self.0.call(F::Kinds::join(x, ctx.args::<S>(bump)));
+            }
+            fn check_outputs(&self, _: $X64, _: &C) -> InterfaceResult<()> {
+                Ok(())
+            }
+        }
+
+        impl<F, C> $Form<C> for TwoArg<F>
+        where
+            F: InPlaceFn,
+            F::Kinds: Join<$Kind>,
+            C: ConstArgs<InTail<F>>,
+        {
+            #[inline]
+            fn outputs(&self) -> usize {
+                self.m
+            }
+            #[inline]
+            fn eval<S: Real>(&self, x: $X, ctx: &C, bump: &Bump, y: &mut [S]) {
+                self.f.call(y, F::Kinds::join(x, ctx.args::<S>(bump)));
+            }
+        }
+    )*};
 }
 
-impl<F, C> VecForm<C> for TwoArg<F>
-where
-    F: InPlaceFn,
-    F::Kinds: Join<Slice>,
-    C: ConstArgs<InTail<F>>,
-{
-    #[inline]
-    fn outputs(&self) -> usize {
-        self.m
-    }
-    #[inline]
-    fn eval<S: Real>(&self, x: &[S], ctx: &C, bump: &Bump, y: &mut [S]) {
-        self.f.call(y, F::Kinds::join(x, ctx.args::<S>(bump)));
-    }
+one_and_two_arg_forms! {
+    VecForm(x: &[S], at &[f64], Slice);
+    ScalarForm(x: S, at f64, Scalar);
 }
 
 /// Evaluations copy at most `m` outputs and zero the missing ones, so that a length
@@ -237,40 +251,5 @@ fn same_length(expected: usize, found: usize) -> InterfaceResult<()> {
         Ok(())
     } else {
         Err(AdError::OutputLength { expected, found }.into())
-    }
-}
-
-impl<F, C> ScalarForm<C> for OneArg<F>
-where
-    F: ScalarFn,
-    F::Kinds: Join<Scalar>,
-    C: ConstArgs<Tail<F>>,
-{
-    #[inline]
-    fn outputs(&self) -> usize {
-        1
-    }
-    #[inline]
-    fn eval<S: Real>(&self, x: S, ctx: &C, bump: &Bump, y: &mut [S]) {
-        y[0] = self.0.call(F::Kinds::join(x, ctx.args::<S>(bump)));
-    }
-    fn check_outputs(&self, _: f64, _: &C) -> InterfaceResult<()> {
-        Ok(())
-    }
-}
-
-impl<F, C> ScalarForm<C> for TwoArg<F>
-where
-    F: InPlaceFn,
-    F::Kinds: Join<Scalar>,
-    C: ConstArgs<InTail<F>>,
-{
-    #[inline]
-    fn outputs(&self) -> usize {
-        self.m
-    }
-    #[inline]
-    fn eval<S: Real>(&self, x: S, ctx: &C, bump: &Bump, y: &mut [S]) {
-        self.f.call(y, F::Kinds::join(x, ctx.args::<S>(bump)));
     }
 }

@@ -64,40 +64,40 @@ pub(crate) fn check_dense(
     meta.arg(what, rows * cols, buf.len())
 }
 
-/// The items of a `JacobianBackend` impl whose Jacobians are dense (`m × n`).
-macro_rules! dense_jacobian {
-    () => {
-        type Jacobian = [f64];
-        fn new_jacobian(&self, _: &Self::State, meta: &$crate::prep::Meta) -> Vec<f64> {
-            $crate::matrix::dense(meta.m, meta.n)
+/// The items of a `JacobianBackend` or `HessianBackend` impl whose result is dense: the
+/// associated type `$Ty = [f64]`, `$new` (a zero `rows × n` buffer) and `$check` (its
+/// length), the operator named `$what` in errors and the buffer parameter `$buf`.
+/// Written once for both: the two impls differ only in these names and in the rows
+/// (`m` for a Jacobian, `n` for a Hessian).
+macro_rules! dense_matrix {
+    ($Ty:ident, $new:ident, $check:ident, $what:literal, $rows:ident, $buf:ident) => {
+        type $Ty = [f64];
+        fn $new(&self, _: &Self::State, meta: &$crate::prep::Meta) -> Vec<f64> {
+            $crate::matrix::dense(meta.$rows, meta.n)
         }
-        fn check_jacobian(
+        fn $check(
             &self,
             _: &Self::State,
             meta: &$crate::prep::Meta,
-            jac: &[f64],
+            $buf: &[f64],
         ) -> $crate::error::InterfaceResult<()> {
-            $crate::matrix::check_dense(meta, "jacobian", (meta.m, meta.n), jac)
+            $crate::matrix::check_dense(meta, $what, (meta.$rows, meta.n), $buf)
         }
+    };
+}
+
+/// The items of a `JacobianBackend` impl whose Jacobians are dense (`m × n`).
+macro_rules! dense_jacobian {
+    () => {
+        $crate::matrix::dense_matrix!(Jacobian, new_jacobian, check_jacobian, "jacobian", m, jac);
     };
 }
 
 /// The items of a `HessianBackend` impl whose Hessians are dense (`n × n`).
 macro_rules! dense_hessian {
     () => {
-        type Hessian = [f64];
-        fn new_hessian(&self, _: &Self::State, meta: &$crate::prep::Meta) -> Vec<f64> {
-            $crate::matrix::dense(meta.n, meta.n)
-        }
-        fn check_hessian(
-            &self,
-            _: &Self::State,
-            meta: &$crate::prep::Meta,
-            h: &[f64],
-        ) -> $crate::error::InterfaceResult<()> {
-            $crate::matrix::check_dense(meta, "hessian", (meta.n, meta.n), h)
-        }
+        $crate::matrix::dense_matrix!(Hessian, new_hessian, check_hessian, "hessian", n, h);
     };
 }
 
-pub(crate) use {dense_hessian, dense_jacobian};
+pub(crate) use {dense_hessian, dense_jacobian, dense_matrix};

@@ -169,6 +169,22 @@ impl AttentionOptions {
     }
 }
 
+/// Writes builder methods (inside an `impl` block) that each set one option and return
+/// the layer, from a table of `doc, name(parameter: type) => field = value;` rows: the
+/// attention layers have ten such setters, and written out each repeated the same four
+/// lines.
+macro_rules! option_setters {
+    ($($(#[$doc:meta])* $name:ident($v:ident: $t:ty) => $($field:ident).+ = $val:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $v: $t) -> Self {
+                self.$($field).+ = $val;
+                self
+            }
+        )*
+    };
+}
+
 /// The builder methods of the options every attention layer has (`heads`, `concat`,
 /// `dropout`, `edge_dim`) and its output width, for a layer whose options are its own
 /// fields or (`$ty, $field`) the fields of its field `$field`; with `gat` also those of
@@ -176,28 +192,15 @@ impl AttentionOptions {
 macro_rules! attention_builders {
     ($ty:ty $(, $o:ident)?) => {
         impl $ty {
-            /// Sets the number of heads.
-            pub fn with_heads(mut self, heads: usize) -> Self {
-                self.$($o.)?heads = heads;
-                self
-            }
-
-            /// Sets whether the heads are concatenated (else averaged).
-            pub fn with_concat(mut self, concat: bool) -> Self {
-                self.$($o.)?concat = concat;
-                self
-            }
-
-            /// Sets the dropout probability on the attention coefficients.
-            pub fn with_dropout(mut self, p: f64) -> Self {
-                self.$($o.)?dropout = p;
-                self
-            }
-
-            /// Reads edge features of width `d`.
-            pub fn with_edge_dim(mut self, d: usize) -> Self {
-                self.$($o.)?edge_dim = Some(d);
-                self
+            $crate::layers::attention::option_setters! {
+                /// Sets the number of heads.
+                with_heads(heads: usize) => $($o.)? heads = heads;
+                /// Sets whether the heads are concatenated (else averaged).
+                with_concat(concat: bool) => $($o.)? concat = concat;
+                /// Sets the dropout probability on the attention coefficients.
+                with_dropout(p: f64) => $($o.)? dropout = p;
+                /// Reads edge features of width `d`.
+                with_edge_dim(d: usize) => $($o.)? edge_dim = Some(d);
             }
 
             /// The output width: `heads · out_channels` concatenated, else
@@ -215,39 +218,22 @@ macro_rules! attention_builders {
         attention_builders!($ty, options);
 
         impl $ty {
-            /// Sets the slope of the LeakyReLU in the scores.
-            pub fn with_negative_slope(mut self, slope: f64) -> Self {
-                self.options.negative_slope = slope;
-                self
-            }
-
-            /// Sets whether existing self-loops are replaced by one per node.
-            pub fn with_add_self_loops(mut self, add: bool) -> Self {
-                self.options.add_self_loops = add;
-                self
-            }
-
-            /// Sets how the edge features of the added self-loops are filled.
-            pub fn with_fill_value(mut self, fill: $crate::layers::FillValue) -> Self {
-                self.options.fill_value = fill;
-                self
-            }
-
-            /// Sets whether a bias is added.
-            pub fn with_bias(mut self, bias: bool) -> Self {
-                self.options.bias = bias;
-                self
-            }
-
-            /// Sets whether a learned skip connection is added (PyG's `residual`).
-            pub fn with_residual(mut self, residual: bool) -> Self {
-                self.options.residual = residual;
-                self
+            $crate::layers::attention::option_setters! {
+                /// Sets the slope of the LeakyReLU in the scores.
+                with_negative_slope(slope: f64) => options.negative_slope = slope;
+                /// Sets whether existing self-loops are replaced by one per node.
+                with_add_self_loops(add: bool) => options.add_self_loops = add;
+                /// Sets how the edge features of the added self-loops are filled.
+                with_fill_value(fill: $crate::layers::FillValue) => options.fill_value = fill;
+                /// Sets whether a bias is added.
+                with_bias(bias: bool) => options.bias = bias;
+                /// Sets whether a learned skip connection is added (PyG's `residual`).
+                with_residual(residual: bool) => options.residual = residual;
             }
         }
     };
 }
-pub(crate) use attention_builders;
+pub(crate) use {attention_builders, option_setters};
 
 /// The start of an attention layer's forward pass (see [`AttentionOptions::begin`]):
 /// `(heads, dropout, edge_dim)` are checked and read, `loops` adds self-loops with

@@ -11,7 +11,7 @@ use crate::explain::{Report, Spec};
 use crate::form::{OneArg, ScalarForm, VecForm};
 use crate::ops::{
     DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend,
-    PullbackBackend, PushforwardBackend, SecondDerivativeBackend,
+    PullbackBackend, PushforwardBackend, SecondDerivativeBackend, op_fn,
 };
 use crate::prep::{Meta, PrepareBackend};
 
@@ -126,9 +126,7 @@ impl<W: Default> GenericState<W> {
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V, C: Contexts> PrepareBackend<V, C> for B {
     type State = GenericState<B::Work>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
     fn prepare(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<Self::State> {
         Ok(GenericState::new(meta))
     }
@@ -176,19 +174,11 @@ fn jacobian_cols<B: GenericBackend, V: VecForm<C>, C>(
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: ScalarForm<C>, C: Contexts> DerivativeBackend<V, C> for B {
-    fn value_and_derivative_into(
-        &self,
-        st: &mut Self::State,
-        f: &V,
-        x: f64,
-        ctx: &C,
-        y: &mut [f64],
-        der: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(value_and_derivative_into(self, st: Self::State, f, x, ctx, y, der) {
         st.check_scalar(f, x, ctx)?;
         self.scalar_jvp(&mut st.work, f, ctx, x, y, der);
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -196,67 +186,34 @@ impl<B: GenericBackend, F, C: Contexts> GradientBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
-    fn value_and_gradient_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    op_fn!(value_and_gradient_into(self, st: Self::State, f, x, ctx, g) {
         Ok(value_and_gradient(self, st, f, ctx, x, g))
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> JacobianBackend<V, C> for B {
     crate::matrix::dense_jacobian!();
-    fn value_and_jacobian_into(
-        &self,
-        st: &mut Self::State,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        jac: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(value_and_jacobian_into(self, st: Self::State, f, x, ctx, y, jac: [f64]) {
         st.check_vec(f, x, ctx)?;
         jacobian_cols(self, st, f, ctx, x, y, jac);
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PushforwardBackend<V, C> for B {
-    fn value_and_pushforward_into(
-        &self,
-        st: &mut Self::State,
-        f: &V,
-        x: &[f64],
-        dx: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        dy: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(value_and_pushforward_into(self, st: Self::State, f, x, dx, ctx, y, dy) {
         st.check_vec(f, x, ctx)?;
         self.value(&mut st.work, f, ctx, x, y);
         self.jvp(&mut st.work, f, ctx, x, y, dx, dy);
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
 impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PullbackBackend<V, C> for B {
-    fn value_and_pullback_into(
-        &self,
-        st: &mut Self::State,
-        f: &V,
-        x: &[f64],
-        dy: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        dx: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(value_and_pullback_into(self, st: Self::State, f, x, dy, ctx, y, dx) {
         // (Jᵀ dy)_j = dy · (J e_j): one directional derivative per input.
         st.check_vec(f, x, ctx)?;
         self.value(&mut st.work, f, ctx, x, y);
@@ -267,7 +224,7 @@ impl<B: GenericBackend, V: VecForm<C>, C: Contexts> PullbackBackend<V, C> for B 
             *d = st.col.iter().zip(dy).map(|(a, b)| a * b).sum();
         }
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -275,15 +232,9 @@ impl<B: GenericBackend, F, C: Contexts> SecondDerivativeBackend<F, C> for B
 where
     OneArg<F>: ScalarForm<C>,
 {
-    fn value_derivative_and_second_derivative(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: f64,
-        ctx: &C,
-    ) -> InterfaceResult<(f64, f64, f64)> {
+    op_fn!(value_derivative_and_second_derivative(self, st: Self::State, f, x, ctx) {
         Ok(self.scalar_second(&mut st.work, f, ctx, x))
-    }
+    });
 }
 
 /// Writes the symmetric Hessian from `eᵢᵀ H eⱼ`, `j ≥ i`.
@@ -340,29 +291,14 @@ where
     OneArg<F>: VecForm<C>,
 {
     crate::matrix::dense_hessian!();
-    fn hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: [f64]) {
         hessian_entries(self, st, f, ctx, x, h);
         Ok(())
-    }
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: [f64]) {
         hessian_entries(self, st, f, ctx, x, h);
         Ok(value_and_gradient(self, st, f, ctx, x, g))
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -370,33 +306,16 @@ impl<B: GenericBackend, F, C: Contexts> HvpBackend<F, C> for B
 where
     OneArg<F>: VecForm<C>,
 {
-    fn hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hvp_into(self, st: Self::State, f, x, v, ctx, hv) {
         for (i, out) in hv.iter_mut().enumerate() {
             st.unit[i] = 1.0;
             *out = self.second(&mut st.work, f, ctx, x, &st.unit, v);
             st.unit[i] = 0.0;
         }
         Ok(())
-    }
-    fn gradient_and_hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        hv: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(gradient_and_hvp_into(self, st: Self::State, f, x, v, ctx, g, hv) {
         self.hvp_into(st, f, x, v, ctx, hv)?;
         Ok(value_and_gradient(self, st, f, ctx, x, g))
-    }
+    });
 }

@@ -12,7 +12,7 @@ use crate::context::Contexts;
 use crate::error::InterfaceResult;
 use crate::explain::{Report, Spec};
 use crate::form::OneArg;
-use crate::ops::{GradientBackend, HessianBackend, HvpBackend};
+use crate::ops::{GradientBackend, HessianBackend, HvpBackend, op_fn};
 use crate::prep::{Meta, PrepareBackend};
 use shade_autodiff::{Forward, Reverse};
 
@@ -25,18 +25,10 @@ where
     AutoShade<Reverse>: PrepareBackend<OneArg<F>, C>,
 {
     type State = <AutoShade<Reverse> as PrepareBackend<OneArg<F>, C>>::State;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
-    fn prepare(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
+    op_fn!(contexts);
+    op_fn!(prepare(self, f, x, ctx, meta) {
         self.inner.prepare(f, x, ctx, meta)
-    }
+    });
     fn footprint(&self, st: &Self::State) -> Option<usize> {
         self.inner.footprint(st)
     }
@@ -51,40 +43,15 @@ impl<F, C: Contexts> HvpBackend<F, C> for FwdRev
 where
     AutoShade<Reverse>: HvpBackend<F, C>,
 {
-    fn hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hvp_into(self, st: Self::State, f, x, v, ctx, hv) {
         self.inner.hvp_into(st, f, x, v, ctx, hv)
-    }
-    fn gradient_and_hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        hv: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(gradient_and_hvp_into(self, st: Self::State, f, x, v, ctx, g, hv) {
         self.inner.gradient_and_hvp_into(st, f, x, v, ctx, g, hv)
-    }
-    fn hvp_batch_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        vs: &[f64],
-        ctx: &C,
-        hvs: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    op_fn!(hvp_batch_into(self, st: Self::State, f, x, vs, ctx, hvs) {
         self.inner.hvp_batch_into(st, f, x, vs, ctx, hvs)
-    }
+    });
 }
 
 impl<F, C: Contexts> HessianBackend<F, C> for FwdRev
@@ -92,28 +59,12 @@ where
     AutoShade<Reverse>: HessianBackend<F, C, Hessian = [f64]>,
 {
     crate::matrix::dense_hessian!();
-    fn hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: [f64]) {
         self.inner.hessian_into(st, f, x, ctx, h)
-    }
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut [f64],
-    ) -> InterfaceResult<f64> {
-        self.inner
-            .value_gradient_and_hessian_into(st, f, x, ctx, g, h)
-    }
+    });
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: [f64]) {
+        self.inner.value_gradient_and_hessian_into(st, f, x, ctx, g, h)
+    });
 }
 
 /// State of finite differences over an inner gradient.
@@ -131,16 +82,8 @@ where
     I: PrepareBackend<OneArg<F>, C>,
 {
     type State = FdOverState<I::State>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
-    fn prepare(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
+    op_fn!(contexts);
+    op_fn!(prepare(self, f, x, ctx, meta) {
         let n = x.len();
         Ok(FdOverState {
             inner: self.inner.prepare(f, x, ctx, meta)?,
@@ -149,7 +92,7 @@ where
             gm: vec![0.0; n],
             unit: vec![0.0; n],
         })
-    }
+    });
     fn footprint(&self, st: &Self::State) -> Option<usize> {
         self.inner.footprint(&st.inner)
     }
@@ -221,45 +164,20 @@ impl<I: Backend> SecondOrder<AutoFiniteDiff, I> {
 }
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HvpBackend<F, C> for SecondOrder<AutoFiniteDiff, I> {
-    fn hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hvp_into(self, st: Self::State, f, x, v, ctx, hv) {
         self.hvp_with(st, f, x, v, ctx, hv, false)
-    }
-    fn gradient_and_hvp_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        hv: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(gradient_and_hvp_into(self, st: Self::State, f, x, v, ctx, g, hv) {
         self.hvp_with(st, f, x, v, ctx, hv, false)?;
-        self.inner
-            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
-    }
+        self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+    });
 }
 
 impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
     for SecondOrder<AutoFiniteDiff, I>
 {
     crate::matrix::dense_hessian!();
-    fn hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: [f64]) {
         let n = x.len();
         for j in 0..n {
             st.unit[j] = 1.0;
@@ -276,18 +194,9 @@ impl<F, C: Contexts, I: GradientBackend<F, C>> HessianBackend<F, C>
             }
         }
         Ok(())
-    }
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: [f64]) {
         self.hessian_into(st, f, x, ctx, h)?;
-        self.inner
-            .value_and_gradient_into(&mut st.inner, f, x, ctx, g)
-    }
+        self.inner.value_and_gradient_into(&mut st.inner, f, x, ctx, g)
+    });
 }

@@ -57,7 +57,7 @@ use crate::error::{InterfaceError, InterfaceResult};
 use crate::explain::{PathKind, Report};
 use crate::form::{OneArg, OneArgVec, Tail, TwoArg, VecForm};
 use crate::ops::{
-    HessianBackend, HvpBackend, JacobianBackend, PullbackBackend, PushforwardBackend,
+    HessianBackend, HvpBackend, JacobianBackend, PullbackBackend, PushforwardBackend, op_fn,
 };
 use crate::prep::{Meta, PrepareBackend, Prepared};
 use shade_autodiff::scalar::{CHUNK, ConstArgs, IndexSet, Join, ScalarFn, Slice, hessian_sparsity};
@@ -346,9 +346,7 @@ where
     C: Contexts,
 {
     type State = SparseState<B::State>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
 
     fn prepare(&self, f: &V, x: &[f64], ctx: &C, meta: &Meta) -> InterfaceResult<Self::State> {
         let (m, n) = (f.outputs(), x.len());
@@ -408,15 +406,7 @@ where
         st.check("jacobian", "jacobian", jac)
     }
 
-    fn value_and_jacobian_into(
-        &self,
-        st: &mut Self::State,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        jac: &mut CsMat<f64>,
-    ) -> InterfaceResult<()> {
+    op_fn!(value_and_jacobian_into(self, st: Self::State, f, x, ctx, y, jac: CsMat<f64>) {
         if st.colouring.count == 0 {
             // No dependence on x: one pushforward with a zero seed, for the value.
             let (seed, out) = (vec![0.0; x.len()], &mut st.outs);
@@ -435,7 +425,7 @@ where
                     .value_and_pushforward_batch_into(inner, f, x, seeds, ctx, y, outs)
             }
         })
-    }
+    });
 }
 
 // ---------------------------------------------------------------- Hessians
@@ -450,17 +440,9 @@ where
     B: HvpBackend<F, C>,
 {
     type State = SparseState<B::State>;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
 
-    fn prepare(
-        &self,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        meta: &Meta,
-    ) -> InterfaceResult<Self::State> {
+    op_fn!(prepare(self, f, x, ctx, meta) {
         let n = x.len();
         let rows = hessian_sparsity(&f.0, x, ctx)?;
         let colours = colour::star(&rows);
@@ -478,7 +460,7 @@ where
         });
         st.zero_v = vec![0.0; n];
         Ok(st)
-    }
+    });
 
     fn footprint(&self, st: &Self::State) -> Option<usize> {
         self.inner.footprint(&st.inner)
@@ -507,28 +489,13 @@ where
         st.check("hessian", "hessian", h)
     }
 
-    fn hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut CsMat<f64>,
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st: Self::State, f, x, ctx, h: CsMat<f64>) {
         st.run(h.data_mut(), |inner, vs, hvs| {
             self.inner.hvp_batch_into(inner, f, x, vs, ctx, hvs)
         })
-    }
+    });
 
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut Self::State,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut CsMat<f64>,
-    ) -> InterfaceResult<f64> {
+    op_fn!(value_gradient_and_hessian_into(self, st: Self::State, f, x, ctx, g, h: CsMat<f64>) {
         self.hessian_into(st, f, x, ctx, h)?;
         // The value and the gradient: one more product, along zero.
         let zero = core::mem::take(&mut st.zero_v);
@@ -546,5 +513,5 @@ where
         st.zero_v = zero;
         st.outs = hv;
         r
-    }
+    });
 }

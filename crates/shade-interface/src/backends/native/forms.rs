@@ -147,6 +147,33 @@ pub trait NativeHessian<C>: NativeForm {
     ) -> InterfaceResult<f64>;
 }
 
+/// Writes a method of a form's impl of a helper trait above ([`NativeVec::run`],
+/// [`NativeScalar::derivative`], [`NativeGradient::gradient`], the methods of
+/// [`NativeHessian`]; `hvp` and `hvp_batch` share one shape) with the trait's signature,
+/// from the parameter names (in the trait's order; macro hygiene) and the body: three
+/// forms implement `run` and two `derivative`, and each impl repeated the trait's
+/// signature verbatim. The impl headers, with their bounds, stay written out.
+macro_rules! native_fn {
+    ($(#[$a:meta])* run($s:tt, $mode:tt, $st:tt, $at:pat, $y:tt, $call:tt) $body:block) => {
+        $(#[$a])* fn run(&$s, $mode: ModeKind, $st: &mut ShadeState, $at: (&[f64], &C), $y: &mut [f64], $call: VecCall<'_>) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* derivative($s:tt, $st:tt, $x:tt, $ctx:tt, $y:tt, $der:tt) $body:block) => {
+        $(#[$a])* fn derivative(&$s, $st: &mut ShadeState, $x: f64, $ctx: &C, $y: &mut [f64], $der: &mut [f64]) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* gradient($s:tt, $mode:tt, $st:tt, $x:tt, $ctx:tt, $g:tt) $body:block) => {
+        $(#[$a])* fn gradient(&$s, $mode: ModeKind, $st: &mut ShadeState, $x: &[f64], $ctx: &C, $g: &mut [f64]) -> InterfaceResult<f64> $body
+    };
+    ($(#[$a:meta])* hessian($s:tt, $st:tt, $x:tt, $ctx:tt, $h:tt) $body:block) => {
+        $(#[$a])* fn hessian(&$s, $st: &mut ShadeState, $x: &[f64], $ctx: &C, $h: &mut [f64]) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* $name:ident($s:tt, $st:tt, $x:tt, $v:tt, $ctx:tt, $hv:tt) $body:block) => {
+        $(#[$a])* fn $name(&$s, $st: &mut ShadeState, $x: &[f64], $v: &[f64], $ctx: &C, $hv: &mut [f64]) -> InterfaceResult<()> $body
+    };
+    ($(#[$a:meta])* value_and_gradient($s:tt, $st:tt, $x:tt, $ctx:tt, $g:tt) $body:block) => {
+        $(#[$a])* fn value_and_gradient(&$s, $st: &mut ShadeState, $x: &[f64], $ctx: &C, $g: &mut [f64]) -> InterfaceResult<f64> $body
+    };
+}
+
 // ---------------------------------------------------------------- report specs
 
 fn gradient_spec(mode: ModeKind, meta: &Meta) -> Spec {
@@ -341,15 +368,7 @@ where
     C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
-    #[inline]
-    fn gradient(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    native_fn!(#[inline] gradient(self, mode, st, x, ctx, g) {
         match mode {
             // Constants only: the tape's prepared gradient, the leanest core entry point
             // (it overwrites `g`; nothing to accumulate, no shadow to check).
@@ -362,7 +381,7 @@ where
             }
             ModeKind::Forward => forward_gradient(st, self, x, ctx, g),
         }
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -373,15 +392,7 @@ where
     C: ShadeCall<F> + ConstArgs<Tail<F>> + Contexts,
     OneArg<F>: VecForm<C>,
 {
-    #[inline]
-    fn run(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        (x, ctx): (&[f64], &C),
-        y: &mut [f64],
-        call: VecCall<'_>,
-    ) -> InterfaceResult<()> {
+    native_fn!(#[inline] run(self, mode, st, (x, ctx), y, call) {
         let n = x.len();
         match (call, mode) {
             (VecCall::Jacobian(jac), _) => y[0] = self.gradient(mode, st, x, ctx, jac)?,
@@ -439,7 +450,7 @@ where
             }
         }
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -449,24 +460,11 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<Tail<F>> + Contexts,
 {
-    fn hessian(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    native_fn!(hessian(self, st, x, ctx, h) {
         st.hv8.hessian_batch_into(&self.0, x, ctx, h)?;
         Ok(())
-    }
-    fn hvp_batch(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        vs: &[f64],
-        ctx: &C,
-        hvs: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    native_fn!(hvp_batch(self, st, x, vs, ctx, hvs) {
         let n = x.len();
         let k = vs.len().checked_div(n).unwrap_or(0);
         // Groups of CHUNK directions while more than 4 remain, then one of 4.
@@ -482,28 +480,14 @@ where
             c0 += w;
         }
         Ok(())
-    }
-    #[inline]
-    fn hvp(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    native_fn!(#[inline] hvp(self, st, x, v, ctx, hv) {
         st.dtape.hvp_into(&self.0, x, v, ctx, hv)?;
         Ok(())
-    }
-    fn value_and_gradient(
-        &self,
-        st: &mut ShadeState,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    native_fn!(value_and_gradient(self, st, x, ctx, g) {
         Ok(st.tape.value_and_gradient_into(&self.0, x, ctx, g)?)
-    }
+    });
 }
 
 // ---------------------------------------------------------------- vector outputs, slice x
@@ -565,15 +549,7 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<InTail<F>> + Contexts,
 {
-    #[inline]
-    fn run(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        (x, ctx): (&[f64], &C),
-        y: &mut [f64],
-        call: VecCall<'_>,
-    ) -> InterfaceResult<()> {
+    native_fn!(#[inline] run(self, mode, st, (x, ctx), y, call) {
         if !st.probed {
             // Once: does the function write exactly `m` outputs?
             self.check_outputs(x, ctx)?;
@@ -584,7 +560,7 @@ where
             jacobian_reverse_into, jacobian_forward_into, pushforward_into, pullback_into,
             pushforward_batch_into, pullback_batch_into);
         Ok(())
-    }
+    });
 }
 
 /// The core's `*_vec_into` entry points check every evaluation's length against `m`
@@ -596,21 +572,13 @@ where
     F::Kinds: Join<Slice>,
     C: ConstArgs<VecTail<F>> + Contexts,
 {
-    #[inline]
-    fn run(
-        &self,
-        mode: ModeKind,
-        st: &mut ShadeState,
-        (x, ctx): (&[f64], &C),
-        y: &mut [f64],
-        call: VecCall<'_>,
-    ) -> InterfaceResult<()> {
+    native_fn!(#[inline] run(self, mode, st, (x, ctx), y, call) {
         let (tape, f) = (&mut st.tape, &self.f);
         vector_calls!(tape, f, x, ctx, y, call, mode;
             jacobian_reverse_vec_into, jacobian_forward_vec_into, pushforward_vec_into,
             pullback_vec_into, pushforward_batch_vec_into, pullback_batch_vec_into);
         Ok(())
-    }
+    });
 }
 
 // ---------------------------------------------------------------- scalar x
@@ -622,19 +590,12 @@ where
     F::Kinds: Join<Scalar>,
     C: ConstArgs<Tail<F>> + Contexts,
 {
-    fn derivative(
-        &self,
-        st: &mut ShadeState,
-        x: f64,
-        ctx: &C,
-        y: &mut [f64],
-        der: &mut [f64],
-    ) -> InterfaceResult<()> {
+    native_fn!(derivative(self, st, x, ctx, y, der) {
         der[0] = st.tape.derivative(&self.0, x, ctx)?;
         st.bump.reset();
         self.eval::<f64>(x, ctx, &st.bump, y);
         Ok(())
-    }
+    });
 }
 
 #[diagnostic::do_not_recommend]
@@ -644,14 +605,7 @@ where
     F::Kinds: Join<Scalar>,
     C: ConstArgs<InTail<F>> + Contexts,
 {
-    fn derivative(
-        &self,
-        st: &mut ShadeState,
-        x: f64,
-        ctx: &C,
-        y: &mut [f64],
-        der: &mut [f64],
-    ) -> InterfaceResult<()> {
+    native_fn!(derivative(self, st, x, ctx, y, der) {
         if !st.probed {
             self.check_outputs(x, ctx)?;
             st.probed = true;
@@ -665,5 +619,5 @@ where
             *d = r.d[0];
         }
         Ok(())
-    }
+    });
 }

@@ -11,16 +11,14 @@ use crate::explain::Report;
 use crate::form::{OneArg, ScalarForm, Tail};
 use crate::ops::{
     DerivativeBackend, GradientBackend, HessianBackend, HvpBackend, JacobianBackend,
-    PullbackBackend, PushforwardBackend, SecondDerivativeBackend,
+    PullbackBackend, PushforwardBackend, SecondDerivativeBackend, op_fn,
 };
 use crate::prep::{Meta, PrepareBackend};
 use shade_autodiff::scalar::{ConstArgs, Join, Scalar, ScalarFn};
 
 impl<M: ShadeMode, V: NativeForm, C: Contexts> PrepareBackend<V, C> for AutoShade<M> {
     type State = ShadeState;
-    fn contexts(ctx: &C) -> &impl Contexts {
-        ctx
-    }
+    op_fn!(contexts);
     fn prepare(&self, _: &V, _: &[f64], _: &C, meta: &Meta) -> InterfaceResult<ShadeState> {
         Ok(ShadeState::new(meta))
     }
@@ -36,109 +34,40 @@ impl<M: ShadeMode, F, C: Contexts> GradientBackend<F, C> for AutoShade<M>
 where
     OneArg<F>: NativeGradient<C>,
 {
-    #[inline]
-    fn value_and_gradient_into(
-        &self,
-        st: &mut ShadeState,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    op_fn!(#[inline] value_and_gradient_into(self, st: ShadeState, f, x, ctx, g) {
         f.gradient(M::KIND, st, x, ctx, g)
-    }
+    });
 }
 
 impl<M: ShadeMode, V: NativeScalar<C>, C: Contexts> DerivativeBackend<V, C> for AutoShade<M> {
-    fn value_and_derivative_into(
-        &self,
-        st: &mut ShadeState,
-        f: &V,
-        x: f64,
-        ctx: &C,
-        y: &mut [f64],
-        der: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(value_and_derivative_into(self, st: ShadeState, f, x, ctx, y, der) {
         f.derivative(st, x, ctx, y, der)
-    }
+    });
 }
 
 impl<M: ShadeMode, V: NativeVec<C>, C: Contexts> JacobianBackend<V, C> for AutoShade<M> {
     crate::matrix::dense_jacobian!();
-    #[inline]
-    fn value_and_jacobian_into(
-        &self,
-        st: &mut ShadeState,
-        f: &V,
-        x: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        jac: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(#[inline] value_and_jacobian_into(self, st: ShadeState, f, x, ctx, y, jac: [f64]) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::Jacobian(jac))
-    }
+    });
 }
 
 impl<M: ShadeMode, V: NativeVec<C>, C: Contexts> PushforwardBackend<V, C> for AutoShade<M> {
-    #[inline]
-    fn value_and_pushforward_into(
-        &self,
-        st: &mut ShadeState,
-        f: &V,
-        x: &[f64],
-        dx: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        dy: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(#[inline] value_and_pushforward_into(self, st: ShadeState, f, x, dx, ctx, y, dy) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::Pushforward(dx, dy))
-    }
-    fn value_and_pushforward_batch_into(
-        &self,
-        st: &mut ShadeState,
-        f: &V,
-        x: &[f64],
-        dxs: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        dys: &mut [f64],
-    ) -> InterfaceResult<()> {
-        f.run(
-            M::KIND,
-            st,
-            (x, ctx),
-            y,
-            VecCall::PushforwardBatch(dxs, dys),
-        )
-    }
+    });
+    op_fn!(value_and_pushforward_batch_into(self, st: ShadeState, f, x, dxs, ctx, y, dys) {
+        f.run(M::KIND, st, (x, ctx), y, VecCall::PushforwardBatch(dxs, dys))
+    });
 }
 
 impl<M: ShadeMode, V: NativeVec<C>, C: Contexts> PullbackBackend<V, C> for AutoShade<M> {
-    #[inline]
-    fn value_and_pullback_into(
-        &self,
-        st: &mut ShadeState,
-        f: &V,
-        x: &[f64],
-        dy: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        dx: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(#[inline] value_and_pullback_into(self, st: ShadeState, f, x, dy, ctx, y, dx) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::Pullback(dy, dx))
-    }
-    fn value_and_pullback_batch_into(
-        &self,
-        st: &mut ShadeState,
-        f: &V,
-        x: &[f64],
-        dys: &[f64],
-        ctx: &C,
-        y: &mut [f64],
-        dxs: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    op_fn!(value_and_pullback_batch_into(self, st: ShadeState, f, x, dys, ctx, y, dxs) {
         f.run(M::KIND, st, (x, ctx), y, VecCall::PullbackBatch(dys, dxs))
-    }
+    });
 }
 
 impl<M: ShadeMode, F, C> SecondDerivativeBackend<F, C> for AutoShade<M>
@@ -147,20 +76,14 @@ where
     F::Kinds: Join<Scalar>,
     C: ConstArgs<Tail<F>> + Contexts,
 {
-    fn value_derivative_and_second_derivative(
-        &self,
-        st: &mut ShadeState,
-        f: &OneArg<F>,
-        x: f64,
-        ctx: &C,
-    ) -> InterfaceResult<(f64, f64, f64)> {
+    op_fn!(value_derivative_and_second_derivative(self, st: ShadeState, f, x, ctx) {
         let d2 = st.tape.second_derivative(&f.0, x, ctx)?;
         let d1 = st.tape.derivative(&f.0, x, ctx)?;
         st.bump.reset();
         let mut y = [0.0];
         f.eval::<f64>(x, ctx, &st.bump, &mut y);
         Ok((y[0], d1, d2))
-    }
+    });
 }
 
 impl<M: ShadeMode, F, C: Contexts> HessianBackend<F, C> for AutoShade<M>
@@ -168,68 +91,27 @@ where
     OneArg<F>: NativeHessian<C>,
 {
     crate::matrix::dense_hessian!();
-    fn hessian_into(
-        &self,
-        st: &mut ShadeState,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        h: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(hessian_into(self, st: ShadeState, f, x, ctx, h: [f64]) {
         f.hessian(st, x, ctx, h)
-    }
-    fn value_gradient_and_hessian_into(
-        &self,
-        st: &mut ShadeState,
-        f: &OneArg<F>,
-        x: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        h: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(value_gradient_and_hessian_into(self, st: ShadeState, f, x, ctx, g, h: [f64]) {
         f.hessian(st, x, ctx, h)?;
         f.value_and_gradient(st, x, ctx, g)
-    }
+    });
 }
 
 impl<M: ShadeMode, F, C: Contexts> HvpBackend<F, C> for AutoShade<M>
 where
     OneArg<F>: NativeHessian<C>,
 {
-    #[inline]
-    fn hvp_into(
-        &self,
-        st: &mut ShadeState,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        hv: &mut [f64],
-    ) -> InterfaceResult<()> {
+    op_fn!(#[inline] hvp_into(self, st: ShadeState, f, x, v, ctx, hv) {
         f.hvp(st, x, v, ctx, hv)
-    }
-    fn gradient_and_hvp_into(
-        &self,
-        st: &mut ShadeState,
-        f: &OneArg<F>,
-        x: &[f64],
-        v: &[f64],
-        ctx: &C,
-        g: &mut [f64],
-        hv: &mut [f64],
-    ) -> InterfaceResult<f64> {
+    });
+    op_fn!(gradient_and_hvp_into(self, st: ShadeState, f, x, v, ctx, g, hv) {
         f.hvp(st, x, v, ctx, hv)?;
         f.value_and_gradient(st, x, ctx, g)
-    }
-    fn hvp_batch_into(
-        &self,
-        st: &mut ShadeState,
-        f: &OneArg<F>,
-        x: &[f64],
-        vs: &[f64],
-        ctx: &C,
-        hvs: &mut [f64],
-    ) -> InterfaceResult<()> {
+    });
+    op_fn!(hvp_batch_into(self, st: ShadeState, f, x, vs, ctx, hvs) {
         f.hvp_batch(st, x, vs, ctx, hvs)
-    }
+    });
 }
