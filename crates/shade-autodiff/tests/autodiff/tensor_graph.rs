@@ -619,6 +619,37 @@ fn dropout_is_identity_at_evaluation_and_scales_in_training() {
 }
 
 #[test]
+fn spmm_bias_shape_errors_are_coded_and_name_both_shapes() {
+    let a = SparseMatrix::try_from_csr((2, 2), vec![0, 1, 2], vec![0, 1], vec![1.0, 2.0]).unwrap();
+    let x = Array2::<f64>::zeros((2, 3));
+    let mut bufs = TapeBuffers::new();
+    // A bias of the wrong width, and features with the wrong number of rows.
+    let wide = Array1::<f64>::zeros(4);
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, b)| t.spmm_bias(&a, x, b),
+        (Const(&x), Const(&wide)),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
+    let text = e.to_string();
+    assert!(
+        text.contains("spmm_bias") && text.contains("[2, 3]") && text.contains("[4]"),
+        "{text}"
+    );
+    let tall = Array2::<f64>::zeros((5, 3));
+    let bias = Array1::<f64>::zeros(3);
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, b)| t.spmm_bias(&a, x, b),
+        (Const(&tall), Const(&bias)),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
+    assert!(e.to_string().contains("[5, 3]"), "{e}");
+}
+
+#[test]
 fn index_and_loss_errors_are_coded() {
     let x = Array2::<f64>::zeros((3, 2));
     let mut bufs = TapeBuffers::new();
