@@ -18,6 +18,12 @@
 //! × 64 = 3.1 M multiply-adds forward and again backward; attention over 13 264 edges
 //! (10 556 plus one self-loop per node) × 8 heads × 8 channels ≈ 0.85 M multiply-adds
 //! per pass.
+//!
+//! Variants `step-dense` and `infer-dense`: the same models on `Features::dense` of the
+//! same features (a `[2708, 1433]` array, as the peers hold them), through the dense
+//! products: `X·W₁` is 2708 × 1433 × 16 = 62.1 M multiply-adds forward and `Xᵀ·G` the
+//! same backward for the GCN (× 4 for the GAT's 64 columns: 248 M each way); `X` is
+//! 15.5 MB, read once per product.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use shade_gnn::loss::{NodeTargets, cross_entropy};
@@ -31,6 +37,13 @@ use std::hint::black_box;
 /// The training step of `model` (standard hyperparameters) on Cora as variant `step`
 /// of workload `workload`, next to its forward pass as variant `infer`.
 fn cora_step(c: &mut Criterion, workload: &str, model: Model) {
+    cora_variant(c, workload, model, "");
+    cora_variant(c, workload, model, "-dense");
+}
+
+/// [`cora_step`]'s two variants with the features sparse (`suffix` empty) or dense
+/// (`suffix` `-dense`).
+fn cora_variant(c: &mut Criterion, workload: &str, model: Model, suffix: &str) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/cora.npz");
     let ds = read_npz(path, NpzOptions::undirected()).expect("../shared/data/cora.npz");
     let split = ds.split(20, 500, 1000, 0).expect("split");
@@ -39,7 +52,11 @@ fn cora_step(c: &mut Criterion, workload: &str, model: Model) {
     // them in its first step).
     ctx.normalized_adjacency(shade_graph::GcnNorm::default());
     ctx.edges_with_self_loops();
-    let x = Features::<f32>::sparse_from_f32(ds.features());
+    let x = if suffix.is_empty() {
+        Features::<f32>::sparse_from_f32(ds.features())
+    } else {
+        Features::<f32>::dense(ds.features().to_dense())
+    };
     let target = NodeTargets::new(&ds.labels, &split.train);
     let cfg = NodeConfig::standard(model);
     let model = cfg.build::<f32>(x.cols(), ds.num_classes);
@@ -50,17 +67,24 @@ fn cora_step(c: &mut Criterion, workload: &str, model: Model) {
     };
     let threads = shade_benches::measure::threads_label();
     let mut group = c.benchmark_group(format!("peers/{workload}"));
-    group.bench_with_input(BenchmarkId::new("step", &threads), &(), |b, ()| {
-        b.iter(|| {
-            let l = single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)
-                .expect("step")
-                .loss;
-            black_box(l);
-        })
-    });
-    group.bench_with_input(BenchmarkId::new("infer", &threads), &(), |b, ()| {
-        b.iter(|| black_box(ts.predict(&model, &data.inputs).expect("forward")))
-    });
+    group.bench_with_input(
+        BenchmarkId::new(format!("step{suffix}"), &threads),
+        &(),
+        |b, ()| {
+            b.iter(|| {
+                let l =
+                    single_train_step(&AutoShade::REVERSE, &model, cross_entropy, &data, &mut ts)
+                        .expect("step")
+                        .loss;
+                black_box(l);
+            })
+        },
+    );
+    group.bench_with_input(
+        BenchmarkId::new(format!("infer{suffix}"), &threads),
+        &(),
+        |b, ()| b.iter(|| black_box(ts.predict(&model, &data.inputs).expect("forward"))),
+    );
     group.finish();
 }
 

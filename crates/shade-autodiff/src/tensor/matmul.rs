@@ -13,6 +13,8 @@ use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
 
+mod skinny;
+
 /// Products up to this many multiply-adds run in a plain loop: ndarray's
 /// `matrixmultiply` path allocates a packing buffer per call, which would break the
 /// allocation-free warm call for small programs and costs more than the product.
@@ -87,8 +89,21 @@ fn general_mat_mul<T: Element>(
     let (m, k) = a.dim();
     let n = b.ncols();
     if m * k * n > SMALL {
-        if m * k * n >= PAR_MIN {
-            par_mat_mul(rayon::current_num_threads(), alpha, a, b, beta, c);
+        let threads = if m * k * n >= PAR_MIN {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        if skinny::takes_nn(a, b, c) {
+            skinny::nn(threads, alpha, a, b, beta, c);
+            return;
+        }
+        if skinny::takes_tn(a, b, c) {
+            skinny::tn(threads, alpha, a, b, beta, c);
+            return;
+        }
+        if threads > 1 {
+            par_mat_mul(threads, alpha, a, b, beta, c);
         } else {
             ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
         }

@@ -1,0 +1,566 @@
+//! Products with a narrow right-hand side, read in place: `C = β·C + α·A·B` for `A`
+//! `[m, k]` with contiguous rows and `B` `[k, n]` small (`n ≤` [`N_MAX`]), and the
+//! reverse sweep's `C = β·C + α·Aᵀ·G` for the same `A` and `G` `[m, n]`. These are the
+//! shapes of a graph network (`X·W`, `Xᵀ·G` with `m` the node count, `n` a layer's
+//! width): `matrixmultiply` copies `A` (e.g. Cora's 15.5 MB of features) into its packing
+//! buffer on every call, here `A` streams once through registers and only `B` (at most a
+//! few hundred kB) is laid out in panels of 64 bytes.
+//!
+//! Threads: `A·B` splits the rows of `A` and `C` (each output element is summed by one
+//! thread in one order, so the bits do not depend on the thread count); `Aᵀ·G` sums the
+//! rows of `A` in [`parts`] parts, a number fixed by `m` alone, each into its own
+//! partial result, and adds the partials in order: again the same bits on any number of
+//! threads. The order differs from `matrixmultiply`'s (and fused multiply-adds round
+//! once), so results agree with it to f32/f64 rounding only.
+//!
+//! On x86-64 with AVX2 and FMA (detected at run time) the same loops are compiled with
+//! those features: fused multiply-adds over 256-bit vectors.
+
+use crate::tensor::Element;
+use ndarray::{ArrayView2, ArrayViewMut2, Axis};
+
+/// The widest right-hand side taken here (wider ones go to `matrixmultiply`).
+pub(super) const N_MAX: usize = 128;
+
+/// The most elements of `B` (or of one partial result of `Aᵀ·G`) taken here: 256 kB of
+/// `f32`, so a panel stays in the L2 cache.
+const B_MAX: usize = 1 << 16;
+
+/// Rows of `A` per register tile (the tiles below are written out for 4).
+const MR: usize = 4;
+
+/// Rows of `A` per part of `Aᵀ·G`: [`parts`] makes at most [`MAX_PARTS`] parts of at
+/// least this many rows.
+const PART_ROWS: usize = 512;
+
+/// The most parts of `Aᵀ·G` (enough to balance 2–4 threads).
+const MAX_PARTS: usize = 8;
+
+/// How many parts `Aᵀ·G` over `m` rows is summed in: depends on `m` only.
+pub(super) fn parts(m: usize) -> usize {
+    (m / PART_ROWS).clamp(1, MAX_PARTS)
+}
+
+/// Whether `A·B` (`A` `[m, k]`, `B` `[k, n]`, `C` `[m, n]`) runs here: `A` and `C`
+/// with contiguous rows, `B` narrow and small.
+pub(super) fn takes_nn<T>(
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &ArrayViewMut2<'_, T>,
+) -> bool {
+    let (k, n) = b.dim();
+    n <= N_MAX
+        && k * n.next_multiple_of(16) <= B_MAX
+        && unit_rows(a.strides(), a.dim())
+        && unit_rows(c.strides(), c.dim())
+}
+
+/// Whether `aᵀ·G` (`at` the `[k, m]` transposed view of an `A` `[m, k]` with contiguous
+/// rows, `G` `[m, n]`, `C` `[k, n]`) runs here.
+pub(super) fn takes_tn<T>(
+    at: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    c: &ArrayViewMut2<'_, T>,
+) -> bool {
+    let (k, m) = at.dim();
+    let n = g.ncols();
+    let a = at.t();
+    n <= N_MAX
+        && k * n.next_multiple_of(16) <= B_MAX
+        && m >= PART_ROWS
+        && unit_rows(a.strides(), a.dim())
+        && unit_rows(g.strides(), g.dim())
+        && unit_rows(c.strides(), c.dim())
+}
+
+/// Rows of a 2-D view are contiguous (unit column stride, or a single column).
+fn unit_rows(strides: &[isize], (_, cols): (usize, usize)) -> bool {
+    strides[1] == 1 || cols <= 1
+}
+
+/// The elements of a panel: 64 bytes.
+const fn panel<T>() -> usize {
+    64 / std::mem::size_of::<T>()
+}
+
+/// Row `i` of a view with contiguous rows, as a slice of its `cols` elements.
+fn row<'v, T>(a: &ArrayView2<'v, T>, i: usize) -> &'v [T] {
+    let r = a.index_axis_move(Axis(0), i);
+    r.to_slice()
+        .expect("rows are contiguous (checked by takes_*)")
+}
+
+/// `C = β·C + α·A·B` (see [`takes_nn`]) on `threads` threads.
+pub(super) fn nn<T: Element>(
+    threads: usize,
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    match panel::<T>() {
+        16 => nn_w::<T, 16>(threads, alpha, a, b, beta, c),
+        _ => nn_w::<T, 8>(threads, alpha, a, b, beta, c),
+    }
+}
+
+/// `B` in panels of `W` columns (zero-padded): panel `q` holds `B[p, qW + j]` at
+/// `q·k·W + p·W + j`.
+fn pack_panels<T: Element, const W: usize>(b: &ArrayView2<'_, T>) -> Vec<T> {
+    let (k, n) = b.dim();
+    let np = n.div_ceil(W);
+    let mut out = vec![T::zero(); np * k * W];
+    for (p, br) in b.outer_iter().enumerate() {
+        for (j, &v) in br.iter().enumerate() {
+            out[(j / W) * k * W + p * W + j % W] = v;
+        }
+    }
+    out
+}
+
+fn nn_w<T: Element, const W: usize>(
+    threads: usize,
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let m = a.nrows();
+    let bp = pack_panels::<T, W>(b);
+    let job = |r0: usize, mut ci: ArrayViewMut2<'_, T>| {
+        let ai = a.slice(ndarray::s![r0..r0 + ci.nrows(), ..]);
+        nn_rows::<T, W>(alpha, &ai, &bp, beta, &mut ci);
+    };
+    if threads <= 1 {
+        job(0, c.view_mut());
+        return;
+    }
+    // Several chunks per thread, so that a core slowed by another process does not
+    // hold the product back; rows of `C` are independent.
+    let rows = m.div_ceil(4 * threads).next_multiple_of(MR);
+    rayon::scope(|s| {
+        for (i, ci) in c.axis_chunks_iter_mut(Axis(0), rows).enumerate() {
+            let job = &job;
+            s.spawn(move |_| job(i * rows, ci));
+        }
+    });
+}
+
+/// One thread's rows of [`nn`], compiled with AVX2 and FMA where the processor has them.
+#[allow(unsafe_code)]
+fn nn_rows<T: Element, const W: usize>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    bp: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the processor supports AVX2 and FMA (checked just above), the only
+        // requirement of `nn_rows_fma`.
+        unsafe { nn_rows_fma::<T, W>(alpha, a, bp, beta, c) };
+        return;
+    }
+    nn_rows_body::<T, W, false>(alpha, a, bp, beta, c);
+}
+
+/// [`nn_rows_body`] with fused multiply-adds over 256-bit vectors.
+///
+/// # Safety
+/// The processor must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(unsafe_code)]
+unsafe fn nn_rows_fma<T: Element, const W: usize>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    bp: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    nn_rows_body::<T, W, true>(alpha, a, bp, beta, c);
+}
+
+/// `acc + x·y`, fused (one rounding) when `F`.
+#[inline(always)]
+fn madd<T: Element, const F: bool>(x: T, y: T, acc: T) -> T {
+    if F { x.mul_add(y, acc) } else { acc + x * y }
+}
+
+/// `c = β·c + α·v` (`c` not read when `β = 0`).
+#[inline(always)]
+fn store<T: Element>(alpha: T, v: T, beta: T, c: &mut T) {
+    *c = if beta == T::zero() {
+        alpha * v
+    } else {
+        beta * *c + alpha * v
+    };
+}
+
+#[inline(always)]
+fn nn_rows_body<T: Element, const W: usize, const F: bool>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    bp: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (m, k) = a.dim();
+    let n = c.ncols();
+    let mut i = 0;
+    while i + MR <= m {
+        let rows: [&[T]; MR] = std::array::from_fn(|r| &row(a, i + r)[..k]);
+        for (q, panel) in bp.chunks_exact(k * W).enumerate() {
+            let acc = tile_nn::<T, W, MR, F>(&rows, panel, k);
+            let (j0, w) = (q * W, W.min(n - q * W));
+            for (r, ar) in acc.iter().enumerate() {
+                for (j, &v) in ar[..w].iter().enumerate() {
+                    store(alpha, v, beta, &mut c[[i + r, j0 + j]]);
+                }
+            }
+        }
+        i += MR;
+    }
+    while i < m {
+        let rows: [&[T]; 1] = [&row(a, i)[..k]];
+        for (q, panel) in bp.chunks_exact(k * W).enumerate() {
+            let acc = tile_nn::<T, W, 1, F>(&rows, panel, k);
+            let (j0, w) = (q * W, W.min(n - q * W));
+            for (j, &v) in acc[0][..w].iter().enumerate() {
+                store(alpha, v, beta, &mut c[[i, j0 + j]]);
+            }
+        }
+        i += 1;
+    }
+}
+
+/// `Σ_p rows[r][p] · panel[p]` for `R` (1 or [`MR`]) rows: `R × W` sums held in
+/// registers (named accumulators: an indexed array of them would live on the stack).
+#[inline(always)]
+fn tile_nn<T: Element, const W: usize, const R: usize, const F: bool>(
+    rows: &[&[T]; R],
+    panel: &[T],
+    k: usize,
+) -> [[T; W]; R] {
+    let z = [T::zero(); W];
+    let panel = &panel[..k * W];
+    if R == 1 {
+        let mut c0 = z;
+        for (bw, &x0) in panel.chunks_exact(W).zip(rows[0]) {
+            for j in 0..W {
+                c0[j] = madd::<T, F>(x0, bw[j], c0[j]);
+            }
+        }
+        return std::array::from_fn(|_| c0);
+    }
+    let (mut c0, mut c1, mut c2, mut c3) = (z, z, z, z);
+    let it = panel
+        .chunks_exact(W)
+        .zip(rows[0])
+        .zip(rows[1])
+        .zip(rows[2])
+        .zip(rows[3]);
+    for ((((bw, &x0), &x1), &x2), &x3) in it {
+        for j in 0..W {
+            let b = bw[j];
+            c0[j] = madd::<T, F>(x0, b, c0[j]);
+            c1[j] = madd::<T, F>(x1, b, c1[j]);
+            c2[j] = madd::<T, F>(x2, b, c2[j]);
+            c3[j] = madd::<T, F>(x3, b, c3[j]);
+        }
+    }
+    let all = [c0, c1, c2, c3];
+    std::array::from_fn(|r| all[r])
+}
+
+/// `C = β·C + α·Aᵀ·G` (see [`takes_tn`]; `at` is the transposed view of `A`) on
+/// `threads` threads; the same bits for every `threads`.
+pub(super) fn tn<T: Element>(
+    threads: usize,
+    alpha: T,
+    at: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    match panel::<T>() {
+        16 => tn_w::<T, 16>(threads, alpha, at, g, beta, c),
+        _ => tn_w::<T, 8>(threads, alpha, at, g, beta, c),
+    }
+}
+
+fn tn_w<T: Element, const W: usize>(
+    threads: usize,
+    alpha: T,
+    at: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let a = at.t();
+    let (m, k) = a.dim();
+    let n = g.ncols();
+    let np = n.div_ceil(W);
+    let nparts = parts(m);
+    let per = m.div_ceil(nparts);
+    // Partial results in panels: part `t`, panel `q` at `(t·np + q)·k·W`.
+    let len = np * k * W;
+    let mut partial = vec![T::zero(); nparts * len];
+    let job = |t: usize, out: &mut [T]| {
+        let r0 = t * per;
+        let r1 = (r0 + per).min(m);
+        if r0 < r1 {
+            let ai = a.slice(ndarray::s![r0..r1, ..]);
+            let gi = g.slice(ndarray::s![r0..r1, ..]);
+            tn_rows::<T, W>(&ai, &gi, out);
+        }
+    };
+    if threads <= 1 {
+        for (t, out) in partial.chunks_exact_mut(len).enumerate() {
+            job(t, out);
+        }
+    } else {
+        rayon::scope(|s| {
+            for (t, out) in partial.chunks_exact_mut(len).enumerate() {
+                let job = &job;
+                s.spawn(move |_| job(t, out));
+            }
+        });
+    }
+    // The parts in order, then into `C`.
+    let (first, rest) = partial.split_at_mut(len);
+    for p in rest.chunks_exact(len) {
+        first.iter_mut().zip(p).for_each(|(x, &y)| *x += y);
+    }
+    for p in 0..k {
+        for j in 0..n {
+            let v = first[(j / W) * k * W + p * W + j % W];
+            store(alpha, v, beta, &mut c[[p, j]]);
+        }
+    }
+}
+
+/// One part of [`tn`]: `out += Aᵀ·G` over its rows, into panels.
+#[allow(unsafe_code)]
+fn tn_rows<T: Element, const W: usize>(
+    a: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    out: &mut [T],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the processor supports AVX2 and FMA (checked just above), the only
+        // requirement of `tn_rows_fma`.
+        unsafe { tn_rows_fma::<T, W>(a, g, out) };
+        return;
+    }
+    tn_rows_body::<T, W, false>(a, g, out);
+}
+
+/// [`tn_rows_body`] with fused multiply-adds over 256-bit vectors.
+///
+/// # Safety
+/// The processor must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(unsafe_code)]
+unsafe fn tn_rows_fma<T: Element, const W: usize>(
+    a: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    out: &mut [T],
+) {
+    tn_rows_body::<T, W, true>(a, g, out);
+}
+
+#[inline(always)]
+fn tn_rows_body<T: Element, const W: usize, const F: bool>(
+    a: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    out: &mut [T],
+) {
+    let (m, k) = a.dim();
+    let n = g.ncols();
+    let mut i = 0;
+    while i < m {
+        let r = MR.min(m - i);
+        for (q, panel) in out.chunks_exact_mut(k * W).enumerate() {
+            let (j0, w) = (q * W, W.min(n - q * W));
+            if r == MR {
+                let rows: [&[T]; MR] = std::array::from_fn(|t| &row(a, i + t)[..k]);
+                let gs: [[T; W]; MR] = std::array::from_fn(|t| padded(&row(g, i + t)[j0..j0 + w]));
+                tile_tn::<T, W, MR, F>(&rows, &gs, panel, k);
+            } else {
+                for t in 0..r {
+                    let rows: [&[T]; 1] = [&row(a, i + t)[..k]];
+                    let gs = [padded::<T, W>(&row(g, i + t)[j0..j0 + w])];
+                    tile_tn::<T, W, 1, F>(&rows, &gs, panel, k);
+                }
+            }
+        }
+        i += r;
+    }
+}
+
+/// `s` followed by zeros, `W` elements.
+#[inline(always)]
+fn padded<T: Element, const W: usize>(s: &[T]) -> [T; W] {
+    let mut out = [T::zero(); W];
+    out[..s.len()].copy_from_slice(s);
+    out
+}
+
+/// `panel[p] += Σ_r rows[r][p] · gs[r]` for every `p < k`, `R` 1 or [`MR`].
+#[inline(always)]
+fn tile_tn<T: Element, const W: usize, const R: usize, const F: bool>(
+    rows: &[&[T]; R],
+    gs: &[[T; W]; R],
+    panel: &mut [T],
+    k: usize,
+) {
+    let panel = &mut panel[..k * W];
+    if R == 1 {
+        let g0 = gs[0];
+        for (ow, &x0) in panel.chunks_exact_mut(W).zip(rows[0]) {
+            for j in 0..W {
+                ow[j] = madd::<T, F>(x0, g0[j], ow[j]);
+            }
+        }
+        return;
+    }
+    let (g0, g1, g2, g3) = (gs[0], gs[1], gs[2], gs[3]);
+    let it = panel
+        .chunks_exact_mut(W)
+        .zip(rows[0])
+        .zip(rows[1])
+        .zip(rows[2])
+        .zip(rows[3]);
+    for ((((ow, &x0), &x1), &x2), &x3) in it {
+        for j in 0..W {
+            let mut o = ow[j];
+            o = madd::<T, F>(x0, g0[j], o);
+            o = madd::<T, F>(x1, g1[j], o);
+            o = madd::<T, F>(x2, g2[j], o);
+            ow[j] = madd::<T, F>(x3, g3[j], o);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    /// `β·c + α·a·b` by the definition, summed in `f64`.
+    fn naive<T: Element>(
+        alpha: f64,
+        a: &ArrayView2<'_, T>,
+        b: &ArrayView2<'_, T>,
+        beta: f64,
+        c: &Array2<T>,
+    ) -> Array2<f64> {
+        let (m, k) = a.dim();
+        let n = b.ncols();
+        Array2::from_shape_fn((m, n), |(i, j)| {
+            let s: f64 = (0..k)
+                .map(|p| a[[i, p]].to_f64().unwrap() * b[[p, j]].to_f64().unwrap())
+                .sum();
+            beta * c[[i, j]].to_f64().unwrap() + alpha * s
+        })
+    }
+
+    fn value<T: Element>(i: usize, j: usize, salt: usize) -> T {
+        T::cst(((i * 7 + j * 3 + salt) % 17) as f64 / 4.0 - 2.0)
+    }
+
+    /// The largest error against the definition, relative to `Σ |a||b|` per element.
+    fn check<T: Element>(tol: f64, shapes: &[(usize, usize, usize)]) {
+        for &(m, k, n) in shapes {
+            let a = Array2::<T>::from_shape_fn((m, k), |(i, j)| value(i, j, 0));
+            let b = Array2::<T>::from_shape_fn((k, n), |(i, j)| value(i, j, 5));
+            let g = Array2::<T>::from_shape_fn((m, n), |(i, j)| value(i, j, 9));
+            for (alpha, beta) in [(1.0, 0.0), (2.0, 0.5)] {
+                let (al, be) = (T::cst(alpha), T::cst(beta));
+                // A·B, B contiguous and transposed (G·Wᵀ of a reverse sweep).
+                let bt = b.t().to_owned();
+                for bv in [b.view(), bt.t()] {
+                    let c0 = Array2::<T>::from_shape_fn((m, n), |(i, j)| value(i, j, 2));
+                    let mut first: Option<Array2<T>> = None;
+                    for threads in [1, 2, 3] {
+                        let mut c = c0.clone();
+                        assert!(takes_nn(&a.view(), &bv, &c.view_mut()));
+                        nn(threads, al, &a.view(), &bv, be, &mut c.view_mut());
+                        let want = naive(alpha, &a.view(), &bv, beta, &c0);
+                        let err = c
+                            .iter()
+                            .zip(&want)
+                            .fold(0.0f64, |e, (x, w)| e.max((x.to_f64().unwrap() - w).abs()));
+                        assert!(
+                            err <= tol * (k as f64) * 4.0,
+                            "A·B {m}×{k}×{n} on {threads} threads: error {err}"
+                        );
+                        let first = first.get_or_insert_with(|| c.clone());
+                        assert_eq!(
+                            &c, first,
+                            "A·B {m}×{k}×{n}: bits differ on {threads} threads"
+                        );
+                    }
+                }
+                // Aᵀ·G.
+                if m >= PART_ROWS {
+                    let c0 = Array2::<T>::from_shape_fn((k, n), |(i, j)| value(i, j, 4));
+                    let mut first: Option<Array2<T>> = None;
+                    for threads in [1, 2, 3] {
+                        let mut c = c0.clone();
+                        assert!(takes_tn(&a.t(), &g.view(), &c.view_mut()));
+                        tn(threads, al, &a.t(), &g.view(), be, &mut c.view_mut());
+                        let want = naive(alpha, &a.t(), &g.view(), beta, &c0);
+                        let err = c
+                            .iter()
+                            .zip(&want)
+                            .fold(0.0f64, |e, (x, w)| e.max((x.to_f64().unwrap() - w).abs()));
+                        assert!(
+                            err <= tol * (m as f64) * 4.0,
+                            "Aᵀ·G {m}×{k}×{n} on {threads} threads: error {err}"
+                        );
+                        let first = first.get_or_insert_with(|| c.clone());
+                        assert_eq!(
+                            &c, first,
+                            "Aᵀ·G {m}×{k}×{n}: bits differ on {threads} threads"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Shapes with remainders everywhere: rows not a multiple of the tile, columns
+    /// below, at and above a panel, one column, several parts of `Aᵀ·G`.
+    const SHAPES: &[(usize, usize, usize)] = &[
+        (7, 3, 1),
+        (13, 40, 7),
+        (130, 33, 16),
+        (1031, 17, 23),
+        (2050, 9, 64),
+        (600, 5, 128),
+    ];
+
+    #[test]
+    fn f32_products_match_the_definition_on_any_thread_count() {
+        check::<f32>(f32::EPSILON as f64 * 4.0, SHAPES);
+    }
+
+    #[test]
+    fn f64_products_match_the_definition_on_any_thread_count() {
+        check::<f64>(f64::EPSILON * 4.0, SHAPES);
+    }
+
+    #[test]
+    fn parts_depend_on_rows_only() {
+        assert_eq!(parts(10), 1);
+        assert_eq!(parts(3 * PART_ROWS), 3);
+        assert_eq!(parts(1 << 30), MAX_PARTS);
+    }
+}
