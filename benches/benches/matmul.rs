@@ -7,6 +7,13 @@
 //! 328 M for the hidden layer. The 1-thread run is the single-threaded ndarray
 //! (`matrixmultiply`) product the tensor layer used before products were split over
 //! rayon's threads, so `1-thread / 2-threads` is the gain of the split.
+//!
+//! `<shape>/matrixmultiply` is the baseline in the same run: the two products of a step
+//! (`X · W` and `Xᵀ · G`) by ndarray's `general_mat_mul` (`matrixmultiply`, one thread,
+//! packing both operands on every call), which the tensor layer used for these shapes
+//! before its narrow-product kernel; `<shape>/<t>-thread ÷ <shape>/matrixmultiply` is
+//! the gain (the tape's own work, a few allocations and the sum, is on the
+//! candidate's side only).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ndarray::Array2;
@@ -36,6 +43,15 @@ fn matmul_threads(c: &mut Criterion) {
         let mut dw = Array2::zeros((k, n));
         let mut bufs = TapeBuffers::new();
         group.throughput(Throughput::Elements((2 * m * k * n) as u64));
+        let g = Array2::<f32>::ones((m, n));
+        let (mut y, mut gw) = (Array2::<f32>::zeros((m, n)), Array2::<f32>::zeros((k, n)));
+        group.bench_function(format!("{name}/matrixmultiply"), |b| {
+            b.iter(|| {
+                ndarray::linalg::general_mat_mul(1.0, &x, &w, 0.0, &mut y);
+                ndarray::linalg::general_mat_mul(1.0, &x.t(), &g, 0.0, &mut gw);
+                black_box((&y, &gw));
+            })
+        });
         for (threads, pool) in [1, 2].into_iter().zip(&pools) {
             group.bench_function(format!("{name}/{threads}-thread"), |b| {
                 b.iter(|| {

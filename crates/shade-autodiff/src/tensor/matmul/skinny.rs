@@ -13,8 +13,10 @@
 //! threads. The order differs from `matrixmultiply`'s (and fused multiply-adds round
 //! once), so results agree with it to f32/f64 rounding only.
 //!
-//! On x86-64 with AVX2 and FMA (detected at run time) the same loops are compiled with
-//! those features: fused multiply-adds over 256-bit vectors.
+//! On x86-64 the same loops are compiled for AVX-512F or for AVX2 and FMA when the
+//! processor has them (detected at run time): fused multiply-adds over 512- or 256-bit
+//! vectors, panels of two vectors. The tests run whichever this machine has, and the
+//! plain (separate multiply and add) kernel directly.
 
 use crate::tensor::Element;
 use ndarray::{ArrayView2, ArrayViewMut2, Axis};
@@ -50,7 +52,7 @@ pub(super) fn takes_nn<T>(
 ) -> bool {
     let (k, n) = b.dim();
     n <= N_MAX
-        && k * n.next_multiple_of(16) <= B_MAX
+        && k * n.next_multiple_of(32) <= B_MAX
         && unit_rows(a.strides(), a.dim())
         && unit_rows(c.strides(), c.dim())
 }
@@ -66,7 +68,7 @@ pub(super) fn takes_tn<T>(
     let n = g.ncols();
     let a = at.t();
     n <= N_MAX
-        && k * n.next_multiple_of(16) <= B_MAX
+        && k * n.next_multiple_of(32) <= B_MAX
         && m >= PART_ROWS
         && unit_rows(a.strides(), a.dim())
         && unit_rows(g.strides(), g.dim())
@@ -78,9 +80,43 @@ fn unit_rows(strides: &[isize], (_, cols): (usize, usize)) -> bool {
     strides[1] == 1 || cols <= 1
 }
 
-/// The elements of a panel: 64 bytes.
-const fn panel<T>() -> usize {
-    64 / std::mem::size_of::<T>()
+/// The instruction set the kernels are compiled for, detected at run time.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Level {
+    /// Portable code (SSE2 on x86-64), separate multiply and add.
+    Plain,
+    /// AVX2 and FMA: 256-bit fused multiply-adds.
+    Fma,
+    /// AVX-512F: 512-bit fused multiply-adds.
+    Avx512,
+}
+
+impl Level {
+    fn detect() -> Level {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                return Level::Avx512;
+            }
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                return Level::Fma;
+            }
+        }
+        Level::Plain
+    }
+
+    /// The elements of a panel for `n` columns: two vectors (64 bytes, 128 with
+    /// AVX-512), so that a tile of 4 rows keeps 8 independent sums in flight; 64 bytes
+    /// when `n` fits in them (a wider panel would multiply zeros).
+    fn panel<T>(self, n: usize) -> usize {
+        let size = std::mem::size_of::<T>();
+        let bytes = if self == Level::Avx512 && n * size > 64 {
+            128
+        } else {
+            64
+        };
+        bytes / size
+    }
 }
 
 /// Row `i` of a view with contiguous rows, as a slice of its `cols` elements.
@@ -99,9 +135,24 @@ pub(super) fn nn<T: Element>(
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    match panel::<T>() {
-        16 => nn_w::<T, 16>(threads, alpha, a, b, beta, c),
-        _ => nn_w::<T, 8>(threads, alpha, a, b, beta, c),
+    nn_at(Level::detect(), threads, alpha, a, b, beta, c);
+}
+
+/// [`nn`] compiled for `level`, which must be `Plain` or what [`Level::detect`] found
+/// (the kernels for the others need the instructions).
+fn nn_at<T: Element>(
+    level: Level,
+    threads: usize,
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    match level.panel::<T>(b.ncols()) {
+        32 => nn_w::<T, 32>(level, threads, alpha, a, b, beta, c),
+        16 => nn_w::<T, 16>(level, threads, alpha, a, b, beta, c),
+        _ => nn_w::<T, 8>(level, threads, alpha, a, b, beta, c),
     }
 }
 
@@ -119,7 +170,9 @@ fn pack_panels<T: Element, const W: usize>(b: &ArrayView2<'_, T>) -> Vec<T> {
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn nn_w<T: Element, const W: usize>(
+    level: Level,
     threads: usize,
     alpha: T,
     a: &ArrayView2<'_, T>,
@@ -131,7 +184,7 @@ fn nn_w<T: Element, const W: usize>(
     let bp = pack_panels::<T, W>(b);
     let job = |r0: usize, mut ci: ArrayViewMut2<'_, T>| {
         let ai = a.slice(ndarray::s![r0..r0 + ci.nrows(), ..]);
-        nn_rows::<T, W>(alpha, &ai, &bp, beta, &mut ci);
+        nn_rows::<T, W>(level, alpha, &ai, &bp, beta, &mut ci);
     };
     if threads <= 1 {
         job(0, c.view_mut());
@@ -148,23 +201,27 @@ fn nn_w<T: Element, const W: usize>(
     });
 }
 
-/// One thread's rows of [`nn`], compiled with AVX2 and FMA where the processor has them.
+/// One thread's rows of [`nn`], compiled for `level`.
 #[allow(unsafe_code)]
 fn nn_rows<T: Element, const W: usize>(
+    level: Level,
     alpha: T,
     a: &ArrayView2<'_, T>,
     bp: &[T],
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the processor supports AVX2 and FMA (checked just above), the only
-        // requirement of `nn_rows_fma`.
-        unsafe { nn_rows_fma::<T, W>(alpha, a, bp, beta, c) };
-        return;
+    match level {
+        // SAFETY: `Level::detect` found AVX-512F, the only requirement of
+        // `nn_rows_avx512`.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { nn_rows_avx512::<T, W>(alpha, a, bp, beta, c) },
+        // SAFETY: `Level::detect` found AVX2 and FMA, the only requirement of
+        // `nn_rows_fma`.
+        #[cfg(target_arch = "x86_64")]
+        Level::Fma => unsafe { nn_rows_fma::<T, W>(alpha, a, bp, beta, c) },
+        _ => nn_rows_body::<T, W, false>(alpha, a, bp, beta, c),
     }
-    nn_rows_body::<T, W, false>(alpha, a, bp, beta, c);
 }
 
 /// [`nn_rows_body`] with fused multiply-adds over 256-bit vectors.
@@ -184,20 +241,46 @@ unsafe fn nn_rows_fma<T: Element, const W: usize>(
     nn_rows_body::<T, W, true>(alpha, a, bp, beta, c);
 }
 
+/// [`nn_rows_body`] with fused multiply-adds over 512-bit vectors.
+///
+/// # Safety
+/// The processor must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(unsafe_code)]
+unsafe fn nn_rows_avx512<T: Element, const W: usize>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    bp: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    nn_rows_body::<T, W, true>(alpha, a, bp, beta, c);
+}
+
 /// `acc + x·y`, fused (one rounding) when `F`.
 #[inline(always)]
 fn madd<T: Element, const F: bool>(x: T, y: T, acc: T) -> T {
     if F { x.mul_add(y, acc) } else { acc + x * y }
 }
 
-/// `c = β·c + α·v` (`c` not read when `β = 0`).
+/// Row `i` of a mutable view with contiguous rows, as a slice.
+fn row_mut<'v, T>(c: &'v mut ArrayViewMut2<'_, T>, i: usize) -> &'v mut [T] {
+    c.index_axis_mut(Axis(0), i)
+        .into_slice()
+        .expect("rows are contiguous (checked by takes_*)")
+}
+
+/// `c = β·c + α·v` elementwise (`c` not read when `β = 0`).
 #[inline(always)]
-fn store<T: Element>(alpha: T, v: T, beta: T, c: &mut T) {
-    *c = if beta == T::zero() {
-        alpha * v
+fn store_row<T: Element>(alpha: T, v: &[T], beta: T, c: &mut [T]) {
+    if beta == T::zero() {
+        c.iter_mut().zip(v).for_each(|(c, &v)| *c = alpha * v);
     } else {
-        beta * *c + alpha * v
-    };
+        c.iter_mut()
+            .zip(v)
+            .for_each(|(c, &v)| *c = beta * *c + alpha * v);
+    }
 }
 
 #[inline(always)]
@@ -211,29 +294,22 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool>(
     let (m, k) = a.dim();
     let n = c.ncols();
     let mut i = 0;
-    while i + MR <= m {
-        let rows: [&[T]; MR] = std::array::from_fn(|r| &row(a, i + r)[..k]);
-        for (q, panel) in bp.chunks_exact(k * W).enumerate() {
-            let acc = tile_nn::<T, W, MR, F>(&rows, panel, k);
-            let (j0, w) = (q * W, W.min(n - q * W));
-            for (r, ar) in acc.iter().enumerate() {
-                for (j, &v) in ar[..w].iter().enumerate() {
-                    store(alpha, v, beta, &mut c[[i + r, j0 + j]]);
-                }
-            }
-        }
-        i += MR;
-    }
     while i < m {
-        let rows: [&[T]; 1] = [&row(a, i)[..k]];
+        let r = if i + MR <= m { MR } else { 1 };
         for (q, panel) in bp.chunks_exact(k * W).enumerate() {
-            let acc = tile_nn::<T, W, 1, F>(&rows, panel, k);
             let (j0, w) = (q * W, W.min(n - q * W));
-            for (j, &v) in acc[0][..w].iter().enumerate() {
-                store(alpha, v, beta, &mut c[[i, j0 + j]]);
+            if r == MR {
+                let rows: [&[T]; MR] = std::array::from_fn(|t| &row(a, i + t)[..k]);
+                let acc = tile_nn::<T, W, MR, F>(&rows, panel, k);
+                for (t, at) in acc.iter().enumerate() {
+                    store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
+                }
+            } else {
+                let acc = tile_nn::<T, W, 1, F>(&[&row(a, i)[..k]], panel, k);
+                store_row(alpha, &acc[0][..w], beta, &mut row_mut(c, i)[j0..j0 + w]);
             }
         }
-        i += 1;
+        i += r;
     }
 }
 
@@ -286,13 +362,29 @@ pub(super) fn tn<T: Element>(
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    match panel::<T>() {
-        16 => tn_w::<T, 16>(threads, alpha, at, g, beta, c),
-        _ => tn_w::<T, 8>(threads, alpha, at, g, beta, c),
+    tn_at(Level::detect(), threads, alpha, at, g, beta, c);
+}
+
+/// [`tn`] compiled for `level`, which must be `Plain` or what [`Level::detect`] found.
+fn tn_at<T: Element>(
+    level: Level,
+    threads: usize,
+    alpha: T,
+    at: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    match level.panel::<T>(g.ncols()) {
+        32 => tn_w::<T, 32>(level, threads, alpha, at, g, beta, c),
+        16 => tn_w::<T, 16>(level, threads, alpha, at, g, beta, c),
+        _ => tn_w::<T, 8>(level, threads, alpha, at, g, beta, c),
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn tn_w<T: Element, const W: usize>(
+    level: Level,
     threads: usize,
     alpha: T,
     at: &ArrayView2<'_, T>,
@@ -306,7 +398,7 @@ fn tn_w<T: Element, const W: usize>(
     let np = n.div_ceil(W);
     let nparts = parts(m);
     let per = m.div_ceil(nparts);
-    // Partial results in panels: part `t`, panel `q` at `(t·np + q)·k·W`.
+    // Partial results in panels: part `t`, panel `q`, row `p` at `((t·np + q)·k + p)·W`.
     let len = np * k * W;
     let mut partial = vec![T::zero(); nparts * len];
     let job = |t: usize, out: &mut [T]| {
@@ -315,7 +407,7 @@ fn tn_w<T: Element, const W: usize>(
         if r0 < r1 {
             let ai = a.slice(ndarray::s![r0..r1, ..]);
             let gi = g.slice(ndarray::s![r0..r1, ..]);
-            tn_rows::<T, W>(&ai, &gi, out);
+            tn_rows::<T, W>(level, &ai, &gi, out);
         }
     };
     if threads <= 1 {
@@ -335,29 +427,33 @@ fn tn_w<T: Element, const W: usize>(
     for p in rest.chunks_exact(len) {
         first.iter_mut().zip(p).for_each(|(x, &y)| *x += y);
     }
-    for p in 0..k {
-        for j in 0..n {
-            let v = first[(j / W) * k * W + p * W + j % W];
-            store(alpha, v, beta, &mut c[[p, j]]);
+    for (q, panel) in first.chunks_exact(k * W).enumerate() {
+        let (j0, w) = (q * W, W.min(n - q * W));
+        for (p, v) in panel.chunks_exact(W).enumerate() {
+            store_row(alpha, &v[..w], beta, &mut row_mut(c, p)[j0..j0 + w]);
         }
     }
 }
 
-/// One part of [`tn`]: `out += Aᵀ·G` over its rows, into panels.
+/// One part of [`tn`]: `out += Aᵀ·G` over its rows, into panels, compiled for `level`.
 #[allow(unsafe_code)]
 fn tn_rows<T: Element, const W: usize>(
+    level: Level,
     a: &ArrayView2<'_, T>,
     g: &ArrayView2<'_, T>,
     out: &mut [T],
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the processor supports AVX2 and FMA (checked just above), the only
-        // requirement of `tn_rows_fma`.
-        unsafe { tn_rows_fma::<T, W>(a, g, out) };
-        return;
+    match level {
+        // SAFETY: `Level::detect` found AVX-512F, the only requirement of
+        // `tn_rows_avx512`.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { tn_rows_avx512::<T, W>(a, g, out) },
+        // SAFETY: `Level::detect` found AVX2 and FMA, the only requirement of
+        // `tn_rows_fma`.
+        #[cfg(target_arch = "x86_64")]
+        Level::Fma => unsafe { tn_rows_fma::<T, W>(a, g, out) },
+        _ => tn_rows_body::<T, W, false>(a, g, out),
     }
-    tn_rows_body::<T, W, false>(a, g, out);
 }
 
 /// [`tn_rows_body`] with fused multiply-adds over 256-bit vectors.
@@ -375,6 +471,30 @@ unsafe fn tn_rows_fma<T: Element, const W: usize>(
     tn_rows_body::<T, W, true>(a, g, out);
 }
 
+/// [`tn_rows_body`] with fused multiply-adds over 512-bit vectors.
+///
+/// # Safety
+/// The processor must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(unsafe_code)]
+unsafe fn tn_rows_avx512<T: Element, const W: usize>(
+    a: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    out: &mut [T],
+) {
+    tn_rows_body::<T, W, true>(a, g, out);
+}
+
+/// Bytes of `A` per chunk of rows of [`tn_rows_body`] (the chunk is read once from
+/// memory, then from the L2 cache once per 4 columns of `A`).
+const CHUNK_BYTES: usize = 1 << 18;
+
+/// `out += Aᵀ·G` over the rows of `a`: chunks of rows that fit in the L2 cache; in a
+/// chunk, for each panel of `G` (copied, zero-padded) and each 4 columns `p..p+4` of
+/// `A`, a `4 × W` tile summed in registers over the chunk's rows, then added to `out`.
+/// (Updating `out` row by row instead lets the compiler vectorise across `p`, with
+/// scalar stores: three times slower.)
 #[inline(always)]
 fn tn_rows_body<T: Element, const W: usize, const F: bool>(
     a: &ArrayView2<'_, T>,
@@ -383,69 +503,72 @@ fn tn_rows_body<T: Element, const W: usize, const F: bool>(
 ) {
     let (m, k) = a.dim();
     let n = g.ncols();
-    let mut i = 0;
-    while i < m {
-        let r = MR.min(m - i);
+    let ib = (CHUNK_BYTES / (k * std::mem::size_of::<T>()).max(1)).clamp(1, m.max(1));
+    let mut rows: Vec<&[T]> = Vec::with_capacity(ib);
+    let mut gbuf = vec![T::zero(); ib * W];
+    for i0 in (0..m).step_by(ib) {
+        let i1 = (i0 + ib).min(m);
+        rows.clear();
+        rows.extend((i0..i1).map(|i| &row(a, i)[..k]));
         for (q, panel) in out.chunks_exact_mut(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
-            if r == MR {
-                let rows: [&[T]; MR] = std::array::from_fn(|t| &row(a, i + t)[..k]);
-                let gs: [[T; W]; MR] = std::array::from_fn(|t| padded(&row(g, i + t)[j0..j0 + w]));
-                tile_tn::<T, W, MR, F>(&rows, &gs, panel, k);
-            } else {
-                for t in 0..r {
-                    let rows: [&[T]; 1] = [&row(a, i + t)[..k]];
-                    let gs = [padded::<T, W>(&row(g, i + t)[j0..j0 + w])];
-                    tile_tn::<T, W, 1, F>(&rows, &gs, panel, k);
+            for (gw, i) in gbuf.chunks_exact_mut(W).zip(i0..i1) {
+                gw[..w].copy_from_slice(&row(g, i)[j0..j0 + w]);
+            }
+            let gs = &gbuf[..(i1 - i0) * W];
+            let mut p = 0;
+            while p < k {
+                let r = if p + MR <= k { MR } else { 1 };
+                if r == MR {
+                    let acc = tile_tn::<T, W, MR, F>(&rows, gs, p);
+                    for (t, at) in acc.iter().enumerate() {
+                        let o = &mut panel[(p + t) * W..(p + t + 1) * W];
+                        o.iter_mut().zip(at).for_each(|(o, &v)| *o += v);
+                    }
+                } else {
+                    let acc = tile_tn::<T, W, 1, F>(&rows, gs, p);
+                    let o = &mut panel[p * W..(p + 1) * W];
+                    o.iter_mut().zip(&acc[0]).for_each(|(o, &v)| *o += v);
                 }
+                p += r;
             }
         }
-        i += r;
     }
 }
 
-/// `s` followed by zeros, `W` elements.
-#[inline(always)]
-fn padded<T: Element, const W: usize>(s: &[T]) -> [T; W] {
-    let mut out = [T::zero(); W];
-    out[..s.len()].copy_from_slice(s);
-    out
-}
-
-/// `panel[p] += Σ_r rows[r][p] · gs[r]` for every `p < k`, `R` 1 or [`MR`].
+/// `Σ_i rows[i][p + r] · gs[i]` for `r < R` (1 or [`MR`]): `R × W` sums held in
+/// registers over the rows of a chunk.
 #[inline(always)]
 fn tile_tn<T: Element, const W: usize, const R: usize, const F: bool>(
-    rows: &[&[T]; R],
-    gs: &[[T; W]; R],
-    panel: &mut [T],
-    k: usize,
-) {
-    let panel = &mut panel[..k * W];
+    rows: &[&[T]],
+    gs: &[T],
+    p: usize,
+) -> [[T; W]; R] {
+    let z = [T::zero(); W];
     if R == 1 {
-        let g0 = gs[0];
-        for (ow, &x0) in panel.chunks_exact_mut(W).zip(rows[0]) {
+        let mut c0 = z;
+        for (gw, ar) in gs.chunks_exact(W).zip(rows) {
+            let x0 = ar[p];
             for j in 0..W {
-                ow[j] = madd::<T, F>(x0, g0[j], ow[j]);
+                c0[j] = madd::<T, F>(x0, gw[j], c0[j]);
             }
         }
-        return;
+        return std::array::from_fn(|_| c0);
     }
-    let (g0, g1, g2, g3) = (gs[0], gs[1], gs[2], gs[3]);
-    let it = panel
-        .chunks_exact_mut(W)
-        .zip(rows[0])
-        .zip(rows[1])
-        .zip(rows[2])
-        .zip(rows[3]);
-    for ((((ow, &x0), &x1), &x2), &x3) in it {
+    let (mut c0, mut c1, mut c2, mut c3) = (z, z, z, z);
+    for (gw, ar) in gs.chunks_exact(W).zip(rows) {
+        let x = &ar[p..p + 4];
+        let (x0, x1, x2, x3) = (x[0], x[1], x[2], x[3]);
         for j in 0..W {
-            let mut o = ow[j];
-            o = madd::<T, F>(x0, g0[j], o);
-            o = madd::<T, F>(x1, g1[j], o);
-            o = madd::<T, F>(x2, g2[j], o);
-            ow[j] = madd::<T, F>(x3, g3[j], o);
+            let g = gw[j];
+            c0[j] = madd::<T, F>(x0, g, c0[j]);
+            c1[j] = madd::<T, F>(x1, g, c1[j]);
+            c2[j] = madd::<T, F>(x2, g, c2[j]);
+            c3[j] = madd::<T, F>(x3, g, c3[j]);
         }
     }
+    let all = [c0, c1, c2, c3];
+    std::array::from_fn(|r| all[r])
 }
 
 #[cfg(test)]
@@ -471,6 +594,25 @@ mod tests {
         })
     }
 
+    /// Every kernel this machine can run, on 1, 2 and 3 threads (the bits must agree
+    /// across thread counts for one kernel; kernels differ in rounding only).
+    fn runs() -> Vec<(Level, usize)> {
+        let mut levels = vec![Level::Plain];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                levels.push(Level::Fma);
+            }
+            if std::is_x86_feature_detected!("avx512f") {
+                levels.push(Level::Avx512);
+            }
+        }
+        levels
+            .into_iter()
+            .flat_map(|l| [1, 2, 3].map(|t| (l, t)))
+            .collect()
+    }
+
     fn value<T: Element>(i: usize, j: usize, salt: usize) -> T {
         T::cst(((i * 7 + j * 3 + salt) % 17) as f64 / 4.0 - 2.0)
     }
@@ -488,10 +630,10 @@ mod tests {
                 for bv in [b.view(), bt.t()] {
                     let c0 = Array2::<T>::from_shape_fn((m, n), |(i, j)| value(i, j, 2));
                     let mut first: Option<Array2<T>> = None;
-                    for threads in [1, 2, 3] {
+                    for (level, threads) in runs() {
                         let mut c = c0.clone();
                         assert!(takes_nn(&a.view(), &bv, &c.view_mut()));
-                        nn(threads, al, &a.view(), &bv, be, &mut c.view_mut());
+                        nn_at(level, threads, al, &a.view(), &bv, be, &mut c.view_mut());
                         let want = naive(alpha, &a.view(), &bv, beta, &c0);
                         let err = c
                             .iter()
@@ -512,10 +654,10 @@ mod tests {
                 if m >= PART_ROWS {
                     let c0 = Array2::<T>::from_shape_fn((k, n), |(i, j)| value(i, j, 4));
                     let mut first: Option<Array2<T>> = None;
-                    for threads in [1, 2, 3] {
+                    for (level, threads) in runs() {
                         let mut c = c0.clone();
                         assert!(takes_tn(&a.t(), &g.view(), &c.view_mut()));
-                        tn(threads, al, &a.t(), &g.view(), be, &mut c.view_mut());
+                        tn_at(level, threads, al, &a.t(), &g.view(), be, &mut c.view_mut());
                         let want = naive(alpha, &a.t(), &g.view(), beta, &c0);
                         let err = c
                             .iter()
