@@ -488,7 +488,7 @@ unsafe fn tn_rows_avx512<T: Element, const W: usize>(
 
 /// Bytes of `A` per chunk of rows of [`tn_rows_body`] (the chunk is read once from
 /// memory, then from the L2 cache once per 4 columns of `A`).
-const CHUNK_BYTES: usize = 1 << 18;
+const CHUNK_BYTES: usize = 1 << 20;
 
 /// `out += Aᵀ·G` over the rows of `a`: chunks of rows that fit in the L2 cache; in a
 /// chunk, for each panel of `G` (copied, zero-padded) and each 4 columns `p..p+4` of
