@@ -71,6 +71,22 @@ impl Results {
             .get(&(w.to_string(), v.to_string(), who.to_string(), t))
     }
 
+    /// The peers hold their features dense: a peer's `<v>` is also its `<v>-dense`,
+    /// the variant where shade runs on dense features too.
+    fn dense_from_plain(&mut self, w: &Workload, peer: &str, threads: usize) {
+        for v in w.variants {
+            let Some(plain) = v.strip_suffix("-dense") else {
+                continue;
+            };
+            if self.cell(w.id, v, peer, threads).is_none()
+                && let Some(c) = self.cell(w.id, plain, peer, threads).cloned()
+            {
+                self.cells
+                    .insert((w.id.into(), v.to_string(), peer.into(), threads), c);
+            }
+        }
+    }
+
     /// Reads one output line of a peer script or of shade's memory report.
     fn add_line(&mut self, line: &str) {
         let Some(fields) = parse_object(line) else {
@@ -347,6 +363,7 @@ impl Run {
             appended.push('\n');
         }
         append(&self.results, &appended);
+        res.dense_from_plain(w, peer, threads);
         for v in w.variants {
             if res.cell(w.id, v, peer, threads).is_none() {
                 let why = match &status {
@@ -568,6 +585,26 @@ pub(crate) fn run(quick: bool) -> Result<(), String> {
 mod tests {
     use super::super::page::{cell_text, shade_cell, versus_best};
     use super::*;
+
+    #[test]
+    fn a_peers_plain_variant_stands_for_its_dense_one() {
+        let w = WORKLOADS.iter().find(|w| w.id == "cora_gcn").unwrap();
+        let mut r = Results::default();
+        let t = Cell::Ok(Timing {
+            min: 1.0,
+            median: 2.0,
+            max: 3.0,
+        });
+        let key = |v: &str| ("cora_gcn".to_string(), v.to_string(), "jax".to_string(), 2);
+        r.cells.insert(key("step"), t.clone());
+        // A variant the peer measured itself is kept.
+        let own = Cell::NotMeasured("own".into());
+        r.cells.insert(key("infer-dense"), own.clone());
+        r.dense_from_plain(w, "jax", 2);
+        assert_eq!(r.cell("cora_gcn", "step-dense", "jax", 2), Some(&t));
+        assert_eq!(r.cell("cora_gcn", "infer-dense", "jax", 2), Some(&own));
+        assert_eq!(r.cell("cora_gcn", "step-dense", "jax", 1), None);
+    }
 
     #[test]
     fn peer_lines_become_cells_and_failures_keep_their_reason() {

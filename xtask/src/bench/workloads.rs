@@ -54,9 +54,11 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 shade: shade-gnn's `single_train_step` with sparse features; PyG: \
                 `GCNConv(cached=True)` with dense features; JAX: jit, `segment_sum`, optax \
                 Adam, dense features. `step` = forward + backward + Adam; `infer` = forward \
-                in evaluation mode.",
+                in evaluation mode. `step-dense` / `infer-dense`: shade on the same features \
+                held dense (`Features::dense`, a 2708 × 1433 array), as the peers hold them \
+                (the peers' columns repeat their `step` / `infer`).",
         bench: "gnn_step",
-        variants: &["step", "infer"],
+        variants: &["step", "infer", "step-dense", "infer-dense"],
         peers: &["pyg", "jax"],
         floors: &[
             Floor {
@@ -68,6 +70,18 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 variant: "infer",
                 macs: 1.4 * M,
                 bytes: 1.0 * M,
+            },
+            // `X·W₁` (2708 × 1433 × 16 = 62.1 M) forward and `Xᵀ·G` backward, `X`
+            // (15.5 MB) read by each.
+            Floor {
+                variant: "step-dense",
+                macs: 126.0 * M,
+                bytes: 33.0 * M,
+            },
+            Floor {
+                variant: "infer-dense",
+                macs: 63.0 * M,
+                bytes: 16.5 * M,
             },
         ],
         shade: SHADE,
@@ -82,9 +96,11 @@ pub(super) const WORKLOADS: &[Workload] = &[
         title: "Cora, 2-layer GAT (8 heads × 8): training step and inference",
         about: "Real Cora as above, GAT 1433 → 8 heads × 8 (elu, dropout 0.6 on features \
                 and attention) → 7 (one head, averaged), Adam (lr 0.005, weight decay 5e-4), \
-                f32. PyG: `GATConv(heads=8, dropout=0.6)`, dense features.",
+                f32. PyG: `GATConv(heads=8, dropout=0.6)`, dense features. `step-dense` / \
+                `infer-dense`: shade on dense features too (the peer's columns repeat its \
+                `step` / `infer`).",
         bench: "gnn_step",
-        variants: &["step", "infer"],
+        variants: &["step", "infer", "step-dense", "infer-dense"],
         peers: &["pyg"],
         floors: &[
             Floor {
@@ -96,6 +112,17 @@ pub(super) const WORKLOADS: &[Workload] = &[
                 variant: "infer",
                 macs: 4.5 * M,
                 bytes: 2.0 * M,
+            },
+            // `X·W₁` (2708 × 1433 × 64 = 248 M) forward and `Xᵀ·G` backward.
+            Floor {
+                variant: "step-dense",
+                macs: 505.0 * M,
+                bytes: 36.0 * M,
+            },
+            Floor {
+                variant: "infer-dense",
+                macs: 253.0 * M,
+                bytes: 17.5 * M,
             },
         ],
         shade: SHADE,
