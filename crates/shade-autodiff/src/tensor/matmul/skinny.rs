@@ -220,7 +220,7 @@ fn nn_rows<T: Element, const W: usize>(
         // `nn_rows_fma`.
         #[cfg(target_arch = "x86_64")]
         Level::Fma => unsafe { nn_rows_fma::<T, W>(alpha, a, bp, beta, c) },
-        _ => nn_rows_body::<T, W, false>(alpha, a, bp, beta, c),
+        _ => nn_rows_body::<T, W, false, false>(alpha, a, bp, beta, c),
     }
 }
 
@@ -238,7 +238,7 @@ unsafe fn nn_rows_fma<T: Element, const W: usize>(
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    nn_rows_body::<T, W, true>(alpha, a, bp, beta, c);
+    nn_rows_body::<T, W, true, false>(alpha, a, bp, beta, c);
 }
 
 /// [`nn_rows_body`] with fused multiply-adds over 512-bit vectors.
@@ -255,7 +255,7 @@ unsafe fn nn_rows_avx512<T: Element, const W: usize>(
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    nn_rows_body::<T, W, true>(alpha, a, bp, beta, c);
+    nn_rows_body::<T, W, true, true>(alpha, a, bp, beta, c);
 }
 
 /// `acc + x·y`, fused (one rounding) when `F`.
@@ -284,7 +284,10 @@ fn store_row<T: Element>(alpha: T, v: &[T], beta: T, c: &mut [T]) {
 }
 
 #[inline(always)]
-fn nn_rows_body<T: Element, const W: usize, const F: bool>(
+///
+/// With `E` (AVX-512's 32 registers) and one-vector panels, tiles of 8 rows: 8 sums in
+/// flight where 4 rows of one vector each would leave the multiply-add units waiting.
+fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
     alpha: T,
     a: &ArrayView2<'_, T>,
     bp: &[T],
@@ -295,10 +298,23 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool>(
     let n = c.ncols();
     let mut i = 0;
     while i < m {
-        let r = if i + MR <= m { MR } else { 1 };
+        let eight = E && W * std::mem::size_of::<T>() == 64;
+        let r = if eight && i + 8 <= m {
+            8
+        } else if i + MR <= m {
+            MR
+        } else {
+            1
+        };
         for (q, panel) in bp.chunks_exact(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
-            if r == MR {
+            if r == 8 {
+                let rows: [&[T]; 8] = std::array::from_fn(|t| &row(a, i + t)[..k]);
+                let acc = tile_nn8::<T, W, F>(&rows, panel, k);
+                for (t, at) in acc.iter().enumerate() {
+                    store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
+                }
+            } else if r == MR {
                 let rows: [&[T]; MR] = std::array::from_fn(|t| &row(a, i + t)[..k]);
                 let acc = tile_nn::<T, W, MR, F>(&rows, panel, k);
                 for (t, at) in acc.iter().enumerate() {
@@ -350,6 +366,37 @@ fn tile_nn<T: Element, const W: usize, const R: usize, const F: bool>(
     }
     let all = [c0, c1, c2, c3];
     std::array::from_fn(|r| all[r])
+}
+
+/// [`tile_nn`] for 8 rows.
+#[inline(always)]
+fn tile_nn8<T: Element, const W: usize, const F: bool>(
+    rows: &[&[T]; 8],
+    panel: &[T],
+    k: usize,
+) -> [[T; W]; 8] {
+    let z = [T::zero(); W];
+    let (mut c0, mut c1, mut c2, mut c3) = (z, z, z, z);
+    let (mut c4, mut c5, mut c6, mut c7) = (z, z, z, z);
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = *rows;
+    let (a0, a1, a2, a3) = (&a0[..k], &a1[..k], &a2[..k], &a3[..k]);
+    let (a4, a5, a6, a7) = (&a4[..k], &a5[..k], &a6[..k], &a7[..k]);
+    for (p, bw) in panel[..k * W].chunks_exact(W).enumerate() {
+        let (x0, x1, x2, x3) = (a0[p], a1[p], a2[p], a3[p]);
+        let (x4, x5, x6, x7) = (a4[p], a5[p], a6[p], a7[p]);
+        for j in 0..W {
+            let b = bw[j];
+            c0[j] = madd::<T, F>(x0, b, c0[j]);
+            c1[j] = madd::<T, F>(x1, b, c1[j]);
+            c2[j] = madd::<T, F>(x2, b, c2[j]);
+            c3[j] = madd::<T, F>(x3, b, c3[j]);
+            c4[j] = madd::<T, F>(x4, b, c4[j]);
+            c5[j] = madd::<T, F>(x5, b, c5[j]);
+            c6[j] = madd::<T, F>(x6, b, c6[j]);
+            c7[j] = madd::<T, F>(x7, b, c7[j]);
+        }
+    }
+    [c0, c1, c2, c3, c4, c5, c6, c7]
 }
 
 /// `C = β·C + α·Aᵀ·G` (see [`takes_tn`]; `at` is the transposed view of `A`) on
@@ -452,7 +499,7 @@ fn tn_rows<T: Element, const W: usize>(
         // `tn_rows_fma`.
         #[cfg(target_arch = "x86_64")]
         Level::Fma => unsafe { tn_rows_fma::<T, W>(a, g, out) },
-        _ => tn_rows_body::<T, W, false>(a, g, out),
+        _ => tn_rows_body::<T, W, false, false>(a, g, out),
     }
 }
 
@@ -468,7 +515,7 @@ unsafe fn tn_rows_fma<T: Element, const W: usize>(
     g: &ArrayView2<'_, T>,
     out: &mut [T],
 ) {
-    tn_rows_body::<T, W, true>(a, g, out);
+    tn_rows_body::<T, W, true, false>(a, g, out);
 }
 
 /// [`tn_rows_body`] with fused multiply-adds over 512-bit vectors.
@@ -483,12 +530,17 @@ unsafe fn tn_rows_avx512<T: Element, const W: usize>(
     g: &ArrayView2<'_, T>,
     out: &mut [T],
 ) {
-    tn_rows_body::<T, W, true>(a, g, out);
+    tn_rows_body::<T, W, true, true>(a, g, out);
 }
 
-/// Bytes of `A` per chunk of rows of [`tn_rows_body`] (the chunk is read once from
-/// memory, then from the L2 cache once per 4 columns of `A`).
-const CHUNK_BYTES: usize = 1 << 20;
+/// Bytes of `A` per chunk of rows of [`tn_rows_body`] at most (the chunk is read once
+/// from memory, then from the L2 cache once per 4 or 8 columns of `A`).
+const CHUNK_BYTES: usize = 1 << 18;
+
+/// Bytes of one panel of `G`'s chunk at most: it is read once per 4 or 8 columns of
+/// `A`, so it stays in the L1 cache (a chunk of 1 MiB of `A` and its 256 kB of `G` from
+/// L2 made `Aᵀ·G` 1.5× slower than `A·B` at `k = 128`).
+const G_CHUNK_BYTES: usize = 1 << 14;
 
 /// `out += Aᵀ·G` over the rows of `a`: chunks of rows that fit in the L2 cache; in a
 /// chunk, for each panel of `G` (copied, zero-padded) and each 4 columns `p..p+4` of
@@ -496,14 +548,19 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// (Updating `out` row by row instead lets the compiler vectorise across `p`, with
 /// scalar stores: three times slower.)
 #[inline(always)]
-fn tn_rows_body<T: Element, const W: usize, const F: bool>(
+///
+/// With `E` and one-vector panels, tiles of 8 columns of `A` (8 sums in flight).
+fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
     a: &ArrayView2<'_, T>,
     g: &ArrayView2<'_, T>,
     out: &mut [T],
 ) {
     let (m, k) = a.dim();
     let n = g.ncols();
-    let ib = (CHUNK_BYTES / (k * std::mem::size_of::<T>()).max(1)).clamp(1, m.max(1));
+    let size = std::mem::size_of::<T>();
+    let ib = (CHUNK_BYTES / (k * size).max(1))
+        .min(G_CHUNK_BYTES / (W * size))
+        .clamp(1, m.max(1));
     let mut rows: Vec<&[T]> = Vec::with_capacity(ib);
     let mut gbuf = vec![T::zero(); ib * W];
     for i0 in (0..m).step_by(ib) {
@@ -518,8 +575,21 @@ fn tn_rows_body<T: Element, const W: usize, const F: bool>(
             let gs = &gbuf[..(i1 - i0) * W];
             let mut p = 0;
             while p < k {
-                let r = if p + MR <= k { MR } else { 1 };
-                if r == MR {
+                let eight = E && W * std::mem::size_of::<T>() == 64;
+                let r = if eight && p + 8 <= k {
+                    8
+                } else if p + MR <= k {
+                    MR
+                } else {
+                    1
+                };
+                if r == 8 {
+                    let acc = tile_tn8::<T, W, F>(&rows, gs, p);
+                    for (t, at) in acc.iter().enumerate() {
+                        let o = &mut panel[(p + t) * W..(p + t + 1) * W];
+                        o.iter_mut().zip(at).for_each(|(o, &v)| *o += v);
+                    }
+                } else if r == MR {
                     let acc = tile_tn::<T, W, MR, F>(&rows, gs, p);
                     for (t, at) in acc.iter().enumerate() {
                         let o = &mut panel[(p + t) * W..(p + t + 1) * W];
@@ -569,6 +639,35 @@ fn tile_tn<T: Element, const W: usize, const R: usize, const F: bool>(
     }
     let all = [c0, c1, c2, c3];
     std::array::from_fn(|r| all[r])
+}
+
+/// [`tile_tn`] for 8 columns of `A`.
+#[inline(always)]
+fn tile_tn8<T: Element, const W: usize, const F: bool>(
+    rows: &[&[T]],
+    gs: &[T],
+    p: usize,
+) -> [[T; W]; 8] {
+    let z = [T::zero(); W];
+    let (mut c0, mut c1, mut c2, mut c3) = (z, z, z, z);
+    let (mut c4, mut c5, mut c6, mut c7) = (z, z, z, z);
+    for (gw, ar) in gs.chunks_exact(W).zip(rows) {
+        let x = &ar[p..p + 8];
+        let (x0, x1, x2, x3) = (x[0], x[1], x[2], x[3]);
+        let (x4, x5, x6, x7) = (x[4], x[5], x[6], x[7]);
+        for j in 0..W {
+            let g = gw[j];
+            c0[j] = madd::<T, F>(x0, g, c0[j]);
+            c1[j] = madd::<T, F>(x1, g, c1[j]);
+            c2[j] = madd::<T, F>(x2, g, c2[j]);
+            c3[j] = madd::<T, F>(x3, g, c3[j]);
+            c4[j] = madd::<T, F>(x4, g, c4[j]);
+            c5[j] = madd::<T, F>(x5, g, c5[j]);
+            c6[j] = madd::<T, F>(x6, g, c6[j]);
+            c7[j] = madd::<T, F>(x7, g, c7[j]);
+        }
+    }
+    [c0, c1, c2, c3, c4, c5, c6, c7]
 }
 
 #[cfg(test)]
