@@ -432,6 +432,69 @@ mod tests {
     use super::*;
     use ndarray::Array2;
 
+    /// A product on the tape large enough for the threaded narrow-product kernels
+    /// (`X·W` forward, `Xᵀ·G` and `G·Wᵀ` backward), on 2 threads, against triple loops:
+    /// `f = Σ (X·W) ⊙ C`, so `∂f/∂W = Xᵀ·C` and `∂f/∂X = C·Wᵀ`.
+    #[test]
+    fn threaded_products_on_the_tape_match_triple_loops() {
+        use crate::tensor::{TapeBuffers, gradient};
+        use crate::{Const, Duplicated};
+        let (m, k, n) = (600, 40, 20);
+        assert!(m * k * n >= PAR_MIN);
+        let x = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 * 0.1 - 0.5);
+        let w = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.05 - 0.3);
+        let c = Array2::from_shape_fn((m, n), |(i, j)| ((i + 3 * j) % 7) as f64 - 3.0);
+        let (mut dw, mut dx) = (Array2::zeros((k, n)), Array2::zeros((m, k)));
+        let mut bufs = TapeBuffers::new();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let f = pool
+            .install(|| {
+                gradient(
+                    &mut bufs,
+                    |t, (w, x, c)| {
+                        let y = t.matmul(x, w)?;
+                        let y = t.mul(y, c)?;
+                        t.sum(y)
+                    },
+                    (Duplicated(&w, &mut dw), Duplicated(&x, &mut dx), Const(&c)),
+                )
+            })
+            .unwrap();
+        let mut want_f = 0.0;
+        for i in 0..m {
+            for j in 0..n {
+                want_f += (0..k).map(|p| x[[i, p]] * w[[p, j]]).sum::<f64>() * c[[i, j]];
+            }
+        }
+        assert!(
+            (f - want_f).abs() <= 1e-9 * want_f.abs().max(1.0),
+            "{f} vs {want_f}"
+        );
+        for p in 0..k {
+            for j in 0..n {
+                let want: f64 = (0..m).map(|i| x[[i, p]] * c[[i, j]]).sum();
+                assert!(
+                    (dw[[p, j]] - want).abs() < 1e-9,
+                    "dW[{p}, {j}] {} vs {want}",
+                    dw[[p, j]]
+                );
+            }
+        }
+        for i in 0..m {
+            for p in 0..k {
+                let want: f64 = (0..n).map(|j| c[[i, j]] * w[[p, j]]).sum();
+                assert!(
+                    (dx[[i, p]] - want).abs() < 1e-9,
+                    "dX[{i}, {p}] {} vs {want}",
+                    dx[[i, p]]
+                );
+            }
+        }
+    }
+
     /// The split product equals the one-thread product, for both splits (rows, and the
     /// inner dimension of a `k ≫ m` product) and with `beta` reading `c`.
     #[test]

@@ -778,8 +778,12 @@ mod tests {
     }
 
     /// Shapes with remainders everywhere: rows not a multiple of the tile, columns
-    /// below, at and above a panel, one column, several parts of `Aᵀ·G`.
+    /// below, at and above a panel, one column, several parts of `Aᵀ·G`; the 8-row and
+    /// 8-column tiles of one-vector panels (`n ≤ 16` for f32, `≤ 8` for f64, with
+    /// AVX-512) with `k` not a multiple of 8.
     const SHAPES: &[(usize, usize, usize)] = &[
+        (700, 12, 5),
+        (1100, 21, 16),
         (7, 3, 1),
         (13, 40, 7),
         (130, 33, 16),
