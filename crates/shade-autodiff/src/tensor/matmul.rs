@@ -3,8 +3,10 @@
 //! block-diagonal matrix given by its blocks (per-head scores of attention layers).
 //!
 //! Rules: `dA += G · Bᵀ`, `dB += Aᵀ · G` (summed over the batch when `B` is shared);
-//! forward `Ċ = Ȧ · B + A · Ḃ`. Products run on ndarray's `general_mat_mul` over views,
-//! accumulating straight into the adjoints. `group_dot` (`s[n, g] = Σ_c x[n, gC + c]
+//! forward `Ċ = Ȧ · B + A · Ḃ`. Products run over views (transposed operands as strides,
+//! never materialised), accumulating straight into the adjoints: those with a narrow
+//! right operand (`X·W`, `Xᵀ·G`, `G·Wᵀ` of a graph layer) in the kernels of
+//! `matmul/skinny.rs`, the others on ndarray's `general_mat_mul`. `group_dot` (`s[n, g] = Σ_c x[n, gC + c]
 //! a[gC + c]`) runs over contiguous slices: `dx[n, gC + c] += G[n, g] a[gC + c]`,
 //! `da[gC + c] += Σ_n G[n, g] x[n, gC + c]`, `ṡ = ẋ · a + x · ȧ` per group.
 
