@@ -103,6 +103,19 @@ impl H<'_> {
     }
 }
 
+/// Runs `round` twice, as every check does (a prepared object must give the same
+/// results when reused), with `v` naming a variant with its round (`v("plain")` is
+/// `"plain, round 1"`); the rounds' numbers of checks added up.
+fn twice(
+    mut round: impl FnMut(&dyn Fn(&str) -> String) -> Result<usize, HarnessError>,
+) -> Result<usize, HarnessError> {
+    let mut n = 0;
+    for r in ["1", "2"] {
+        n += round(&|s: &str| format!("{s}, round {r}"))?;
+    }
+    Ok(n)
+}
+
 /// `k` deterministic, non-trivial tangents of length `n`, stacked.
 pub(crate) fn tangents(n: usize, k: usize) -> Vec<f64> {
     (0..k * n)
@@ -141,9 +154,8 @@ where
     let (want, wy) = (&sc.reference.jacobian[..], sc.reference.y[0]);
     let x0 = x.to_vec();
     let mut p = prepare_gradient(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         n += h.cmp(
             &v("plain"),
             t,
@@ -165,7 +177,8 @@ where
         n += h.cmp(&v("value_and_into"), t, &[y], &[wy])?
             + h.cmp(&v("value_and_into"), t, &buf, want)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
-    }
+        Ok(n)
+    })?;
     let bad = vec![0.5; x.len() + 1];
     n += h.shape_error(p.gradient(&bad, ctx))?;
     Ok(n)
@@ -187,9 +200,8 @@ where
     let (want, wy) = (&sc.reference.jacobian[..], &sc.reference.y[..]);
     let x0 = x.to_vec();
     let mut p = prep_jacobian_any(sc.f, m, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         let j = p.jacobian(x, ctx).map_err(h.ie(&v("plain")))?;
         n += h.cmp(&v("plain"), t, &j.borrow().to_row_major(), want)?;
         let mut buf = p.new_jacobian();
@@ -209,7 +221,8 @@ where
         n += h.cmp(&v("value_and_into"), t, &yb, wy)?
             + h.cmp(&v("value_and_into"), t, &buf.borrow().to_row_major(), want)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
-    }
+        Ok(n)
+    })?;
     n += h.shape_error(p.jacobian(&x[..x.len().saturating_sub(1)], ctx))?;
     Ok(n)
 }
@@ -259,10 +272,9 @@ macro_rules! check_directional {
             let (x0, ts0) = (x.to_vec(), ts.clone());
             let mut p = crate::ops::prep_any::$prep(sc.f, m, b, sc.prep_x, &ctx)
                 .map_err(h.ie("prepare"))?;
-            let mut n = 0;
             let (t0, w0) = (&ts[..inlen], &want[..outlen]);
-            for round in ["1", "2"] {
-                let v = |s: &str| format!("{s}, round {round}");
+            let mut n = twice(|v| {
+                let mut n = 0;
                 n += h.cmp(
                     &v("plain"),
                     t,
@@ -284,7 +296,8 @@ macro_rules! check_directional {
                 n += h.cmp(&v("batch"), t, &o, &want)?;
                 n += h.untouched(&v("all"), "x", &x0, x)?
                     + h.untouched(&v("all"), "tangent", &ts0, &ts)?;
-            }
+                Ok(n)
+            })?;
             let bad = vec![0.5; inlen + 1];
             n += h.shape_error(p.$plain(x, &bad, ctx))?;
             Ok(n)
@@ -344,16 +357,16 @@ where
     let h = H::new(&sc.name, b, "derivative");
     let (x, ctx, t, r) = (sc.x, sc.ctx, &cfg.first, &sc.reference);
     let mut p = prepare_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let n = twice(|v| {
+        let mut n = 0;
         let d = p.derivative(x, ctx).map_err(h.ie(&v("plain")))?;
         n += h.cmp(&v("plain"), t, &[d], &r.jacobian)?;
         let (y, d) = p
             .value_and_derivative(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
         n += h.cmp(&v("value_and"), t, &[y, d], &[r.y[0], r.jacobian[0]])?;
-    }
+        Ok(n)
+    })?;
     Ok(n)
 }
 
@@ -372,9 +385,8 @@ where
     let (x, ctx, t, r, m) = (sc.x, sc.ctx, &cfg.first, &sc.reference, sc.m);
     let mut p = prepare_derivative_inplace(sc.f, &vec![0.0; m], b, sc.prep_x, ctx)
         .map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         n += h.cmp(
             &v("plain"),
             t,
@@ -395,7 +407,8 @@ where
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), t, &yb, &r.y)?
             + h.cmp(&v("value_and_into"), t, &buf, &r.jacobian)?;
-    }
+        Ok(n)
+    })?;
     let mut short = vec![0.0; m + 1];
     n += h.shape_error(p.derivative_into(x, ctx, &mut short))?;
     Ok(n)
@@ -416,9 +429,8 @@ where
     let (x, ctx) = (sc.x, sc.ctx);
     let r = &sc.reference;
     let mut p = prepare_second_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let n = twice(|v| {
+        let mut n = 0;
         let d2 = p.second_derivative(x, ctx).map_err(h.ie(&v("plain")))?;
         n += h.cmp(&v("plain"), &cfg.second, &[d2], &r.hessian)?;
         let (y, d1, d2) = p
@@ -431,7 +443,8 @@ where
             &[r.y[0], r.jacobian[0]],
         )?;
         n += h.cmp(&v("value_and"), &cfg.second, &[d2], &r.hessian)?;
-    }
+        Ok(n)
+    })?;
     Ok(n)
 }
 
@@ -451,9 +464,8 @@ where
     let nx = x.len();
     let x0 = x.to_vec();
     let mut p = prepare_hessian(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         let hh = p.hessian(x, ctx).map_err(h.ie(&v("plain")))?;
         n += h.cmp(
             &v("plain"),
@@ -496,7 +508,8 @@ where
             &r.hessian,
         )?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
-    }
+        Ok(n)
+    })?;
     n += h.shape_error(
         p.hessian(&[], ctx)
             .and_then(|_| p.hessian(&vec![0.0; nx + 1], ctx)),
@@ -526,9 +539,8 @@ where
     let (x0, vs0) = (x.to_vec(), vs.clone());
     let (v0, w0) = (&vs[..nx], &want[..nx]);
     let mut p = prepare_hvp(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         n += h.cmp(
             &v("plain"),
             &cfg.second,
@@ -558,7 +570,8 @@ where
             &want,
         )?;
         n += h.untouched(&v("all"), "x", &x0, x)? + h.untouched(&v("all"), "v", &vs0, &vs)?;
-    }
+        Ok(n)
+    })?;
     n += h.shape_error(p.hvp(x, &vec![0.0; nx + 1], ctx))?;
     Ok(n)
 }
