@@ -77,6 +77,16 @@ impl H<'_> {
             )),
         }
     }
+    /// Compares a Jacobian or Hessian (dense or sparse) with a row-major `want`.
+    fn cmp_matrix<M: ?Sized + DerivativeMatrix>(
+        &self,
+        variant: &str,
+        tol: &Tolerance,
+        got: &M,
+        want: &[f64],
+    ) -> Result<usize, HarnessError> {
+        self.cmp(variant, tol, &got.to_row_major(), want)
+    }
     fn untouched(
         &self,
         variant: &str,
@@ -203,23 +213,23 @@ where
     let mut n = twice(|v| {
         let mut n = 0;
         let j = p.jacobian(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp(&v("plain"), t, &j.borrow().to_row_major(), want)?;
+        n += h.cmp_matrix(&v("plain"), t, j.borrow(), want)?;
         let mut buf = p.new_jacobian();
         buf.borrow_mut().values_mut().fill(GARBAGE);
         p.jacobian_into(x, ctx, buf.borrow_mut())
             .map_err(h.ie(&v("into")))?;
-        n += h.cmp(&v("into"), t, &buf.borrow().to_row_major(), want)?;
+        n += h.cmp_matrix(&v("into"), t, buf.borrow(), want)?;
         let (y, j) = p
             .value_and_jacobian(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
         n += h.cmp(&v("value_and"), t, &y, wy)?
-            + h.cmp(&v("value_and"), t, &j.borrow().to_row_major(), want)?;
+            + h.cmp_matrix(&v("value_and"), t, j.borrow(), want)?;
         let mut yb = vec![GARBAGE; m];
         buf.borrow_mut().values_mut().fill(GARBAGE);
         p.value_and_jacobian_into(x, ctx, &mut yb, buf.borrow_mut())
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), t, &yb, wy)?
-            + h.cmp(&v("value_and_into"), t, &buf.borrow().to_row_major(), want)?;
+            + h.cmp_matrix(&v("value_and_into"), t, buf.borrow(), want)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
         Ok(n)
     })?;
@@ -467,33 +477,18 @@ where
     let mut n = twice(|v| {
         let mut n = 0;
         let hh = p.hessian(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp(
-            &v("plain"),
-            &cfg.second,
-            &hh.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("plain"), &cfg.second, hh.borrow(), &r.hessian)?;
         let mut buf = p.new_hessian();
         buf.borrow_mut().values_mut().fill(GARBAGE);
         p.hessian_into(x, ctx, buf.borrow_mut())
             .map_err(h.ie(&v("into")))?;
-        n += h.cmp(
-            &v("into"),
-            &cfg.second,
-            &buf.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("into"), &cfg.second, buf.borrow(), &r.hessian)?;
         let (y, g, hh) = p
             .value_gradient_and_hessian(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
         n += h.cmp(&v("value_and"), &cfg.first, &[y], &r.y)?
             + h.cmp(&v("value_and"), &cfg.first, &g, &r.jacobian)?;
-        n += h.cmp(
-            &v("value_and"),
-            &cfg.second,
-            &hh.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("value_and"), &cfg.second, hh.borrow(), &r.hessian)?;
         let mut gb = vec![GARBAGE; nx];
         buf.borrow_mut().values_mut().fill(GARBAGE);
         let y = p
@@ -501,12 +496,7 @@ where
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), &cfg.first, &[y], &r.y)?;
         n += h.cmp(&v("value_and_into"), &cfg.first, &gb, &r.jacobian)?;
-        n += h.cmp(
-            &v("value_and_into"),
-            &cfg.second,
-            &buf.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("value_and_into"), &cfg.second, buf.borrow(), &r.hessian)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
         Ok(n)
     })?;
