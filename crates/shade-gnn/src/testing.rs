@@ -153,6 +153,25 @@ pub fn layer_output<L: Layer<f64>>(
     (y, p)
 }
 
+/// The layer's output on `inputs` in evaluation mode, with parameters `p` (set by hand
+/// or taken from another run) and a fresh state.
+///
+/// # Panics
+/// If the forward pass fails (a test helper).
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn eval_output<L: Layer<f64>>(
+    layer: &L,
+    inputs: &Inputs<'_, f64>,
+    p: &Params<f64>,
+) -> ndarray::ArrayD<f64> {
+    let state = crate::params::State::new();
+    let mut rng = StdRng::seed_from_u64(0);
+    apply(layer, inputs, p, &state, false, &mut rng)
+        .expect("forward pass")
+        .0
+}
+
 /// Asserts `|a - b| <= tol · (1 + |b|)` elementwise, naming the worst entry.
 #[track_caller]
 pub fn assert_close(a: &Array2<f64>, b: &Array2<f64>, tol: f64) {

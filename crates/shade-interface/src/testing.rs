@@ -146,97 +146,106 @@ pub struct Reference {
     pub hessian: Vec<f64>,
 }
 
-/// A function of a vector returning one number: gradient, jacobian, hessian, hvp,
-/// pushforward, pullback.
-#[derive(Clone, Debug)]
-pub struct GradScenario<F, C> {
-    /// Name in messages.
-    pub name: String,
-    /// `shade_fn!(f(&[S], ...))`.
-    pub f: F,
-    /// Evaluation point.
-    pub x: Vec<f64>,
-    /// Preparation point (same length, other values).
-    pub prep_x: Vec<f64>,
-    /// The contexts.
-    pub ctx: C,
-    /// Reference values at `x`.
-    pub reference: Reference,
+/// Writes the scenario structs, which share their fields: `name`, `f`, `m` (a
+/// two-argument function's number of outputs), `x`, `prep_x` (both of type `X`), `ctx`
+/// and `reference`, in that order, each `pub` and documented. The structs' docs and the
+/// field docs that differ (`f`'s form, `prep_x`, `reference`) are written at the call,
+/// so that rustdoc shows each struct as if written out.
+///
+/// Why: the five scenario kinds differ in the function's form and the point's type
+/// only; written out, they repeated the same six documented fields.
+macro_rules! scenarios {
+    ($($(#[$doc:meta])* $name:ident {
+        $(#[$fd:meta])* f,
+        $($(#[$md:meta])* m,)?
+        x: $X:ty,
+        $(#[$pd:meta])* prep_x,
+        $(#[$rd:meta])* reference $(,)?
+    })*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $name<F, C> {
+            /// Name in messages.
+            pub name: String,
+            $(#[$fd])*
+            pub f: F,
+            $($(#[$md])*
+            pub m: usize,)?
+            /// Evaluation point.
+            pub x: $X,
+            $(#[$pd])*
+            pub prep_x: $X,
+            /// The contexts.
+            pub ctx: C,
+            $(#[$rd])*
+            pub reference: Reference,
+        }
+    )*};
 }
 
-/// A two-argument function of a vector with `m` outputs: jacobian, pushforward, pullback.
-#[derive(Clone, Debug)]
-pub struct JacScenario<F, C> {
-    /// Name in messages.
-    pub name: String,
-    /// `shade_fn!(f(&mut [S], &[S], ...))`.
-    pub f: F,
-    /// Number of outputs.
-    pub m: usize,
-    /// Evaluation point.
-    pub x: Vec<f64>,
-    /// Preparation point.
-    pub prep_x: Vec<f64>,
-    /// The contexts.
-    pub ctx: C,
-    /// Reference values at `x`.
-    pub reference: Reference,
-}
+scenarios! {
+    /// A function of a vector returning one number: gradient, jacobian, hessian, hvp,
+    /// pushforward, pullback.
+    GradScenario {
+        /// `shade_fn!(f(&[S], ...))`.
+        f,
+        x: Vec<f64>,
+        /// Preparation point (same length, other values).
+        prep_x,
+        /// Reference values at `x`.
+        reference,
+    }
 
-/// A one-argument vector-valued function of a vector, `f(x, ..) -> Vec<S>`: jacobian,
-/// pushforward, pullback. The number of outputs is not given: the harness takes it from
-/// the function's evaluation at the preparation point, as the operators do, and the
-/// results are compared with the reference (whose `y` has the true length).
-#[derive(Clone, Debug)]
-pub struct VecScenario<F, C> {
-    /// Name in messages.
-    pub name: String,
-    /// `shade_fn!(f(&[S], ...) -> Vec<S>)`.
-    pub f: F,
-    /// Evaluation point.
-    pub x: Vec<f64>,
-    /// Preparation point.
-    pub prep_x: Vec<f64>,
-    /// The contexts.
-    pub ctx: C,
-    /// Reference values at `x`.
-    pub reference: Reference,
-}
+    /// A two-argument function of a vector with `m` outputs: jacobian, pushforward, pullback.
+    JacScenario {
+        /// `shade_fn!(f(&mut [S], &[S], ...))`.
+        f,
+        /// Number of outputs.
+        m,
+        x: Vec<f64>,
+        /// Preparation point.
+        prep_x,
+        /// Reference values at `x`.
+        reference,
+    }
 
-/// A one-argument function of a scalar: derivative, second derivative.
-#[derive(Clone, Debug)]
-pub struct ScalarScenario<F, C> {
-    /// Name in messages.
-    pub name: String,
-    /// `shade_fn!(f(S, ...))`.
-    pub f: F,
-    /// Evaluation point.
-    pub x: f64,
-    /// Preparation point.
-    pub prep_x: f64,
-    /// The contexts.
-    pub ctx: C,
-    /// Reference values at `x` (`hessian = [f''(x)]`).
-    pub reference: Reference,
-}
+    /// A one-argument vector-valued function of a vector, `f(x, ..) -> Vec<S>`: jacobian,
+    /// pushforward, pullback. The number of outputs is not given: the harness takes it from
+    /// the function's evaluation at the preparation point, as the operators do, and the
+    /// results are compared with the reference (whose `y` has the true length).
+    VecScenario {
+        /// `shade_fn!(f(&[S], ...) -> Vec<S>)`.
+        f,
+        x: Vec<f64>,
+        /// Preparation point.
+        prep_x,
+        /// Reference values at `x`.
+        reference,
+    }
 
-/// A two-argument function of a scalar with `m` outputs: derivative.
-#[derive(Clone, Debug)]
-pub struct ScalarInplaceScenario<F, C> {
-    /// Name in messages.
-    pub name: String,
-    /// `shade_fn!(f(&mut [S], S, ...))`.
-    pub f: F,
-    /// Number of outputs.
-    pub m: usize,
-    /// Evaluation point.
-    pub x: f64,
-    /// Preparation point.
-    pub prep_x: f64,
-    /// The contexts.
-    pub ctx: C,
-    /// Reference values at `x`.
-    pub reference: Reference,
+    /// A one-argument function of a scalar: derivative, second derivative.
+    ScalarScenario {
+        /// `shade_fn!(f(S, ...))`.
+        f,
+        x: f64,
+        /// Preparation point.
+        prep_x,
+        /// Reference values at `x` (`hessian = [f''(x)]`).
+        reference,
+    }
+
+    /// A two-argument function of a scalar with `m` outputs: derivative.
+    ScalarInplaceScenario {
+        /// `shade_fn!(f(&mut [S], S, ...))`.
+        f,
+        /// Number of outputs.
+        m,
+        x: f64,
+        /// Preparation point.
+        prep_x,
+        /// Reference values at `x`.
+        reference,
+    }
 }
 
 /// What one scenario run checked.

@@ -102,13 +102,12 @@ mod tests {
     use super::super::blocks::reference::edge_list;
     use super::*;
     use crate::testing::{
-        arb_graph_and_features, assert_close, check_layer_gradient, proptest_config,
+        arb_graph_and_features, assert_close, check_layer_gradient, eval_output, proptest_config,
         random_features, random_graph,
     };
-    use crate::{Features, GraphCtx, Inputs, apply};
+    use crate::{Features, GraphCtx, Inputs};
     use ndarray::Array2;
     use proptest::prelude::*;
-    use rand::SeedableRng;
 
     #[test]
     fn matches_dense_reference() {
@@ -131,16 +130,7 @@ mod tests {
             } else {
                 Params::new()
             };
-            let mut rng = StdRng::seed_from_u64(0);
-            let (y, _) = apply(
-                &conv,
-                &Inputs::new(&ctx, &f),
-                &p,
-                &State::new(),
-                false,
-                &mut rng,
-            )
-            .unwrap();
+            let y = eval_output(&conv, &Inputs::new(&ctx, &f), &p);
             let mut edges: Vec<(usize, usize)> = edge_list(&g)
                 .into_iter()
                 .filter(|e| !conv.add_self_loops || e.0 != e.1)

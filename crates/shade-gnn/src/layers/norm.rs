@@ -336,7 +336,7 @@ mod tests {
     use super::*;
     use crate::testing::{
         GradCheck, arb_graph, arb_graph_and_features, assert_close, check_layer_gradient,
-        proptest_config, random_features, random_graph,
+        eval_output, proptest_config, random_features, random_graph,
     };
     use crate::{Features, Inputs, apply};
     use ndarray::{Array2, Axis, Ix2};
@@ -363,15 +363,7 @@ mod tests {
         let x = random_features(4, 3, 1);
         let p = affine_params(3);
         let f = Features::dense(x.clone());
-        let (y, _) = apply(
-            &LayerNorm::new(3),
-            &Inputs::without_graph(&f),
-            &p,
-            &State::new(),
-            false,
-            &mut StdRng::seed_from_u64(0),
-        )
-        .unwrap();
+        let y = eval_output(&LayerNorm::new(3), &Inputs::without_graph(&f), &p);
         let mut r = Array2::zeros((4, 3));
         for i in 0..4 {
             let m = x.row(i).sum() / 3.0;
@@ -560,15 +552,7 @@ mod tests {
     fn run_graph_mode(ln: &LayerNorm, g: &Graph, x: &Array2<f64>, p: &Params<f64>) -> Array2<f64> {
         let ctx = GraphCtx::<f64>::new(g);
         let f = Features::dense(x.clone());
-        let (y, _) = apply(
-            ln,
-            &Inputs::new(&ctx, &f),
-            p,
-            &State::new(),
-            false,
-            &mut StdRng::seed_from_u64(0),
-        )
-        .unwrap();
+        let y = eval_output(ln, &Inputs::new(&ctx, &f), p);
         y.into_dimensionality::<Ix2>().unwrap()
     }
 

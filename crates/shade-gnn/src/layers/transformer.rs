@@ -180,10 +180,8 @@ mod tests {
     use crate::testing::{
         GradCheck, arb_graph_and_features, proptest_config, random_features, random_graph,
     };
-    use crate::{Features, GraphCtx, Inputs, apply};
     use ndarray::Array2;
     use proptest::prelude::*;
-    use rand::SeedableRng;
 
     fn reference(conv: &TransformerConv, (g, x, e): Case<'_>, p: &Params<f64>) -> Array2<f64> {
         let n = x.nrows();
@@ -257,18 +255,6 @@ mod tests {
                 reference(&conv, (&g, &x, ed), p)
             });
         }
-    }
-
-    #[test]
-    fn missing_edge_features_are_a_coded_error() {
-        let g = random_graph(3, 4, 1);
-        let conv = TransformerConv::new(3, 2).with_edge_dim(2);
-        let mut rng = StdRng::seed_from_u64(0);
-        let (p, st) = Layer::<f64>::init(&conv, &mut rng);
-        let ctx = GraphCtx::<f64>::new(&g);
-        let f = Features::dense(random_features(4, 3, 2));
-        let err = apply(&conv, &Inputs::new(&ctx, &f), &p, &st, false, &mut rng).unwrap_err();
-        assert_eq!(err.code(), "SHADE-E0405");
     }
 
     proptest! {

@@ -80,6 +80,35 @@ impl AutoFiniteDiff {
     fn step2(&self, scale: f64) -> f64 {
         self.second_rel_step() * scale.max(1.0) + self.abs_step
     }
+
+    /// The first-order difference with step `h` into `dy`, given `y0 = f(x)`:
+    /// `(f(x + h) - y0) / h` (forward) or `(f(x + h) - f(x - h)) / 2h` (central), where
+    /// `eval(w, s, plus)` writes `f(x + s)` into `w.yp` (`plus`) or `w.ym`. The
+    /// directional (`jvp`) and the scalar (`scalar_jvp`) derivatives differ only in it.
+    fn difference(
+        &self,
+        w: &mut FdWork,
+        h: f64,
+        y0: &[f64],
+        dy: &mut [f64],
+        mut eval: impl FnMut(&mut FdWork, f64, bool),
+    ) {
+        match self.kind {
+            FdKind::Forward => {
+                eval(w, h, true);
+                for ((d, p), y) in dy.iter_mut().zip(&w.yp).zip(y0) {
+                    *d = (p - y) / h;
+                }
+            }
+            FdKind::Central => {
+                eval(w, h, true);
+                eval(w, -h, false);
+                for ((d, p), m) in dy.iter_mut().zip(&w.yp).zip(&w.ym) {
+                    *d = (p - m) / (2.0 * h);
+                }
+            }
+        }
+    }
 }
 
 impl GenericBackend for AutoFiniteDiff {
@@ -131,21 +160,7 @@ impl GenericBackend for AutoFiniteDiff {
             return;
         }
         let h = self.step1(inf_norm(x)) / dn;
-        match self.kind {
-            FdKind::Forward => {
-                w.eval_at(f, ctx, x, h, dx, true);
-                for ((d, p), y) in dy.iter_mut().zip(&w.yp).zip(y0) {
-                    *d = (p - y) / h;
-                }
-            }
-            FdKind::Central => {
-                w.eval_at(f, ctx, x, h, dx, true);
-                w.eval_at(f, ctx, x, -h, dx, false);
-                for ((d, p), m) in dy.iter_mut().zip(&w.yp).zip(&w.ym) {
-                    *d = (p - m) / (2.0 * h);
-                }
-            }
-        }
+        self.difference(w, h, y0, dy, |w, s, plus| w.eval_at(f, ctx, x, s, dx, plus));
     }
 
     fn scalar_jvp<V: ScalarForm<C>, C>(
@@ -160,21 +175,7 @@ impl GenericBackend for AutoFiniteDiff {
         w.bump.reset();
         f.eval::<f64>(x, ctx, &w.bump, y);
         let h = self.step1(x.abs());
-        match self.kind {
-            FdKind::Forward => {
-                w.scalar(f, ctx, x + h, true);
-                for ((d, p), y0) in dy.iter_mut().zip(&w.yp).zip(y.iter()) {
-                    *d = (p - y0) / h;
-                }
-            }
-            FdKind::Central => {
-                w.scalar(f, ctx, x + h, true);
-                w.scalar(f, ctx, x - h, false);
-                for ((d, p), m) in dy.iter_mut().zip(&w.yp).zip(&w.ym) {
-                    *d = (p - m) / (2.0 * h);
-                }
-            }
-        }
+        self.difference(w, h, y, dy, |w, s, plus| w.scalar(f, ctx, x + s, plus));
     }
 
     fn second<V: VecForm<C>, C>(

@@ -241,28 +241,23 @@ macro_rules! re_pred {
     )*};
 }
 
+/// `Float`'s constants: `f64`'s, as constants (zero derivative parts).
+macro_rules! float_consts {
+    ($($name:ident),*) => {$(
+        fn $name() -> Self { Self::c(<f64 as Float>::$name()) }
+    )*};
+}
+
 impl<D: NumDualNumber> Float for NumDual<D> {
-    fn nan() -> Self {
-        Self::c(f64::NAN)
-    }
-    fn infinity() -> Self {
-        Self::c(f64::INFINITY)
-    }
-    fn neg_infinity() -> Self {
-        Self::c(f64::NEG_INFINITY)
-    }
-    fn neg_zero() -> Self {
-        Self::c(-0.0)
-    }
-    fn min_value() -> Self {
-        Self::c(f64::MIN)
-    }
-    fn min_positive_value() -> Self {
-        Self::c(f64::MIN_POSITIVE)
-    }
-    fn max_value() -> Self {
-        Self::c(f64::MAX)
-    }
+    float_consts!(
+        nan,
+        infinity,
+        neg_infinity,
+        neg_zero,
+        min_value,
+        min_positive_value,
+        max_value
+    );
     re_pred!(
         is_nan,
         is_infinite,

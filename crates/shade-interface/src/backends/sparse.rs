@@ -337,6 +337,21 @@ mod sealed {
     impl<F> Sealed for super::OneArgVec<F> {}
 }
 
+/// `PrepareBackend::footprint` and `explain` of both preparations (Jacobian and
+/// Hessian): the inner backend's, the report extended with the pattern and colouring.
+macro_rules! footprint_and_explain {
+    () => {
+        fn footprint(&self, st: &Self::State) -> Option<usize> {
+            self.inner.footprint(&st.inner)
+        }
+
+        fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
+            let r = self.inner.explain(&st.inner, meta);
+            st.report(r, self.name(), &self.inner.name(), meta)
+        }
+    };
+}
+
 /// Preparation traces the pattern at `x` (and checks the output length), colours its
 /// columns and its rows, and keeps the orientation with fewer colours.
 impl<V, C, B> PrepareBackend<V, C> for AutoSparse<B>
@@ -380,14 +395,7 @@ where
         })
     }
 
-    fn footprint(&self, st: &Self::State) -> Option<usize> {
-        self.inner.footprint(&st.inner)
-    }
-
-    fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
-        let r = self.inner.explain(&st.inner, meta);
-        st.report(r, self.name(), &self.inner.name(), meta)
-    }
+    footprint_and_explain!();
 }
 
 impl<V, C, B> JacobianBackend<V, C> for AutoSparse<B>
@@ -462,14 +470,7 @@ where
         Ok(st)
     });
 
-    fn footprint(&self, st: &Self::State) -> Option<usize> {
-        self.inner.footprint(&st.inner)
-    }
-
-    fn explain(&self, st: &Self::State, meta: &Meta) -> Report {
-        let r = self.inner.explain(&st.inner, meta);
-        st.report(r, self.name(), &self.inner.name(), meta)
-    }
+    footprint_and_explain!();
 }
 
 impl<F, C, B> HessianBackend<F, C> for AutoSparse<B>

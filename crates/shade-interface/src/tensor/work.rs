@@ -256,6 +256,24 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         t
     }
 
+    /// The first steps of every operator: validates `backend`, checks `x` against the
+    /// preparation, `other` against `x` and each of `outputs` against the result's
+    /// shape; returns the engine to dispatch to.
+    fn begin<B: TensorBackend>(
+        &self,
+        (op, backend): (Operator, &B),
+        x: &X,
+        other: Option<(&'static str, &X)>,
+        outputs: &[(&'static str, &[usize])],
+    ) -> InterfaceResult<TensorEngine> {
+        backend.validate()?;
+        self.check_input(op, x, other)?;
+        for &(argument, found) in outputs {
+            self.check_output(op, argument, found)?;
+        }
+        Ok(backend.engine())
+    }
+
     /// Runs `call` on a [`Run`] of `program` with `ctx` and records what ran.
     fn run<P, C, H, R>(
         &mut self,
@@ -299,9 +317,7 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         B: TensorBackend,
         C: TensorContexts<T, H>,
     {
-        backend.validate()?;
-        self.check_input(Operator::Gradient, x, Some(("gradient", g)))?;
-        let engine = backend.engine();
+        let engine = self.begin((Operator::Gradient, backend), x, Some(("gradient", g)), &[])?;
         self.run(
             (Operator::Gradient, engine),
             x,
@@ -328,10 +344,8 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         B: TensorBackend,
         C: TensorContexts<T, H>,
     {
-        backend.validate()?;
-        self.check_input(Operator::Pullback, x, Some(("dx", dx)))?;
-        self.check_output(Operator::Pullback, "dy", dy.shape())?;
-        let engine = backend.engine();
+        let outputs = [("dy", dy.shape())];
+        let engine = self.begin((Operator::Pullback, backend), x, Some(("dx", dx)), &outputs)?;
         self.run(
             (Operator::Pullback, engine),
             x,
@@ -357,11 +371,13 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         B: TensorBackend,
         C: TensorContexts<T, H>,
     {
-        backend.validate()?;
-        self.check_input(Operator::Pushforward, x, Some(("dx", dx)))?;
-        self.check_output(Operator::Pushforward, "y", y.shape())?;
-        self.check_output(Operator::Pushforward, "dy", dy.shape())?;
-        let engine = backend.engine();
+        let outputs = [("y", y.shape()), ("dy", dy.shape())];
+        let engine = self.begin(
+            (Operator::Pushforward, backend),
+            x,
+            Some(("dx", dx)),
+            &outputs,
+        )?;
         self.run(
             (Operator::Pushforward, engine),
             x,
@@ -388,9 +404,7 @@ impl<T: Element, X: TensorInput<T> + ?Sized> Workspace<T, X> {
         B: TensorBackend,
         C: TensorContexts<T, H>,
     {
-        backend.validate()?;
-        self.check_input(Operator::Jacobian, x, None)?;
-        let engine = backend.engine();
+        let engine = self.begin((Operator::Jacobian, backend), x, None, &[])?;
         self.run((Operator::Jacobian, engine), x, (program, ctx), |r| {
             r.learn_output(x)?;
             let (m, n) = (r.work.seed.len(), entries(x));

@@ -77,6 +77,16 @@ impl H<'_> {
             )),
         }
     }
+    /// Compares a Jacobian or Hessian (dense or sparse) with a row-major `want`.
+    fn cmp_matrix<M: ?Sized + DerivativeMatrix>(
+        &self,
+        variant: &str,
+        tol: &Tolerance,
+        got: &M,
+        want: &[f64],
+    ) -> Result<usize, HarnessError> {
+        self.cmp(variant, tol, &got.to_row_major(), want)
+    }
     fn untouched(
         &self,
         variant: &str,
@@ -101,6 +111,19 @@ impl H<'_> {
             Ok(_) => Err(self.fail("shape check", "a wrong input length was accepted".into())),
         }
     }
+}
+
+/// Runs `round` twice, as every check does (a prepared object must give the same
+/// results when reused), with `v` naming a variant with its round (`v("plain")` is
+/// `"plain, round 1"`); the rounds' numbers of checks added up.
+fn twice(
+    mut round: impl FnMut(&dyn Fn(&str) -> String) -> Result<usize, HarnessError>,
+) -> Result<usize, HarnessError> {
+    let mut n = 0;
+    for r in ["1", "2"] {
+        n += round(&|s: &str| format!("{s}, round {r}"))?;
+    }
+    Ok(n)
 }
 
 /// `k` deterministic, non-trivial tangents of length `n`, stacked.
@@ -141,9 +164,8 @@ where
     let (want, wy) = (&sc.reference.jacobian[..], sc.reference.y[0]);
     let x0 = x.to_vec();
     let mut p = prepare_gradient(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         n += h.cmp(
             &v("plain"),
             t,
@@ -165,7 +187,8 @@ where
         n += h.cmp(&v("value_and_into"), t, &[y], &[wy])?
             + h.cmp(&v("value_and_into"), t, &buf, want)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
-    }
+        Ok(n)
+    })?;
     let bad = vec![0.5; x.len() + 1];
     n += h.shape_error(p.gradient(&bad, ctx))?;
     Ok(n)
@@ -187,29 +210,29 @@ where
     let (want, wy) = (&sc.reference.jacobian[..], &sc.reference.y[..]);
     let x0 = x.to_vec();
     let mut p = prep_jacobian_any(sc.f, m, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         let j = p.jacobian(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp(&v("plain"), t, &j.borrow().to_row_major(), want)?;
+        n += h.cmp_matrix(&v("plain"), t, j.borrow(), want)?;
         let mut buf = p.new_jacobian();
         buf.borrow_mut().values_mut().fill(GARBAGE);
         p.jacobian_into(x, ctx, buf.borrow_mut())
             .map_err(h.ie(&v("into")))?;
-        n += h.cmp(&v("into"), t, &buf.borrow().to_row_major(), want)?;
+        n += h.cmp_matrix(&v("into"), t, buf.borrow(), want)?;
         let (y, j) = p
             .value_and_jacobian(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
         n += h.cmp(&v("value_and"), t, &y, wy)?
-            + h.cmp(&v("value_and"), t, &j.borrow().to_row_major(), want)?;
+            + h.cmp_matrix(&v("value_and"), t, j.borrow(), want)?;
         let mut yb = vec![GARBAGE; m];
         buf.borrow_mut().values_mut().fill(GARBAGE);
         p.value_and_jacobian_into(x, ctx, &mut yb, buf.borrow_mut())
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), t, &yb, wy)?
-            + h.cmp(&v("value_and_into"), t, &buf.borrow().to_row_major(), want)?;
+            + h.cmp_matrix(&v("value_and_into"), t, buf.borrow(), want)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
-    }
+        Ok(n)
+    })?;
     n += h.shape_error(p.jacobian(&x[..x.len().saturating_sub(1)], ctx))?;
     Ok(n)
 }
@@ -259,10 +282,9 @@ macro_rules! check_directional {
             let (x0, ts0) = (x.to_vec(), ts.clone());
             let mut p = crate::ops::prep_any::$prep(sc.f, m, b, sc.prep_x, &ctx)
                 .map_err(h.ie("prepare"))?;
-            let mut n = 0;
             let (t0, w0) = (&ts[..inlen], &want[..outlen]);
-            for round in ["1", "2"] {
-                let v = |s: &str| format!("{s}, round {round}");
+            let mut n = twice(|v| {
+                let mut n = 0;
                 n += h.cmp(
                     &v("plain"),
                     t,
@@ -284,7 +306,8 @@ macro_rules! check_directional {
                 n += h.cmp(&v("batch"), t, &o, &want)?;
                 n += h.untouched(&v("all"), "x", &x0, x)?
                     + h.untouched(&v("all"), "tangent", &ts0, &ts)?;
-            }
+                Ok(n)
+            })?;
             let bad = vec![0.5; inlen + 1];
             n += h.shape_error(p.$plain(x, &bad, ctx))?;
             Ok(n)
@@ -344,16 +367,16 @@ where
     let h = H::new(&sc.name, b, "derivative");
     let (x, ctx, t, r) = (sc.x, sc.ctx, &cfg.first, &sc.reference);
     let mut p = prepare_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let n = twice(|v| {
+        let mut n = 0;
         let d = p.derivative(x, ctx).map_err(h.ie(&v("plain")))?;
         n += h.cmp(&v("plain"), t, &[d], &r.jacobian)?;
         let (y, d) = p
             .value_and_derivative(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
         n += h.cmp(&v("value_and"), t, &[y, d], &[r.y[0], r.jacobian[0]])?;
-    }
+        Ok(n)
+    })?;
     Ok(n)
 }
 
@@ -372,9 +395,8 @@ where
     let (x, ctx, t, r, m) = (sc.x, sc.ctx, &cfg.first, &sc.reference, sc.m);
     let mut p = prepare_derivative_inplace(sc.f, &vec![0.0; m], b, sc.prep_x, ctx)
         .map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         n += h.cmp(
             &v("plain"),
             t,
@@ -395,7 +417,8 @@ where
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), t, &yb, &r.y)?
             + h.cmp(&v("value_and_into"), t, &buf, &r.jacobian)?;
-    }
+        Ok(n)
+    })?;
     let mut short = vec![0.0; m + 1];
     n += h.shape_error(p.derivative_into(x, ctx, &mut short))?;
     Ok(n)
@@ -416,9 +439,8 @@ where
     let (x, ctx) = (sc.x, sc.ctx);
     let r = &sc.reference;
     let mut p = prepare_second_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let n = twice(|v| {
+        let mut n = 0;
         let d2 = p.second_derivative(x, ctx).map_err(h.ie(&v("plain")))?;
         n += h.cmp(&v("plain"), &cfg.second, &[d2], &r.hessian)?;
         let (y, d1, d2) = p
@@ -431,7 +453,8 @@ where
             &[r.y[0], r.jacobian[0]],
         )?;
         n += h.cmp(&v("value_and"), &cfg.second, &[d2], &r.hessian)?;
-    }
+        Ok(n)
+    })?;
     Ok(n)
 }
 
@@ -451,37 +474,21 @@ where
     let nx = x.len();
     let x0 = x.to_vec();
     let mut p = prepare_hessian(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         let hh = p.hessian(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp(
-            &v("plain"),
-            &cfg.second,
-            &hh.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("plain"), &cfg.second, hh.borrow(), &r.hessian)?;
         let mut buf = p.new_hessian();
         buf.borrow_mut().values_mut().fill(GARBAGE);
         p.hessian_into(x, ctx, buf.borrow_mut())
             .map_err(h.ie(&v("into")))?;
-        n += h.cmp(
-            &v("into"),
-            &cfg.second,
-            &buf.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("into"), &cfg.second, buf.borrow(), &r.hessian)?;
         let (y, g, hh) = p
             .value_gradient_and_hessian(x, ctx)
             .map_err(h.ie(&v("value_and")))?;
         n += h.cmp(&v("value_and"), &cfg.first, &[y], &r.y)?
             + h.cmp(&v("value_and"), &cfg.first, &g, &r.jacobian)?;
-        n += h.cmp(
-            &v("value_and"),
-            &cfg.second,
-            &hh.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("value_and"), &cfg.second, hh.borrow(), &r.hessian)?;
         let mut gb = vec![GARBAGE; nx];
         buf.borrow_mut().values_mut().fill(GARBAGE);
         let y = p
@@ -489,14 +496,10 @@ where
             .map_err(h.ie(&v("value_and_into")))?;
         n += h.cmp(&v("value_and_into"), &cfg.first, &[y], &r.y)?;
         n += h.cmp(&v("value_and_into"), &cfg.first, &gb, &r.jacobian)?;
-        n += h.cmp(
-            &v("value_and_into"),
-            &cfg.second,
-            &buf.borrow().to_row_major(),
-            &r.hessian,
-        )?;
+        n += h.cmp_matrix(&v("value_and_into"), &cfg.second, buf.borrow(), &r.hessian)?;
         n += h.untouched(&v("all"), "x", &x0, x)?;
-    }
+        Ok(n)
+    })?;
     n += h.shape_error(
         p.hessian(&[], ctx)
             .and_then(|_| p.hessian(&vec![0.0; nx + 1], ctx)),
@@ -526,9 +529,8 @@ where
     let (x0, vs0) = (x.to_vec(), vs.clone());
     let (v0, w0) = (&vs[..nx], &want[..nx]);
     let mut p = prepare_hvp(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = 0;
-    for round in ["1", "2"] {
-        let v = |s: &str| format!("{s}, round {round}");
+    let mut n = twice(|v| {
+        let mut n = 0;
         n += h.cmp(
             &v("plain"),
             &cfg.second,
@@ -558,7 +560,8 @@ where
             &want,
         )?;
         n += h.untouched(&v("all"), "x", &x0, x)? + h.untouched(&v("all"), "v", &vs0, &vs)?;
-    }
+        Ok(n)
+    })?;
     n += h.shape_error(p.hvp(x, &vec![0.0; nx + 1], ctx))?;
     Ok(n)
 }

@@ -159,6 +159,13 @@ fn a_prepared_gradient_overwrites_and_checks_shapes() {
     assert_eq!(e.code(), "SHADE-E0201", "{e}");
 }
 
+/// Asserts that the report's detail names each of `parts`.
+fn assert_detail(r: &Report, parts: &[&str]) {
+    for part in parts {
+        assert!(r.detail.contains(part), "{part:?} not in\n{r}");
+    }
+}
+
 #[test]
 fn the_report_names_the_generated_function() {
     let (x, w) = ([0.5, 1.0], [1.0, 2.0]);
@@ -167,36 +174,26 @@ fn the_report_names_the_generated_function() {
     let r = p.explain();
     assert_eq!(r.path, PathKind::Native);
     assert_eq!(r.calls, 1);
-    assert!(
-        r.detail
-            .contains("compile-time reverse derivative `d_loss`"),
-        "{r}"
-    );
-    assert!(
-        r.detail
-            .contains("#[autodiff_reverse(d_loss, Duplicated, Const, Const, Active)]"),
-        "{r}"
+    assert_detail(
+        r,
+        &[
+            "compile-time reverse derivative `d_loss`",
+            "#[autodiff_reverse(d_loss, Duplicated, Const, Const, Active)]",
+        ],
     );
     assert_eq!(r.tape_records, None, "{r}");
     let p = prepare_gradient(Compiled(t_loss {}), &AutoShade::REVERSE, &x, ctx).unwrap();
     let r = p.explain();
     assert_eq!(r.calls, 2);
-    assert!(
-        r.detail
-            .contains("compile-time forward derivative `t_loss`"),
-        "{r}"
-    );
-    assert!(
-        r.detail
-            .contains("the backend's reverse mode does not change it"),
-        "{r}"
+    assert_detail(
+        r,
+        &[
+            "compile-time forward derivative `t_loss`",
+            "the backend's reverse mode does not change it",
+        ],
     );
     let p = prepare_pushforward(Compiled(t_loss {}), &AutoShade::FORWARD, &x, ctx).unwrap();
-    assert!(
-        p.explain().detail.contains("1 call per tangent"),
-        "{}",
-        p.explain()
-    );
+    assert_detail(p.explain(), &["1 call per tangent"]);
 }
 
 #[test]

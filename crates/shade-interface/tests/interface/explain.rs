@@ -20,17 +20,16 @@ fn field<S: Real>(y: &mut [S], x: &[S]) {
 const W: [f64; 2] = [0.5, 2.0];
 const CACHE: [f64; 5] = [1.0, 2.0, 3.0, 4.0, 5.0];
 
+/// `loss`'s contexts: the weights as a constant, the cache as scratch.
+fn ctx() -> (Constant<&'static [f64]>, Cache<&'static [f64]>) {
+    (Constant(&W[..]), Cache(&CACHE[..]))
+}
+
 #[test]
 fn autoshade_reverse_reports_the_native_tape_and_context_activities() {
     let f = shade_fn!(loss(&[S], &[f64], &[S]));
     let x = [0.1, 0.2, 0.3];
-    let p = prepare_gradient(
-        f,
-        &AutoShade::REVERSE,
-        &x,
-        (Constant(&W[..]), Cache(&CACHE[..])),
-    )
-    .unwrap();
+    let p = prepare_gradient(f, &AutoShade::REVERSE, &x, ctx()).unwrap();
     let r = p.explain();
     assert_eq!(r.path, PathKind::Native);
     assert_eq!(r.backend, "AutoShade(reverse)");
@@ -64,13 +63,7 @@ fn autoshade_reverse_reports_the_native_tape_and_context_activities() {
 fn autoshade_forward_reports_chunks() {
     let f = shade_fn!(loss(&[S], &[f64], &[S]));
     let x = [0.1; 20];
-    let p = prepare_gradient(
-        f,
-        &AutoShade::FORWARD,
-        &x,
-        (Constant(&W[..]), Cache(&CACHE[..])),
-    )
-    .unwrap();
+    let p = prepare_gradient(f, &AutoShade::FORWARD, &x, ctx()).unwrap();
     let r = p.explain();
     assert_eq!(r.path, PathKind::Native);
     assert_eq!((r.batch, r.calls), (8, 3 + 1));
@@ -88,7 +81,7 @@ fn autoshade_forward_reports_chunks() {
 fn generic_backends_say_so() {
     let f = shade_fn!(loss(&[S], &[f64], &[S]));
     let x = [0.1, 0.2];
-    let ctx = (Constant(&W[..]), Cache(&CACHE[..]));
+    let ctx = ctx();
     let fd = prepare_gradient(f, &AutoFiniteDiff::CENTRAL, &x, ctx).unwrap();
     let r = fd.explain();
     assert_eq!(r.path, PathKind::Generic);
@@ -146,16 +139,8 @@ fn two_argument_forms_report_the_core_operator() {
 #[test]
 fn shapes_are_checked_on_every_call_with_coded_errors() {
     let f = shade_fn!(loss(&[S], &[f64], &[S]));
-    let mut p = prepare_gradient(
-        f,
-        &AutoShade::REVERSE,
-        &[0.1, 0.2],
-        (Constant(&W[..]), Cache(&CACHE[..])),
-    )
-    .unwrap();
-    let e = p
-        .gradient(&[0.1, 0.2, 0.3], (Constant(&W[..]), Cache(&CACHE[..])))
-        .unwrap_err();
+    let mut p = prepare_gradient(f, &AutoShade::REVERSE, &[0.1, 0.2], ctx()).unwrap();
+    let e = p.gradient(&[0.1, 0.2, 0.3], ctx()).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0201");
     assert_eq!(
         e,
@@ -185,24 +170,12 @@ fn shapes_are_checked_on_every_call_with_coded_errors() {
     );
     // An output buffer of the wrong length.
     let mut g = [0.0; 3];
-    let e = p
-        .gradient_into(&[0.1, 0.2], (Constant(&W[..]), Cache(&CACHE[..])), &mut g)
-        .unwrap_err();
+    let e = p.gradient_into(&[0.1, 0.2], ctx(), &mut g).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0201");
     // Batched tangents that do not split.
-    let mut pf = prepare_pushforward(
-        f,
-        &AutoShade::FORWARD,
-        &[0.1, 0.2],
-        (Constant(&W[..]), Cache(&CACHE[..])),
-    )
-    .unwrap();
+    let mut pf = prepare_pushforward(f, &AutoShade::FORWARD, &[0.1, 0.2], ctx()).unwrap();
     let e = pf
-        .pushforward_batch(
-            &[0.1, 0.2],
-            &[1.0, 0.0, 1.0],
-            (Constant(&W[..]), Cache(&CACHE[..])),
-        )
+        .pushforward_batch(&[0.1, 0.2], &[1.0, 0.0, 1.0], ctx())
         .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0204");
 }
@@ -210,7 +183,7 @@ fn shapes_are_checked_on_every_call_with_coded_errors() {
 #[test]
 fn setting_errors_come_at_preparation() {
     let f = shade_fn!(loss(&[S], &[f64], &[S]));
-    let ctx = (Constant(&W[..]), Cache(&CACHE[..]));
+    let ctx = ctx();
     // Reverse over reverse does not implement `hessian` (a compile error, pinned by
     // `tests/ui/second_order_reverse_over_reverse.rs`); its table row says so.
     let rev_rev = SecondOrder {

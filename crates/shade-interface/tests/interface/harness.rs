@@ -25,6 +25,14 @@ macro_rules! run_all {
     }};
 }
 
+/// What a run of `checks` compared results of `operators` on `b` covered.
+fn summary<B: Backend>(b: &B, checks: usize, operators: [Operator; 2]) -> Summary {
+    Summary {
+        checks,
+        covered: operators.into_iter().map(|op| (b.name(), op)).collect(),
+    }
+}
+
 /// The second-order backends run `hessian` and `hvp` only.
 fn second_order<B>(b: &B, x: &[f64], cfg: &Config) -> Result<Summary, HarnessError>
 where
@@ -39,13 +47,7 @@ where
         + check_hvp(b, &a, cfg)?
         + check_hessian(b, &c, cfg)?
         + check_hvp(b, &c, cfg)?;
-    Ok(Summary {
-        checks,
-        covered: [Operator::Hessian, Operator::Hvp]
-            .into_iter()
-            .map(|op| (b.name(), op))
-            .collect(),
-    })
+    Ok(summary(b, checks, [Operator::Hessian, Operator::Hvp]))
 }
 
 /// The sparse backends run two-argument `jacobian` and `hessian` only.
@@ -61,13 +63,7 @@ where
         + check_jacobian(b, &standard::matrix_matrix(x).form(), cfg)?
         + check_hessian(b, &standard::vector_scalar_ctx(x), cfg)?
         + check_hessian(b, &standard::vector_scalar(x), cfg)?;
-    Ok(Summary {
-        checks,
-        covered: [Operator::Jacobian, Operator::Hessian]
-            .into_iter()
-            .map(|op| (b.name(), op))
-            .collect(),
-    })
+    Ok(summary(b, checks, [Operator::Jacobian, Operator::Hessian]))
 }
 
 fn everything(x: &[f64], s: f64) -> Result<Summary, HarnessError> {

@@ -5,7 +5,7 @@
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
 use proptest::prelude::*;
 use shade_autodiff::AdResult;
-use shade_autodiff::tensor::{SparseMatrix, Tape, Var};
+use shade_autodiff::tensor::{Element, SparseMatrix, Tape, Var};
 use shade_interface::{
     AutoFiniteDiff, AutoShade, Backend, Constant, PathKind, Support, support_table, tensor,
 };
@@ -29,6 +29,17 @@ fn adjacency() -> SparseMatrix<f64> {
         t.add_triplet(i, j, 0.5);
     }
     SparseMatrix::new(t.to_csr())
+}
+
+/// `sum(tanh(X · W + b))` for parameters `(W, b)`, at either precision.
+fn affine_loss<'t, T: Element>(
+    t: &mut Tape<'t, T>,
+    ((w, b), &(x,)): ((Var, Var), &'t (Var,)),
+) -> AdResult<Var> {
+    let h = t.matmul(x, w)?;
+    let h = t.add(h, b)?;
+    let h = t.tanh(h)?;
+    t.sum(h)
 }
 
 /// `sum(tanh(A · (X · W))[rows])`: a GCN layer with a sparse, a dense and an index context.
@@ -343,12 +354,7 @@ proptest! {
         let x = features();
         let (w, b) = (store(seed).swap_remove(0), Array1::from_elem(4, seed));
         let ctx = (Constant(&x),);
-        let affine = tensor::program(|t: &mut Tape<'_, f64>, ((w, b), &(x,)): ((Var, Var), &(Var,))| {
-            let h = t.matmul(x, w)?;
-            let h = t.add(h, b)?;
-            let h = t.tanh(h)?;
-            t.sum(h)
-        });
+        let affine = tensor::program(affine_loss::<f64>);
         let wb = (w.clone(), b.clone());
         let (v, (gw, gb)) = tensor::value_and_gradient(affine, &AutoShade::REVERSE, &wb, ctx).unwrap();
         let (_, (fw, fb)) = tensor::value_and_gradient(affine, &AutoFiniteDiff::CENTRAL, &wb, ctx).unwrap();
@@ -358,12 +364,7 @@ proptest! {
         // finite differences (their step scaled to f32).
         let (x32, w32, b32) = (x.mapv(|v| v as f32), w.mapv(|v| v as f32), b.mapv(|v| v as f32));
         let ctx32 = (Constant(&x32),);
-        let affine32 = tensor::program(|t: &mut Tape<'_, f32>, ((w, b), &(x,)): ((Var, Var), &(Var,))| {
-            let h = t.matmul(x, w)?;
-            let h = t.add(h, b)?;
-            let h = t.tanh(h)?;
-            t.sum(h)
-        });
+        let affine32 = tensor::program(affine_loss::<f32>);
         let wb32 = (w32, b32);
         let (v32, (gw32, _)) = tensor::value_and_gradient(affine32, &AutoShade::REVERSE, &wb32, ctx32).unwrap();
         prop_assert!((f64::from(v32) - v).abs() < 1e-4 * (1.0 + v.abs()));
