@@ -5,6 +5,8 @@
 //! in terms of the input `x` and the output `y`; the reverse rule is
 //! `dx += g · f'(x)` and the forward rule `ẏ = ẋ · f'(x)`.
 
+pub(crate) mod math;
+
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
@@ -31,14 +33,10 @@ pub(crate) enum Unary<T> {
     Clamp(T, T),
 }
 
-#[inline]
+/// The logistic function without overflow (vectorised: [`math`]).
+#[inline(always)]
 fn sigmoid<T: Element>(x: T) -> T {
-    if x >= T::zero() {
-        T::one() / (T::one() + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (T::one() + e)
-    }
+    x.sigmoid_v()
 }
 
 const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
@@ -52,12 +50,12 @@ impl<T: Element> Unary<T> {
         match self {
             Unary::Neg => -x,
             Unary::Scale(c) => c * x,
-            Unary::Exp => x.exp(),
+            Unary::Exp => x.exp_v(),
             Unary::Ln => x.ln(),
             Unary::Sqrt => x.sqrt(),
             Unary::Powi(n) => x.powi(n),
             Unary::Abs => x.abs(),
-            Unary::Tanh => x.tanh(),
+            Unary::Tanh => x.tanh_v(),
             Unary::Sigmoid => sigmoid(x),
             Unary::Relu => x.max(z),
             Unary::LeakyRelu(a) => {
@@ -76,7 +74,7 @@ impl<T: Element> Unary<T> {
             }
             Unary::Gelu => {
                 let u = T::cst(GELU_C) * (x + T::cst(GELU_A) * x * x * x);
-                T::cst(0.5) * x * (T::one() + u.tanh())
+                T::cst(0.5) * x * (T::one() + u.tanh_v())
             }
             Unary::Softplus => x.max(z) + (-x.abs()).exp().ln_1p(),
             Unary::Clamp(lo, hi) => x.max(lo).min(hi),
@@ -132,7 +130,7 @@ impl<T: Element> Unary<T> {
             Unary::Gelu => {
                 let c = T::cst(GELU_C);
                 let a = T::cst(GELU_A);
-                let t = (c * (x + a * x * x * x)).tanh();
+                let t = (c * (x + a * x * x * x)).tanh_v();
                 let h = T::cst(0.5);
                 h * (one + t) + h * x * (one - t * t) * c * (one + T::cst(3.0) * a * x * x)
             }
@@ -167,42 +165,92 @@ impl<T> Unary<T> {
     }
 }
 
-/// Runs `$body` with `$k` bound to `$kind` rebuilt in a branch of its own, so that the
-/// per-element `match` of [`Unary::f`] and [`Unary::df`] folds away after inlining: one
-/// specialised loop per map (the maps of the hot paths; the others share one loop).
+/// A map whose kind is in its type: the loops of [`unswitch!`] capture one of these
+/// (zero-sized, or the map's parameter alone), so that the kind is known in every
+/// instantiation of the loop, inlined or not, and the per-element `match` of
+/// [`Unary::f`] and [`Unary::df`] folds away (a captured `Unary` value kept a jump
+/// table in the loop and the activations scalar).
+trait Kernel<T: Element>: Copy + Send + Sync {
+    fn f(self, x: T) -> T;
+    fn df(self, x: T, y: T) -> T;
+}
+
+/// The kernels of the hot maps, one type each.
+mod kernels {
+    use super::{Element, Kernel, Unary};
+
+    macro_rules! kernel {
+        ($($name:ident),*) => {$(
+            #[derive(Clone, Copy)]
+            pub(super) struct $name;
+            impl<T: Element> Kernel<T> for $name {
+                #[inline(always)]
+                fn f(self, x: T) -> T {
+                    Unary::<T>::$name.f(x)
+                }
+                #[inline(always)]
+                fn df(self, x: T, y: T) -> T {
+                    Unary::<T>::$name.df(x, y)
+                }
+            }
+        )*};
+    }
+    kernel!(Relu, Tanh, Sigmoid, Exp, Neg);
+
+    macro_rules! kernel_with {
+        ($($name:ident),*) => {$(
+            #[derive(Clone, Copy)]
+            pub(super) struct $name<T>(pub(super) T);
+            impl<T: Element> Kernel<T> for $name<T> {
+                #[inline(always)]
+                fn f(self, x: T) -> T {
+                    Unary::$name(self.0).f(x)
+                }
+                #[inline(always)]
+                fn df(self, x: T, y: T) -> T {
+                    Unary::$name(self.0).df(x, y)
+                }
+            }
+        )*};
+    }
+    kernel_with!(Scale, LeakyRelu, Elu);
+}
+
+/// Runs `$body` with `$k` bound to a [`Kernel`] for `$kind`, one branch per hot map, so
+/// that each gets a specialised loop (the other maps share one loop over `Unary`).
 macro_rules! unswitch {
     ($kind:expr, |$k:ident| $body:expr) => {
         match $kind {
             Unary::Relu => {
-                let $k = Unary::Relu;
+                let $k = kernels::Relu;
                 $body
             }
             Unary::Tanh => {
-                let $k = Unary::Tanh;
+                let $k = kernels::Tanh;
                 $body
             }
             Unary::Sigmoid => {
-                let $k = Unary::Sigmoid;
+                let $k = kernels::Sigmoid;
                 $body
             }
             Unary::Exp => {
-                let $k = Unary::Exp;
+                let $k = kernels::Exp;
                 $body
             }
             Unary::Neg => {
-                let $k = Unary::Neg;
+                let $k = kernels::Neg;
                 $body
             }
             Unary::Scale(c) => {
-                let $k = Unary::Scale(c);
+                let $k = kernels::Scale(c);
                 $body
             }
             Unary::LeakyRelu(a) => {
-                let $k = Unary::LeakyRelu(a);
+                let $k = kernels::LeakyRelu(a);
                 $body
             }
             Unary::Elu(a) => {
-                let $k = Unary::Elu(a);
+                let $k = kernels::Elu(a);
                 $body
             }
             other => {

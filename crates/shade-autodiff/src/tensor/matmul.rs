@@ -9,7 +9,7 @@
 //! `da[gC + c] += Σ_n G[n, g] x[n, gC + c]`, `ṡ = ẋ · a + x · ȧ` per group.
 
 use super::tape::{Bwd, Op, Tan};
-use super::{Element, Tape, Var};
+use super::{Element, Tape, Var, par};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
 
@@ -19,8 +19,10 @@ use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
 const SMALL: usize = 1 << 14;
 
 /// Products from this many multiply-adds are split over rayon's threads (below it the
-/// hand-off costs more than the second core gains).
-const PAR_MIN: usize = 1 << 18;
+/// hand-off costs more than the second core gains: the small-op rule, [`par::split`];
+/// a dense product runs at several multiply-adds a cycle, so its threshold is four
+/// times the sparse kernels').
+const PAR_MIN: usize = 4 * par::SPLIT_MIN;
 
 /// Parts of the inner dimension of a `k ≫ m` product (enough for 4 threads).
 const K_PARTS: usize = 4;
@@ -87,7 +89,7 @@ fn general_mat_mul<T: Element>(
     let (m, k) = a.dim();
     let n = b.ncols();
     if m * k * n > SMALL {
-        if m * k * n >= PAR_MIN {
+        if par::split(m * k * n, PAR_MIN) {
             par_mat_mul(rayon::current_num_threads(), alpha, a, b, beta, c);
         } else {
             ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
