@@ -96,22 +96,132 @@ fn general_mat_mul<T: Element>(
         }
         return;
     }
-    for i in 0..m {
-        let ar = a.row(i);
-        for j in 0..n {
-            let s: T = ar
-                .iter()
-                .zip(b.column(j).iter())
-                .map(|(&x, &y)| x * y)
-                .sum();
-            let cij = &mut c[[i, j]];
-            *cij = if beta == T::zero() {
-                alpha * s
-            } else {
-                beta * *cij + alpha * s
+    small_mat_mul(alpha, a, b, beta, c);
+}
+
+/// Rows of `c` computed together by [`small_mat_mul`]: each row of `b` loaded once
+/// serves four rows of `c` (the accumulators of four rows of up to a few hundred
+/// columns stay in L1).
+const ROWS: usize = 4;
+
+/// `c = beta · c + alpha · a · b` for a product of at most [`SMALL`] multiply-adds, in
+/// plain Rust without allocation, transposed operands read by their strides:
+/// - `b` with contiguous rows (`A · B`, `Aᵀ · G`): `c[i, :] += a[i, p] · b[p, :]` over
+///   [`ROWS`] rows of `c` at a time, a contiguous loop the compiler vectorises;
+/// - `b` with contiguous columns (`G · Bᵀ`) and `a` with contiguous rows: dot products
+///   of contiguous rows, in eight lanes;
+/// - other strides: the same sums through ndarray's indexing.
+///
+/// `beta = 0` overwrites `c` (as BLAS: NaN in `c` does not survive).
+fn small_mat_mul<T: Element>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    if beta == T::zero() {
+        c.fill(T::zero());
+    } else if beta != T::one() {
+        c.map_inplace(|v| *v = *v * beta);
+    }
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let c_rows = c.strides()[1] == 1 || n == 1;
+    if c_rows && (b.strides()[1] == 1 || n == 1) {
+        // Contiguous rows by the test above.
+        let b_row = |p: usize| -> &[T] { b.row(p).to_slice().expect("contiguous row") };
+        let mut i = 0;
+        while i + ROWS <= m {
+            let mut cb = c.slice_mut(ndarray::s![i..i + ROWS, ..]);
+            let mut rows = cb.rows_mut().into_iter();
+            let (Some(mut r0), Some(mut r1), Some(mut r2), Some(mut r3)) =
+                (rows.next(), rows.next(), rows.next(), rows.next())
+            else {
+                unreachable!("a block of ROWS rows")
             };
+            let (c0, c1, c2, c3) = (
+                r0.as_slice_mut().expect("contiguous row"),
+                r1.as_slice_mut().expect("contiguous row"),
+                r2.as_slice_mut().expect("contiguous row"),
+                r3.as_slice_mut().expect("contiguous row"),
+            );
+            for p in 0..k {
+                let (a0, a1, a2, a3) = (
+                    alpha * a[[i, p]],
+                    alpha * a[[i + 1, p]],
+                    alpha * a[[i + 2, p]],
+                    alpha * a[[i + 3, p]],
+                );
+                let br = &b_row(p)[..n];
+                let (c0, c1, c2, c3) = (&mut c0[..n], &mut c1[..n], &mut c2[..n], &mut c3[..n]);
+                for j in 0..n {
+                    let bv = br[j];
+                    c0[j] += a0 * bv;
+                    c1[j] += a1 * bv;
+                    c2[j] += a2 * bv;
+                    c3[j] += a3 * bv;
+                }
+            }
+            i += ROWS;
+        }
+        for i in i..m {
+            let mut r = c.row_mut(i);
+            let cr = &mut r.as_slice_mut().expect("contiguous row")[..n];
+            for p in 0..k {
+                let av = alpha * a[[i, p]];
+                for (cv, &bv) in cr.iter_mut().zip(&b_row(p)[..n]) {
+                    *cv += av * bv;
+                }
+            }
+        }
+        return;
+    }
+    if (b.strides()[0] == 1 || k == 1) && (a.strides()[1] == 1 || k == 1) {
+        let bt = b.t();
+        for i in 0..m {
+            let ar = a.row(i);
+            let ar = ar.to_slice().expect("contiguous row");
+            for j in 0..n {
+                let br = bt.row(j);
+                let s = dot(ar, br.to_slice().expect("contiguous column"));
+                c[[i, j]] += alpha * s;
+            }
+        }
+        return;
+    }
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = T::zero();
+            for p in 0..k {
+                s += a[[i, p]] * b[[p, j]];
+            }
+            c[[i, j]] += alpha * s;
         }
     }
+}
+
+/// `Σ x[i] y[i]` in eight independent lanes (so the loop vectorises without
+/// reassociating a single sum).
+#[inline]
+fn dot<T: Element>(x: &[T], y: &[T]) -> T {
+    const L: usize = 8;
+    let mut acc = [T::zero(); L];
+    let (xc, yc) = (x.chunks_exact(L), y.chunks_exact(L));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (xs, ys) in xc.zip(yc) {
+        for l in 0..L {
+            acc[l] += xs[l] * ys[l];
+        }
+    }
+    let mut s = acc.iter().fold(T::zero(), |s, &v| s + v);
+    for (&p, &q) in xr.iter().zip(yr) {
+        s += p * q;
+    }
+    s
 }
 
 fn m2<T>(a: ArrayViewD<'_, T>) -> ndarray::ArrayView2<'_, T> {
@@ -418,6 +528,47 @@ impl<'a, T: Element> Tape<'a, T> {
 mod tests {
     use super::*;
     use ndarray::Array2;
+
+    /// The small kernel equals ndarray's product for every layout of its operands (rows
+    /// contiguous or transposed, a column slice), `alpha`/`beta` applied, row counts
+    /// around the block of four.
+    #[test]
+    fn small_products_equal_ndarrays_in_every_layout() {
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (3, 2, 5),
+            (4, 7, 3),
+            (9, 5, 13),
+            (13, 17, 1),
+            (2, 31, 9),
+        ] {
+            let a = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0);
+            let b = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);
+            let (at, bt) = (a.t().to_owned(), b.t().to_owned());
+            // `b` as every other column of a wider array: neither layout contiguous.
+            let wide = Array2::from_shape_fn((k, 2 * n), |(i, j)| {
+                if j % 2 == 0 { b[[i, j / 2]] } else { f64::NAN }
+            });
+            let strided = wide.slice(ndarray::s![.., ..;2]);
+            let c0 = Array2::from_shape_fn((m, n), |(i, j)| (i + 2 * j) as f64);
+            for (alpha, beta) in [(1.0, 0.0), (2.0, 0.5), (1.0, 1.0)] {
+                let mut want = c0.clone();
+                ndarray::linalg::general_mat_mul(alpha, &a, &b, beta, &mut want.view_mut());
+                for (name, av, bv) in [
+                    ("a · b", a.view(), b.view()),
+                    ("aᵀᵀ · b", at.t(), b.view()),
+                    ("a · bᵀᵀ", a.view(), bt.t()),
+                    ("aᵀᵀ · bᵀᵀ", at.t(), bt.t()),
+                    ("a · strided b", a.view(), strided.view()),
+                ] {
+                    let mut got = c0.clone();
+                    small_mat_mul(alpha, &av, &bv, beta, &mut got.view_mut());
+                    let err = (&got - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
+                    assert!(err < 1e-12, "{name} {m}×{k}×{n} α={alpha} β={beta}: {err}");
+                }
+            }
+        }
+    }
 
     /// The split product equals the one-thread product, for both splits (rows, and the
     /// inner dimension of a `k ≫ m` product) and with `beta` reading `c`.
