@@ -75,6 +75,7 @@ mod custom;
 mod dropout;
 mod elementwise;
 mod index;
+mod linear;
 mod loss;
 mod matmul;
 mod par;

@@ -79,7 +79,7 @@ fn par_mat_mul<T: Element>(
 }
 
 /// `c = beta · c + alpha · a · b`.
-fn general_mat_mul<T: Element>(
+pub(super) fn general_mat_mul<T: Element>(
     alpha: T,
     a: &ArrayView2<'_, T>,
     b: &ArrayView2<'_, T>,
@@ -131,56 +131,15 @@ fn small_mat_mul<T: Element>(
         return;
     }
     let c_rows = c.strides()[1] == 1 || n == 1;
-    if c_rows && (b.strides()[1] == 1 || n == 1) {
-        // Contiguous rows by the test above.
-        let b_row = |p: usize| -> &[T] { b.row(p).to_slice().expect("contiguous row") };
-        let mut i = 0;
-        while i + ROWS <= m {
-            let mut cb = c.slice_mut(ndarray::s![i..i + ROWS, ..]);
-            let mut rows = cb.rows_mut().into_iter();
-            let (Some(mut r0), Some(mut r1), Some(mut r2), Some(mut r3)) =
-                (rows.next(), rows.next(), rows.next(), rows.next())
-            else {
-                unreachable!("a block of ROWS rows")
-            };
-            let (c0, c1, c2, c3) = (
-                r0.as_slice_mut().expect("contiguous row"),
-                r1.as_slice_mut().expect("contiguous row"),
-                r2.as_slice_mut().expect("contiguous row"),
-                r3.as_slice_mut().expect("contiguous row"),
-            );
-            for p in 0..k {
-                let (a0, a1, a2, a3) = (
-                    alpha * a[[i, p]],
-                    alpha * a[[i + 1, p]],
-                    alpha * a[[i + 2, p]],
-                    alpha * a[[i + 3, p]],
-                );
-                let br = &b_row(p)[..n];
-                let (c0, c1, c2, c3) = (&mut c0[..n], &mut c1[..n], &mut c2[..n], &mut c3[..n]);
-                for j in 0..n {
-                    let bv = br[j];
-                    c0[j] += a0 * bv;
-                    c1[j] += a1 * bv;
-                    c2[j] += a2 * bv;
-                    c3[j] += a3 * bv;
-                }
-            }
-            i += ROWS;
-        }
-        for i in i..m {
-            let mut r = c.row_mut(i);
-            let cr = &mut r.as_slice_mut().expect("contiguous row")[..n];
-            for p in 0..k {
-                let av = alpha * a[[i, p]];
-                for (cv, &bv) in cr.iter_mut().zip(&b_row(p)[..n]) {
-                    *cv += av * bv;
-                }
-            }
-        }
+    let b_rows = b.strides()[1] == 1 || n == 1;
+    // Dot products pay only over a long enough inner dimension (`X · Wᵀ` of a 2-feature
+    // input is better as axpys over gathered rows of `b`).
+    let dots = (b.strides()[0] == 1 || k == 1) && (a.strides()[1] == 1 || k == 1) && k >= 16;
+    if c_rows && (b_rows || !dots) {
+        axpy_rows(alpha, a, b, c, b_rows);
         return;
     }
-    if (b.strides()[0] == 1 || k == 1) && (a.strides()[1] == 1 || k == 1) {
+    if dots {
         let bt = b.t();
         for i in 0..m {
             let ar = a.row(i);
@@ -201,6 +160,95 @@ fn small_mat_mul<T: Element>(
             }
             c[[i, j]] += alpha * s;
         }
+    }
+}
+
+/// Columns of `c` per pass of [`axpy_rows`] (a gathered row of `b` on the stack).
+const COLS: usize = 128;
+
+/// `c += alpha · a · b` for `c` with contiguous rows, as axpys: per block of [`COLS`]
+/// columns, [`ROWS`] rows of `c` at a time, `c[i, j..] += a[i, p] · b[p, j..]`, each
+/// row of `b` read once per block of rows (gathered into a stack buffer when its
+/// elements are not contiguous, `b_rows` false).
+fn axpy_rows<T: Element>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut ArrayViewMut2<'_, T>,
+    b_rows: bool,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let mut buf = [T::zero(); COLS];
+    let mut j0 = 0;
+    while j0 < n {
+        let w = COLS.min(n - j0);
+        let mut i = 0;
+        while i + ROWS <= m {
+            let mut cb = c.slice_mut(ndarray::s![i..i + ROWS, j0..j0 + w]);
+            let mut rows = cb.rows_mut().into_iter();
+            let (Some(mut r0), Some(mut r1), Some(mut r2), Some(mut r3)) =
+                (rows.next(), rows.next(), rows.next(), rows.next())
+            else {
+                unreachable!("a block of ROWS rows")
+            };
+            let (c0, c1, c2, c3) = (
+                &mut r0.as_slice_mut().expect("contiguous row")[..w],
+                &mut r1.as_slice_mut().expect("contiguous row")[..w],
+                &mut r2.as_slice_mut().expect("contiguous row")[..w],
+                &mut r3.as_slice_mut().expect("contiguous row")[..w],
+            );
+            for p in 0..k {
+                let (a0, a1, a2, a3) = (
+                    alpha * a[[i, p]],
+                    alpha * a[[i + 1, p]],
+                    alpha * a[[i + 2, p]],
+                    alpha * a[[i + 3, p]],
+                );
+                let br = b_row(b, p, j0, w, b_rows, &mut buf);
+                for j in 0..w {
+                    let bv = br[j];
+                    c0[j] += a0 * bv;
+                    c1[j] += a1 * bv;
+                    c2[j] += a2 * bv;
+                    c3[j] += a3 * bv;
+                }
+            }
+            i += ROWS;
+        }
+        for i in i..m {
+            let mut r = c.slice_mut(ndarray::s![i, j0..j0 + w]);
+            let cr = &mut r.as_slice_mut().expect("contiguous row")[..w];
+            for p in 0..k {
+                let av = alpha * a[[i, p]];
+                for (cv, &bv) in cr.iter_mut().zip(b_row(b, p, j0, w, b_rows, &mut buf)) {
+                    *cv += av * bv;
+                }
+            }
+        }
+        j0 += w;
+    }
+}
+
+/// Columns `j0..j0 + w` of row `p` of `b`: a slice of `b` when its rows are contiguous
+/// (`b_rows`), else gathered into `buf`.
+#[inline(always)]
+fn b_row<'r, T: Element>(
+    b: &'r ArrayView2<'_, T>,
+    p: usize,
+    j0: usize,
+    w: usize,
+    b_rows: bool,
+    buf: &'r mut [T; COLS],
+) -> &'r [T] {
+    let row = b.row(p);
+    if b_rows {
+        &row.to_slice().expect("contiguous row")[j0..j0 + w]
+    } else {
+        for (d, &v) in buf[..w].iter_mut().zip(row.slice(ndarray::s![j0..j0 + w])) {
+            *d = v;
+        }
+        &buf[..w]
     }
 }
 
@@ -541,6 +589,8 @@ mod tests {
             (9, 5, 13),
             (13, 17, 1),
             (2, 31, 9),
+            (6, 3, 300),
+            (5, 20, 140),
         ] {
             let a = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0);
             let b = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);
