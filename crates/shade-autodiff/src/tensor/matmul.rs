@@ -125,7 +125,7 @@ fn small_mat_mul<T: Element>(
     if beta == T::zero() {
         c.fill(T::zero());
     } else if beta != T::one() {
-        c.map_inplace(|v| *v = *v * beta);
+        c.map_inplace(|v| *v *= beta);
     }
     if m == 0 || n == 0 || k == 0 {
         return;
@@ -134,7 +134,7 @@ fn small_mat_mul<T: Element>(
     let b_rows = b.strides()[1] == 1 || n == 1;
     // Dot products pay only over a long enough inner dimension (`X · Wᵀ` of a 2-feature
     // input is better as axpys over gathered rows of `b`).
-    let dots = (b.strides()[0] == 1 || k == 1) && (a.strides()[1] == 1 || k == 1) && k >= 16;
+    let dots = k >= 16 && b.strides()[0] == 1 && a.strides()[1] == 1;
     if c_rows && (b_rows || !dots) {
         axpy_rows(alpha, a, b, c, b_rows);
         return;

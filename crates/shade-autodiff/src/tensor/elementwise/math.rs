@@ -55,7 +55,7 @@ pub(crate) fn exp_f64(x: f64) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
     // LN2_HI with 16 significant bits: `n · LN2_HI` is exact for |n| < 2^37.
     const LN2_HI: f64 = 0.693_145_751_953_125;
-    const LN2_LO: f64 = 1.428_606_820_309_417_232_1e-6;
+    const LN2_LO: f64 = 1.428_606_820_309_417_2e-6;
     // 1.5 · 2^52.
     const MAGIC: f64 = 6_755_399_441_055_744.0;
     let x = if x < -746.0 { -746.0 } else { x };
@@ -98,9 +98,8 @@ pub(crate) fn tanh_f32(x: f32) -> f32 {
     let z = x * x;
     let small = x + x
         * z
-        * ((((-5.704_988_7e-3 * z + 2.063_908_9e-2) * z - 5.373_971_6e-2) * z + 1.333_144_2e-1)
-            * z
-            - 3.333_328_2e-1);
+        * ((((-5.704_988_7e-3 * z + 2.063_909e-2) * z - 5.373_971_6e-2) * z + 1.333_144_2e-1) * z
+            - 3.333_328e-1);
     let e = exp_f32(2.0 * x.abs());
     let large = 1.0 - 2.0 / (e + 1.0);
     // Odd: the sign of `x` on both sides (the polynomial alone gives +0 for -0).
