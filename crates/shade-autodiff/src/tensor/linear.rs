@@ -7,11 +7,11 @@
 //! `ẏ = ẋ · wᵀ + x · ẇᵀ + ḃ`.
 
 use super::broadcast::acc_reduced;
-use super::matmul::general_mat_mul;
+use super::matmul::{general_mat_mul, m2, m2m};
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
-use ndarray::{ArrayD, ArrayViewD, ArrayViewMut2, Ix2};
+use ndarray::{ArrayD, ArrayViewD};
 use smallvec::SmallVec;
 
 /// Backward record of [`Tape::linear`].
@@ -20,11 +20,6 @@ pub(crate) struct Rec {
     x: usize,
     w: usize,
     b: Option<usize>,
-}
-
-fn m2<T>(a: ArrayViewD<'_, T>) -> ndarray::ArrayView2<'_, T> {
-    a.into_dimensionality::<Ix2>()
-        .expect("rank checked at record time")
 }
 
 /// Writes the bias `b` (`out` values) into every row of `y` (`[n, out]`, standard).
@@ -74,12 +69,10 @@ impl Rec {
         let one = T::one();
         let g2 = m2(g.view());
         if let Some(gx) = bw.gs.acc(self.x, x.shape()) {
-            let mut gx: ArrayViewMut2<'_, T> = gx.into_dimensionality().expect("rank 2");
-            general_mat_mul(one, &g2, &m2(w.view()), one, &mut gx);
+            general_mat_mul(one, &g2, &m2(w.view()), one, &mut m2m(gx));
         }
         if let Some(gw) = bw.gs.acc(self.w, w.shape()) {
-            let mut gw: ArrayViewMut2<'_, T> = gw.into_dimensionality().expect("rank 2");
-            general_mat_mul(one, &g2.t(), &m2(x.view()), one, &mut gw);
+            general_mat_mul(one, &g2.t(), &m2(x.view()), one, &mut m2m(gw));
         }
         if let Some(ib) = self.b
             && bw.gs.wants(ib)
@@ -152,7 +145,7 @@ impl<'a, T: Element> Tape<'a, T> {
             None => T::zero(),
         };
         {
-            let mut ov: ArrayViewMut2<'_, T> = out.view_mut().into_dimensionality().expect("2-D");
+            let mut ov = m2m(out.view_mut());
             general_mat_mul(T::one(), &m2(xv.view()), &m2(wv.view()).t(), beta, &mut ov);
         }
         let tracked = self.tracked[ix] || self.tracked[iw] || ib.is_some_and(|i| self.tracked[i]);
@@ -160,7 +153,7 @@ impl<'a, T: Element> Tape<'a, T> {
         if self.forward() && tracked {
             let mut t = self.pool.zeros(&[n, o]);
             {
-                let mut tv: ArrayViewMut2<'_, T> = t.view_mut().into_dimensionality().expect("2-D");
+                let mut tv = m2m(t.view_mut());
                 if let Some(tx) = self.tans[ix].view() {
                     general_mat_mul(T::one(), &m2(tx), &m2(wv.view()).t(), T::one(), &mut tv);
                 }

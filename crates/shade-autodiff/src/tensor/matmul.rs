@@ -272,12 +272,14 @@ fn dot<T: Element>(x: &[T], y: &[T]) -> T {
     s
 }
 
-fn m2<T>(a: ArrayViewD<'_, T>) -> ndarray::ArrayView2<'_, T> {
+/// A 2-D view of a value whose rank was checked when the operation was recorded.
+pub(super) fn m2<T>(a: ArrayViewD<'_, T>) -> ndarray::ArrayView2<'_, T> {
     a.into_dimensionality::<Ix2>()
         .expect("rank checked at record time")
 }
 
-fn m2m<T>(a: ArrayViewMutD<'_, T>) -> ndarray::ArrayViewMut2<'_, T> {
+/// [`m2`] for a mutable view.
+pub(super) fn m2m<T>(a: ArrayViewMutD<'_, T>) -> ndarray::ArrayViewMut2<'_, T> {
     a.into_dimensionality::<Ix2>()
         .expect("rank checked at record time")
 }
