@@ -175,6 +175,17 @@ trait Kernel<T: Element>: Copy + Send + Sync {
     fn df(self, x: T, y: T) -> T;
 }
 
+impl<T: Element> Kernel<T> for Unary<T> {
+    #[inline(always)]
+    fn f(self, x: T) -> T {
+        Unary::f(self, x)
+    }
+    #[inline(always)]
+    fn df(self, x: T, y: T) -> T {
+        Unary::df(self, x, y)
+    }
+}
+
 /// The kernels of the hot maps, one type each.
 mod kernels {
     use super::{Element, Kernel, Unary};
@@ -259,6 +270,46 @@ macro_rules! unswitch {
             }
         }
     };
+}
+
+/// `o[i] = k.f(s[i])`: the loop compiled twice, for the baseline target and for AVX2
+/// (eight `f32` lanes instead of SSE2's four), chosen at run time.
+///
+/// The vectorised activations ([`math`]) are arithmetic-bound: twice the lanes halve
+/// their time (the maps were 14% of the policy model's gradient on SSE2). The two
+/// loops perform the same IEEE operations in the same order per element (no fused
+/// multiply-add is enabled), so their results are identical bit for bit.
+#[inline]
+fn map_into<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        map_avx2(k, s, o);
+        return;
+    }
+    map_plain(k, s, o);
+}
+
+/// [`map_plain`] compiled with AVX2; callable only after the processor said it has it.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn map_avx2<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+    #[target_feature(enable = "avx2")]
+    fn run<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+        map_plain(k, s, o);
+    }
+    debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
+    // SAFETY: the one caller, `map_into`, checked `is_x86_feature_detected!("avx2")`:
+    // this processor executes AVX2 instructions, the only requirement of calling a
+    // function compiled with that target feature (`run` touches memory only through
+    // its safe slices).
+    unsafe { run(k, s, o) }
+}
+
+#[inline(always)]
+fn map_plain<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+    for (o, &x) in o.iter_mut().zip(s) {
+        *o = k.f(x);
+    }
 }
 
 /// Backward record of an elementwise map.
@@ -350,7 +401,17 @@ impl<'a, T: Element> Tape<'a, T> {
     pub(crate) fn unary(&mut self, a: Var, kind: Unary<T>) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
-        let y = unswitch!(kind, |k| self.pool.map(&x, |x| k.f(x)));
+        let y = match x.as_slice() {
+            // The calling thread's contiguous maps: the dispatched loop (AVX2 where the
+            // processor has it).
+            Some(xs) if !super::par::split(xs.len(), super::tape::PAR_MAP_MIN) => {
+                let mut y = self.pool.zeros(x.shape());
+                let ys = y.as_slice_mut().expect("standard layout");
+                unswitch!(kind, |k| map_into(k, xs, ys));
+                y
+            }
+            _ => unswitch!(kind, |k| self.pool.map(&x, |x| k.f(x))),
+        };
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()
@@ -476,5 +537,73 @@ impl<'a, T: Element> Tape<'a, T> {
             });
         }
         self.unary(a, Unary::Clamp(lo, hi))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dispatched map (AVX2 here when the processor has it) gives the same bits
+    /// as the baseline loop for every map, over values from tiny to overflowing, in
+    /// both element types.
+    #[test]
+    fn the_dispatched_map_equals_the_baseline_loop_bit_for_bit() {
+        fn check<T: Element>(kinds: &[Unary<T>]) {
+            let xs: Vec<T> = (0..4099)
+                .map(|i| T::cst(((i as f64) * 0.618).sin() * 2f64.powi(i % 15 - 6)))
+                .chain([
+                    T::zero(),
+                    -T::zero(),
+                    T::infinity(),
+                    T::neg_infinity(),
+                    T::nan(),
+                ])
+                .collect();
+            for &kind in kinds {
+                let (mut got, mut want) = (vec![T::zero(); xs.len()], vec![T::zero(); xs.len()]);
+                unswitch!(kind, |k| map_into(k, &xs, &mut got));
+                map_plain(kind, &xs, &mut want);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        g == w || (g.is_nan() && w.is_nan()),
+                        "{} at {:?}: {g:?} vs {w:?}",
+                        kind.name(),
+                        xs[i]
+                    );
+                }
+            }
+        }
+        let kinds = |c: f64| {
+            vec![
+                Unary::Tanh,
+                Unary::Sigmoid,
+                Unary::Exp,
+                Unary::Relu,
+                Unary::Neg,
+                Unary::Scale(c),
+                Unary::LeakyRelu(0.1),
+                Unary::Elu(0.7),
+                Unary::Gelu,
+                Unary::Softplus,
+            ]
+        };
+        check::<f64>(&kinds(1.5));
+        let k32: Vec<Unary<f32>> = kinds(1.5)
+            .into_iter()
+            .map(|k| match k {
+                Unary::Scale(c) => Unary::Scale(c as f32),
+                Unary::LeakyRelu(a) => Unary::LeakyRelu(a as f32),
+                Unary::Elu(a) => Unary::Elu(a as f32),
+                Unary::Tanh => Unary::Tanh,
+                Unary::Sigmoid => Unary::Sigmoid,
+                Unary::Exp => Unary::Exp,
+                Unary::Relu => Unary::Relu,
+                Unary::Neg => Unary::Neg,
+                Unary::Gelu => Unary::Gelu,
+                _ => Unary::Softplus,
+            })
+            .collect();
+        check::<f32>(&k32);
     }
 }
