@@ -75,8 +75,10 @@ mod custom;
 mod dropout;
 mod elementwise;
 mod index;
+mod linear;
 mod loss;
 mod matmul;
+mod par;
 mod reduce;
 mod shape;
 mod softmax;
@@ -97,9 +99,50 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension};
 use tape::TapeMode;
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
+    use super::elementwise::math;
+
+    /// Seals [`Element`](super::Element), and carries the per-type kernels the generic
+    /// rules call (unreachable from outside the crate).
+    pub trait Sealed: Copy {
+        /// `e^x`, branch-free so that maps over slices vectorise.
+        fn exp_v(self) -> Self;
+        /// `tanh x`, as [`Sealed::exp_v`].
+        fn tanh_v(self) -> Self;
+        /// `1 / (1 + e^-x)`, as [`Sealed::exp_v`].
+        fn sigmoid_v(self) -> Self;
+    }
+
+    impl Sealed for f32 {
+        #[inline(always)]
+        fn exp_v(self) -> Self {
+            math::exp_f32(self)
+        }
+        #[inline(always)]
+        fn tanh_v(self) -> Self {
+            math::tanh_f32(self)
+        }
+        #[inline(always)]
+        fn sigmoid_v(self) -> Self {
+            math::sigmoid_f32(self)
+        }
+    }
+
+    impl Sealed for f64 {
+        #[inline(always)]
+        fn exp_v(self) -> Self {
+            math::exp_f64(self)
+        }
+        // No vectorised `f64` tanh yet (a polynomial to 1 ulp below 0.625 needs a
+        // rational form): libm's.
+        #[inline(always)]
+        fn tanh_v(self) -> Self {
+            self.tanh()
+        }
+        #[inline(always)]
+        fn sigmoid_v(self) -> Self {
+            math::sigmoid_f64(self)
+        }
+    }
 }
 
 /// The element types of the tensor layer: `f32` and `f64`.

@@ -37,6 +37,21 @@ impl<'a, T: Float> Input<'a, T> {
     /// Errors with [`GnnError::InputShape`] (the input's width, the weight's name and
     /// its `in`) when the input width is not the weight's `in`.
     pub fn linear<'w>(self, t: &mut Tape<'a, T>, w: impl Into<Param<'w>>) -> GnnResult<Var> {
+        self.affine(t, w, None)
+    }
+
+    /// `X · Wᵀ + b` (`b` of `out` values, or none): [`Input::linear`] with the bias
+    /// written into the product's rows (the core's `Tape::linear` for dense input, the
+    /// weight read through its strides; a sparse × dense product and a broadcast sum for
+    /// sparse input).
+    ///
+    /// Errors as [`Input::linear`]; a bias of another length is the core's shape error.
+    pub fn affine<'w>(
+        self,
+        t: &mut Tape<'a, T>,
+        w: impl Into<Param<'w>>,
+        b: Option<Var>,
+    ) -> GnnResult<Var> {
         let w = w.into();
         let ws = t.shape(w.var)?;
         let rows_of = |t: &Tape<'a, T>| -> AdResult<Vec<usize>> {
@@ -62,10 +77,16 @@ impl<'a, T: Float> Input<'a, T> {
                 expected,
             });
         }
-        let wt = t.transpose(w.var)?;
         Ok(match self {
-            Input::Dense(x) => t.matmul(x, wt)?,
-            Input::Sparse(x) => t.spmm(x, wt)?,
+            Input::Dense(x) => t.linear(x, w.var, b)?,
+            Input::Sparse(x) => {
+                let wt = t.transpose(w.var)?;
+                let y = t.spmm(x, wt)?;
+                match b {
+                    Some(b) => t.add(y, b)?,
+                    None => y,
+                }
+            }
         })
     }
 

@@ -5,6 +5,8 @@
 //! in terms of the input `x` and the output `y`; the reverse rule is
 //! `dx += g · f'(x)` and the forward rule `ẏ = ẋ · f'(x)`.
 
+pub(crate) mod math;
+
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
@@ -31,14 +33,10 @@ pub(crate) enum Unary<T> {
     Clamp(T, T),
 }
 
-#[inline]
+/// The logistic function without overflow (vectorised: [`math`]).
+#[inline(always)]
 fn sigmoid<T: Element>(x: T) -> T {
-    if x >= T::zero() {
-        T::one() / (T::one() + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (T::one() + e)
-    }
+    x.sigmoid_v()
 }
 
 const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
@@ -52,12 +50,12 @@ impl<T: Element> Unary<T> {
         match self {
             Unary::Neg => -x,
             Unary::Scale(c) => c * x,
-            Unary::Exp => x.exp(),
+            Unary::Exp => x.exp_v(),
             Unary::Ln => x.ln(),
             Unary::Sqrt => x.sqrt(),
             Unary::Powi(n) => x.powi(n),
             Unary::Abs => x.abs(),
-            Unary::Tanh => x.tanh(),
+            Unary::Tanh => x.tanh_v(),
             Unary::Sigmoid => sigmoid(x),
             Unary::Relu => x.max(z),
             Unary::LeakyRelu(a) => {
@@ -76,7 +74,7 @@ impl<T: Element> Unary<T> {
             }
             Unary::Gelu => {
                 let u = T::cst(GELU_C) * (x + T::cst(GELU_A) * x * x * x);
-                T::cst(0.5) * x * (T::one() + u.tanh())
+                T::cst(0.5) * x * (T::one() + u.tanh_v())
             }
             Unary::Softplus => x.max(z) + (-x.abs()).exp().ln_1p(),
             Unary::Clamp(lo, hi) => x.max(lo).min(hi),
@@ -132,7 +130,7 @@ impl<T: Element> Unary<T> {
             Unary::Gelu => {
                 let c = T::cst(GELU_C);
                 let a = T::cst(GELU_A);
-                let t = (c * (x + a * x * x * x)).tanh();
+                let t = (c * (x + a * x * x * x)).tanh_v();
                 let h = T::cst(0.5);
                 h * (one + t) + h * x * (one - t * t) * c * (one + T::cst(3.0) * a * x * x)
             }
@@ -167,42 +165,103 @@ impl<T> Unary<T> {
     }
 }
 
-/// Runs `$body` with `$k` bound to `$kind` rebuilt in a branch of its own, so that the
-/// per-element `match` of [`Unary::f`] and [`Unary::df`] folds away after inlining: one
-/// specialised loop per map (the maps of the hot paths; the others share one loop).
+/// A map whose kind is in its type: the loops of [`unswitch!`] capture one of these
+/// (zero-sized, or the map's parameter alone), so that the kind is known in every
+/// instantiation of the loop, inlined or not, and the per-element `match` of
+/// [`Unary::f`] and [`Unary::df`] folds away (a captured `Unary` value kept a jump
+/// table in the loop and the activations scalar).
+trait Kernel<T: Element>: Copy + Send + Sync {
+    fn f(self, x: T) -> T;
+    fn df(self, x: T, y: T) -> T;
+}
+
+impl<T: Element> Kernel<T> for Unary<T> {
+    #[inline(always)]
+    fn f(self, x: T) -> T {
+        Unary::f(self, x)
+    }
+    #[inline(always)]
+    fn df(self, x: T, y: T) -> T {
+        Unary::df(self, x, y)
+    }
+}
+
+/// The kernels of the hot maps, one type each.
+mod kernels {
+    use super::{Element, Kernel, Unary};
+
+    macro_rules! kernel {
+        ($($name:ident),*) => {$(
+            #[derive(Clone, Copy)]
+            pub(super) struct $name;
+            impl<T: Element> Kernel<T> for $name {
+                #[inline(always)]
+                fn f(self, x: T) -> T {
+                    Unary::<T>::$name.f(x)
+                }
+                #[inline(always)]
+                fn df(self, x: T, y: T) -> T {
+                    Unary::<T>::$name.df(x, y)
+                }
+            }
+        )*};
+    }
+    kernel!(Relu, Tanh, Sigmoid, Exp, Neg);
+
+    macro_rules! kernel_with {
+        ($($name:ident),*) => {$(
+            #[derive(Clone, Copy)]
+            pub(super) struct $name<T>(pub(super) T);
+            impl<T: Element> Kernel<T> for $name<T> {
+                #[inline(always)]
+                fn f(self, x: T) -> T {
+                    Unary::$name(self.0).f(x)
+                }
+                #[inline(always)]
+                fn df(self, x: T, y: T) -> T {
+                    Unary::$name(self.0).df(x, y)
+                }
+            }
+        )*};
+    }
+    kernel_with!(Scale, LeakyRelu, Elu);
+}
+
+/// Runs `$body` with `$k` bound to a [`Kernel`] for `$kind`, one branch per hot map, so
+/// that each gets a specialised loop (the other maps share one loop over `Unary`).
 macro_rules! unswitch {
     ($kind:expr, |$k:ident| $body:expr) => {
         match $kind {
             Unary::Relu => {
-                let $k = Unary::Relu;
+                let $k = kernels::Relu;
                 $body
             }
             Unary::Tanh => {
-                let $k = Unary::Tanh;
+                let $k = kernels::Tanh;
                 $body
             }
             Unary::Sigmoid => {
-                let $k = Unary::Sigmoid;
+                let $k = kernels::Sigmoid;
                 $body
             }
             Unary::Exp => {
-                let $k = Unary::Exp;
+                let $k = kernels::Exp;
                 $body
             }
             Unary::Neg => {
-                let $k = Unary::Neg;
+                let $k = kernels::Neg;
                 $body
             }
             Unary::Scale(c) => {
-                let $k = Unary::Scale(c);
+                let $k = kernels::Scale(c);
                 $body
             }
             Unary::LeakyRelu(a) => {
-                let $k = Unary::LeakyRelu(a);
+                let $k = kernels::LeakyRelu(a);
                 $body
             }
             Unary::Elu(a) => {
-                let $k = Unary::Elu(a);
+                let $k = kernels::Elu(a);
                 $body
             }
             other => {
@@ -211,6 +270,46 @@ macro_rules! unswitch {
             }
         }
     };
+}
+
+/// `o[i] = k.f(s[i])`: the loop compiled twice, for the baseline target and for AVX2
+/// (eight `f32` lanes instead of SSE2's four), chosen at run time.
+///
+/// The vectorised activations ([`math`]) are arithmetic-bound: twice the lanes halve
+/// their time (the maps were 14% of the policy model's gradient on SSE2). The two
+/// loops perform the same IEEE operations in the same order per element (no fused
+/// multiply-add is enabled), so their results are identical bit for bit.
+#[inline]
+fn map_into<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        map_avx2(k, s, o);
+        return;
+    }
+    map_plain(k, s, o);
+}
+
+/// [`map_plain`] compiled with AVX2; callable only after the processor said it has it.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn map_avx2<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+    #[target_feature(enable = "avx2")]
+    fn run<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+        map_plain(k, s, o);
+    }
+    debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
+    // SAFETY: the one caller, `map_into`, checked `is_x86_feature_detected!("avx2")`:
+    // this processor executes AVX2 instructions, the only requirement of calling a
+    // function compiled with that target feature (`run` touches memory only through
+    // its safe slices).
+    unsafe { run(k, s, o) }
+}
+
+#[inline(always)]
+fn map_plain<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
+    for (o, &x) in o.iter_mut().zip(s) {
+        *o = k.f(x);
+    }
 }
 
 /// Backward record of an elementwise map.
@@ -302,7 +401,17 @@ impl<'a, T: Element> Tape<'a, T> {
     pub(crate) fn unary(&mut self, a: Var, kind: Unary<T>) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
-        let y = unswitch!(kind, |k| self.pool.map(&x, |x| k.f(x)));
+        let y = match x.as_slice() {
+            // The calling thread's contiguous maps: the dispatched loop (AVX2 where the
+            // processor has it).
+            Some(xs) if !super::par::split(xs.len(), super::tape::PAR_MAP_MIN) => {
+                let mut y = self.pool.zeros(x.shape());
+                let ys = y.as_slice_mut().expect("standard layout");
+                unswitch!(kind, |k| map_into(k, xs, ys));
+                y
+            }
+            _ => unswitch!(kind, |k| self.pool.map(&x, |x| k.f(x))),
+        };
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()
@@ -428,5 +537,73 @@ impl<'a, T: Element> Tape<'a, T> {
             });
         }
         self.unary(a, Unary::Clamp(lo, hi))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dispatched map (AVX2 here when the processor has it) gives the same bits
+    /// as the baseline loop for every map, over values from tiny to overflowing, in
+    /// both element types.
+    #[test]
+    fn the_dispatched_map_equals_the_baseline_loop_bit_for_bit() {
+        fn check<T: Element>(kinds: &[Unary<T>]) {
+            let xs: Vec<T> = (0..4099)
+                .map(|i| T::cst(((i as f64) * 0.618).sin() * 2f64.powi(i % 15 - 6)))
+                .chain([
+                    T::zero(),
+                    -T::zero(),
+                    T::infinity(),
+                    T::neg_infinity(),
+                    T::nan(),
+                ])
+                .collect();
+            for &kind in kinds {
+                let (mut got, mut want) = (vec![T::zero(); xs.len()], vec![T::zero(); xs.len()]);
+                unswitch!(kind, |k| map_into(k, &xs, &mut got));
+                map_plain(kind, &xs, &mut want);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        g == w || (g.is_nan() && w.is_nan()),
+                        "{} at {:?}: {g:?} vs {w:?}",
+                        kind.name(),
+                        xs[i]
+                    );
+                }
+            }
+        }
+        let kinds = |c: f64| {
+            vec![
+                Unary::Tanh,
+                Unary::Sigmoid,
+                Unary::Exp,
+                Unary::Relu,
+                Unary::Neg,
+                Unary::Scale(c),
+                Unary::LeakyRelu(0.1),
+                Unary::Elu(0.7),
+                Unary::Gelu,
+                Unary::Softplus,
+            ]
+        };
+        check::<f64>(&kinds(1.5));
+        let k32: Vec<Unary<f32>> = kinds(1.5)
+            .into_iter()
+            .map(|k| match k {
+                Unary::Scale(c) => Unary::Scale(c as f32),
+                Unary::LeakyRelu(a) => Unary::LeakyRelu(a as f32),
+                Unary::Elu(a) => Unary::Elu(a as f32),
+                Unary::Tanh => Unary::Tanh,
+                Unary::Sigmoid => Unary::Sigmoid,
+                Unary::Exp => Unary::Exp,
+                Unary::Relu => Unary::Relu,
+                Unary::Neg => Unary::Neg,
+                Unary::Gelu => Unary::Gelu,
+                _ => Unary::Softplus,
+            })
+            .collect();
+        check::<f32>(&k32);
     }
 }

@@ -11,7 +11,7 @@
 //! `da[gC + c] += Σ_n G[n, g] x[n, gC + c]`, `ṡ = ẋ · a + x · ȧ` per group.
 
 use super::tape::{Bwd, Op, Tan};
-use super::{Element, Tape, Var};
+use super::{Element, Tape, Var, par};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2};
 
@@ -23,8 +23,10 @@ mod skinny;
 const SMALL: usize = 1 << 14;
 
 /// Products from this many multiply-adds are split over rayon's threads (below it the
-/// hand-off costs more than the second core gains).
-const PAR_MIN: usize = 1 << 18;
+/// hand-off costs more than the second core gains: the small-op rule, [`par::split`];
+/// a dense product runs at several multiply-adds a cycle, so its threshold is four
+/// times the sparse kernels').
+const PAR_MIN: usize = 4 * par::SPLIT_MIN;
 
 /// Parts of the inner dimension of a `k ≫ m` product (enough for 4 threads).
 const K_PARTS: usize = 4;
@@ -81,7 +83,7 @@ fn par_mat_mul<T: Element>(
 }
 
 /// `c = beta · c + alpha · a · b`.
-fn general_mat_mul<T: Element>(
+pub(super) fn general_mat_mul<T: Element>(
     alpha: T,
     a: &ArrayView2<'_, T>,
     b: &ArrayView2<'_, T>,
@@ -91,50 +93,215 @@ fn general_mat_mul<T: Element>(
     let (m, k) = a.dim();
     let n = b.ncols();
     if m * k * n > SMALL {
-        let threads = if m * k * n >= PAR_MIN {
-            rayon::current_num_threads()
-        } else {
-            1
+        // The narrow kernels split from `SPLIT_MIN` (they stream `A` once, so a second
+        // core pays off earlier); ndarray's products from `PAR_MIN`.
+        let work = m * k * n;
+        let threads = |min| {
+            if par::split(work, min) {
+                rayon::current_num_threads()
+            } else {
+                1
+            }
         };
         if skinny::takes_nn(a, b, c) {
-            skinny::nn(threads, alpha, a, b, beta, c);
+            skinny::nn(threads(par::SPLIT_MIN), alpha, a, b, beta, c);
             return;
         }
         if skinny::takes_tn(a, b, c) {
-            skinny::tn(threads, alpha, a, b, beta, c);
+            skinny::tn(threads(par::SPLIT_MIN), alpha, a, b, beta, c);
             return;
         }
-        if threads > 1 {
-            par_mat_mul(threads, alpha, a, b, beta, c);
+        if par::split(work, PAR_MIN) {
+            par_mat_mul(rayon::current_num_threads(), alpha, a, b, beta, c);
         } else {
             ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
         }
         return;
     }
+    small_mat_mul(alpha, a, b, beta, c);
+}
+
+/// Rows of `c` computed together by [`small_mat_mul`]: each row of `b` loaded once
+/// serves four rows of `c` (the accumulators of four rows of up to a few hundred
+/// columns stay in L1).
+const ROWS: usize = 4;
+
+/// `c = beta · c + alpha · a · b` for a product of at most [`SMALL`] multiply-adds, in
+/// plain Rust without allocation, transposed operands read by their strides:
+/// - `b` with contiguous rows (`A · B`, `Aᵀ · G`): `c[i, :] += a[i, p] · b[p, :]` over
+///   [`ROWS`] rows of `c` at a time, a contiguous loop the compiler vectorises;
+/// - `b` with contiguous columns (`G · Bᵀ`) and `a` with contiguous rows: dot products
+///   of contiguous rows, in eight lanes;
+/// - other strides: the same sums through ndarray's indexing.
+///
+/// `beta = 0` overwrites `c` (as BLAS: NaN in `c` does not survive).
+fn small_mat_mul<T: Element>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    if beta == T::zero() {
+        c.fill(T::zero());
+    } else if beta != T::one() {
+        c.map_inplace(|v| *v *= beta);
+    }
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let c_rows = c.strides()[1] == 1 || n == 1;
+    let b_rows = b.strides()[1] == 1 || n == 1;
+    // Dot products pay only over a long enough inner dimension (`X · Wᵀ` of a 2-feature
+    // input is better as axpys over gathered rows of `b`).
+    let dots = k >= 16 && b.strides()[0] == 1 && a.strides()[1] == 1;
+    if c_rows && (b_rows || !dots) {
+        axpy_rows(alpha, a, b, c, b_rows);
+        return;
+    }
+    if dots {
+        let bt = b.t();
+        for i in 0..m {
+            let ar = a.row(i);
+            let ar = ar.to_slice().expect("contiguous row");
+            for j in 0..n {
+                let br = bt.row(j);
+                let s = dot(ar, br.to_slice().expect("contiguous column"));
+                c[[i, j]] += alpha * s;
+            }
+        }
+        return;
+    }
     for i in 0..m {
-        let ar = a.row(i);
         for j in 0..n {
-            let s: T = ar
-                .iter()
-                .zip(b.column(j).iter())
-                .map(|(&x, &y)| x * y)
-                .sum();
-            let cij = &mut c[[i, j]];
-            *cij = if beta == T::zero() {
-                alpha * s
-            } else {
-                beta * *cij + alpha * s
-            };
+            let mut s = T::zero();
+            for p in 0..k {
+                s += a[[i, p]] * b[[p, j]];
+            }
+            c[[i, j]] += alpha * s;
         }
     }
 }
 
-fn m2<T>(a: ArrayViewD<'_, T>) -> ndarray::ArrayView2<'_, T> {
+/// Columns of `c` per pass of [`axpy_rows`] (a gathered row of `b` on the stack).
+const COLS: usize = 128;
+
+/// `c += alpha · a · b` for `c` with contiguous rows, as axpys: per block of [`COLS`]
+/// columns, [`ROWS`] rows of `c` at a time, `c[i, j..] += a[i, p] · b[p, j..]`, each
+/// row of `b` read once per block of rows (gathered into a stack buffer when its
+/// elements are not contiguous, `b_rows` false).
+fn axpy_rows<T: Element>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut ArrayViewMut2<'_, T>,
+    b_rows: bool,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let mut buf = [T::zero(); COLS];
+    let mut j0 = 0;
+    while j0 < n {
+        let w = COLS.min(n - j0);
+        let mut i = 0;
+        while i + ROWS <= m {
+            let mut cb = c.slice_mut(ndarray::s![i..i + ROWS, j0..j0 + w]);
+            let mut rows = cb.rows_mut().into_iter();
+            let (Some(mut r0), Some(mut r1), Some(mut r2), Some(mut r3)) =
+                (rows.next(), rows.next(), rows.next(), rows.next())
+            else {
+                unreachable!("a block of ROWS rows")
+            };
+            let (c0, c1, c2, c3) = (
+                &mut r0.as_slice_mut().expect("contiguous row")[..w],
+                &mut r1.as_slice_mut().expect("contiguous row")[..w],
+                &mut r2.as_slice_mut().expect("contiguous row")[..w],
+                &mut r3.as_slice_mut().expect("contiguous row")[..w],
+            );
+            for p in 0..k {
+                let (a0, a1, a2, a3) = (
+                    alpha * a[[i, p]],
+                    alpha * a[[i + 1, p]],
+                    alpha * a[[i + 2, p]],
+                    alpha * a[[i + 3, p]],
+                );
+                let br = b_row(b, p, j0, w, b_rows, &mut buf);
+                for j in 0..w {
+                    let bv = br[j];
+                    c0[j] += a0 * bv;
+                    c1[j] += a1 * bv;
+                    c2[j] += a2 * bv;
+                    c3[j] += a3 * bv;
+                }
+            }
+            i += ROWS;
+        }
+        for i in i..m {
+            let mut r = c.slice_mut(ndarray::s![i, j0..j0 + w]);
+            let cr = &mut r.as_slice_mut().expect("contiguous row")[..w];
+            for p in 0..k {
+                let av = alpha * a[[i, p]];
+                for (cv, &bv) in cr.iter_mut().zip(b_row(b, p, j0, w, b_rows, &mut buf)) {
+                    *cv += av * bv;
+                }
+            }
+        }
+        j0 += w;
+    }
+}
+
+/// Columns `j0..j0 + w` of row `p` of `b`: a slice of `b` when its rows are contiguous
+/// (`b_rows`), else gathered into `buf`.
+#[inline(always)]
+fn b_row<'r, T: Element>(
+    b: &'r ArrayView2<'_, T>,
+    p: usize,
+    j0: usize,
+    w: usize,
+    b_rows: bool,
+    buf: &'r mut [T; COLS],
+) -> &'r [T] {
+    let row = b.row(p);
+    if b_rows {
+        &row.to_slice().expect("contiguous row")[j0..j0 + w]
+    } else {
+        for (d, &v) in buf[..w].iter_mut().zip(row.slice(ndarray::s![j0..j0 + w])) {
+            *d = v;
+        }
+        &buf[..w]
+    }
+}
+
+/// `Σ x[i] y[i]` in eight independent lanes (so the loop vectorises without
+/// reassociating a single sum).
+#[inline]
+fn dot<T: Element>(x: &[T], y: &[T]) -> T {
+    const L: usize = 8;
+    let mut acc = [T::zero(); L];
+    let (xc, yc) = (x.chunks_exact(L), y.chunks_exact(L));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (xs, ys) in xc.zip(yc) {
+        for l in 0..L {
+            acc[l] += xs[l] * ys[l];
+        }
+    }
+    let mut s = acc.iter().fold(T::zero(), |s, &v| s + v);
+    for (&p, &q) in xr.iter().zip(yr) {
+        s += p * q;
+    }
+    s
+}
+
+/// A 2-D view of a value whose rank was checked when the operation was recorded.
+pub(super) fn m2<T>(a: ArrayViewD<'_, T>) -> ndarray::ArrayView2<'_, T> {
     a.into_dimensionality::<Ix2>()
         .expect("rank checked at record time")
 }
 
-fn m2m<T>(a: ArrayViewMutD<'_, T>) -> ndarray::ArrayViewMut2<'_, T> {
+/// [`m2`] for a mutable view.
+pub(super) fn m2m<T>(a: ArrayViewMutD<'_, T>) -> ndarray::ArrayViewMut2<'_, T> {
     a.into_dimensionality::<Ix2>()
         .expect("rank checked at record time")
 }
@@ -441,7 +608,7 @@ mod tests {
     fn threaded_products_on_the_tape_match_triple_loops() {
         use crate::tensor::{TapeBuffers, gradient};
         use crate::{Const, Duplicated};
-        let (m, k, n) = (600, 40, 20);
+        let (m, k, n) = (1400, 40, 20);
         assert!(m * k * n >= PAR_MIN);
         let x = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 * 0.1 - 0.5);
         let w = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.05 - 0.3);
@@ -493,6 +660,49 @@ mod tests {
                     "dX[{i}, {p}] {} vs {want}",
                     dx[[i, p]]
                 );
+            }
+        }
+    }
+
+    /// The small kernel equals ndarray's product for every layout of its operands (rows
+    /// contiguous or transposed, a column slice), `alpha`/`beta` applied, row counts
+    /// around the block of four.
+    #[test]
+    fn small_products_equal_ndarrays_in_every_layout() {
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (3, 2, 5),
+            (4, 7, 3),
+            (9, 5, 13),
+            (13, 17, 1),
+            (2, 31, 9),
+            (6, 3, 300),
+            (5, 20, 140),
+        ] {
+            let a = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0);
+            let b = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);
+            let (at, bt) = (a.t().to_owned(), b.t().to_owned());
+            // `b` as every other column of a wider array: neither layout contiguous.
+            let wide = Array2::from_shape_fn((k, 2 * n), |(i, j)| {
+                if j % 2 == 0 { b[[i, j / 2]] } else { f64::NAN }
+            });
+            let strided = wide.slice(ndarray::s![.., ..;2]);
+            let c0 = Array2::from_shape_fn((m, n), |(i, j)| (i + 2 * j) as f64);
+            for (alpha, beta) in [(1.0, 0.0), (2.0, 0.5), (1.0, 1.0)] {
+                let mut want = c0.clone();
+                ndarray::linalg::general_mat_mul(alpha, &a, &b, beta, &mut want.view_mut());
+                for (name, av, bv) in [
+                    ("a · b", a.view(), b.view()),
+                    ("aᵀᵀ · b", at.t(), b.view()),
+                    ("a · bᵀᵀ", a.view(), bt.t()),
+                    ("aᵀᵀ · bᵀᵀ", at.t(), bt.t()),
+                    ("a · strided b", a.view(), strided.view()),
+                ] {
+                    let mut got = c0.clone();
+                    small_mat_mul(alpha, &av, &bv, beta, &mut got.view_mut());
+                    let err = (&got - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
+                    assert!(err < 1e-12, "{name} {m}×{k}×{n} α={alpha} β={beta}: {err}");
+                }
             }
         }
     }

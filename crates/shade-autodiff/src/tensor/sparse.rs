@@ -16,15 +16,16 @@
 //! `Ẏ = A(v̇) X + A(v) Ẋ`.
 
 use super::tape::{Bwd, Op, Pool, Tan};
-use super::{Element, Tape, Var};
+use super::{Element, Tape, Var, par};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, CowArray, Dimension, IxDyn};
 use rayon::prelude::*;
 use sprs::CsMat;
 use std::sync::OnceLock;
 
-/// Work (multiply-adds) below which kernels stay on the calling thread.
-const PAR_MIN: usize = 1 << 15;
+/// Work (multiply-adds) below which kernels stay on the calling thread (the small-op
+/// rule, [`par::split`]).
+const PAR_MIN: usize = par::SPLIT_MIN;
 
 /// A constant sparse matrix (CSR) for the sparse × dense products.
 ///
@@ -243,7 +244,7 @@ impl<T: Element> SparseMatrix<T> {
                     .is_ok_and(|q| data[lo + q] == data[p])
             })
         };
-        if self.nnz() < PAR_MIN {
+        if !par::split(self.nnz(), PAR_MIN) {
             (0..self.rows()).all(row_ok)
         } else {
             (0..self.rows())
@@ -373,7 +374,7 @@ where
         }
     };
     let work = (ip[rows] - ip[0]) * f;
-    if work < PAR_MIN {
+    if !par::split(work, PAR_MIN) {
         body(0, out);
     } else {
         let blocks = rayon::current_num_threads() * 16;
@@ -531,7 +532,7 @@ fn dense_csr<T: Element>(x: &[T], k: usize, a: &SparseMatrix<T>, out: &mut [T]) 
         }
     };
     let m = x.len() / k;
-    if m * a.nnz() < PAR_MIN {
+    if !par::split(m * a.nnz(), PAR_MIN) {
         x.chunks_exact(k)
             .zip(out.chunks_exact_mut(n))
             .for_each(body);
@@ -559,7 +560,7 @@ fn dense_csr_t<T: Element>(g: &[T], a: &SparseMatrix<T>, out: &mut [T]) {
         }
     };
     let m = g.len() / n;
-    if m * a.nnz() < PAR_MIN {
+    if !par::split(m * a.nnz(), PAR_MIN) {
         g.chunks_exact(n)
             .zip(out.chunks_exact_mut(k))
             .for_each(body);
@@ -679,7 +680,7 @@ impl<T: Element> Rec<'_, T> {
                         .sum();
                     *d += s;
                 };
-                if a.nnz() * f < PAR_MIN {
+                if !par::split(a.nnz() * f, PAR_MIN) {
                     d.iter_mut().enumerate().for_each(dot);
                 } else {
                     d.par_iter_mut()

@@ -5,7 +5,8 @@
 //! array comes from a [`Pool`] of released buffers and goes back to it, so the second
 //! call of the same program allocates nothing.
 
-use super::{Element, broadcast, coo, custom, dropout, elementwise, index, loss, matmul, reduce};
+use super::reduce;
+use super::{Element, broadcast, coo, custom, dropout, elementwise, index, linear, loss, matmul};
 use super::{shape, softmax, sparse};
 use crate::error::{AdError, AdResult, ValueRange};
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
@@ -14,7 +15,7 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 mod pool;
-pub(crate) use pool::Pool;
+pub(crate) use pool::{PAR_MAP_MIN, Pool};
 
 /// A handle to a value on a [`Tape`]: cheap to copy, valid only on the tape that made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -105,6 +106,7 @@ pub(crate) enum Op<'a, T: Element> {
     Unary(elementwise::Rec<T>),
     Binary(broadcast::Rec),
     Matmul(matmul::Rec),
+    Linear(linear::Rec),
     GroupDot(matmul::GroupRec),
     Coo(coo::Rec<'a, T>),
     Shape(shape::Rec),
@@ -124,6 +126,7 @@ impl<T: Element> Op<'_, T> {
             Op::Unary(r) => r.backward(me, g, b),
             Op::Binary(r) => r.backward(me, g, b),
             Op::Matmul(r) => r.backward(me, g, b),
+            Op::Linear(r) => r.backward(me, g, b),
             Op::GroupDot(r) => r.backward(me, g, b),
             Op::Coo(r) => r.backward(me, g, b),
             Op::Shape(r) => r.backward(me, g, b),
@@ -144,6 +147,7 @@ impl<T: Element> Op<'_, T> {
             Op::Unary(r) => r.name(),
             Op::Binary(r) => r.name(),
             Op::Matmul(_) => "matmul",
+            Op::Linear(_) => "linear",
             Op::GroupDot(_) => "group_dot",
             Op::Coo(r) => r.name(),
             Op::Shape(r) => r.name(),
@@ -164,6 +168,7 @@ impl<T: Element> Op<'_, T> {
             Op::Unary(r) => r.inputs(),
             Op::Binary(r) => r.inputs(),
             Op::Matmul(r) => r.inputs(),
+            Op::Linear(r) => r.inputs(),
             Op::GroupDot(r) => r.inputs(),
             Op::Coo(r) => r.inputs(),
             Op::Shape(r) => r.inputs(),
@@ -185,6 +190,7 @@ impl<T: Element> Op<'_, T> {
             Op::Unary(r) => r.value_reads(me),
             Op::Binary(r) => r.value_reads(),
             Op::Matmul(r) => r.value_reads(tracked),
+            Op::Linear(r) => r.value_reads(tracked),
             Op::Sparse(r) => r.value_reads(tracked),
             _ => {
                 let mut v = self.inputs();

@@ -705,9 +705,9 @@ fn index_and_loss_errors_are_coded() {
 
 #[test]
 fn large_spmm_matches_dense_product_both_ways() {
-    // Large enough for the prefetching, row-parallel kernel path (work above the
-    // threshold, nonzeros well beyond the prefetch distance).
-    let (r, c, f) = (300, 200, 7);
+    // Large enough for the row-parallel kernel path (work above the small-op rule's
+    // 2^18, nonzeros well beyond the prefetch distance).
+    let (r, c, f) = (300, 200, 48);
     let mut tri = sprs::TriMat::new((r, c));
     for k in 0..6000usize {
         tri.add_triplet(
@@ -735,10 +735,10 @@ fn large_spmm_matches_dense_product_both_ways() {
 
 #[test]
 fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
-    // `x` is 20000 × 8 f64 (1.25 MiB), past the kernel's 1 MiB prefetch threshold: the
+    // `x` is 20000 × 40 f64 (6.1 MiB), past the kernel's 1 MiB prefetch threshold: the
     // product takes the software-prefetch branch (the crate's one `unsafe` block),
-    // row-parallel (64 000 multiply-adds). The reference sums the triplets directly.
-    let (r, c, f) = (500, 20_000, 8);
+    // row-parallel (320 000 multiply-adds). The reference sums the triplets directly.
+    let (r, c, f) = (500, 20_000, 40);
     let triplets: Vec<(usize, usize, f64)> = (0..8000usize)
         .map(|k| {
             (

@@ -18,6 +18,18 @@ fn batched_pair() -> impl Strategy<Value = (ArrayD<f64>, ArrayD<f64>)> {
     )
 }
 
+/// `x` `[N, in]`, `w` `[out, in]` and a bias `[out]` or `[1, out]`.
+fn linear_args() -> impl Strategy<Value = (ArrayD<f64>, ArrayD<f64>, ArrayD<f64>)> {
+    (1..6usize, 1..5usize, 1..6usize, any::<bool>()).prop_flat_map(|(n, i, o, row)| {
+        let bs = if row { vec![1, o] } else { vec![o] };
+        (
+            arr(vec![n, i], -2.0, 2.0),
+            arr(vec![o, i], -2.0, 2.0),
+            arr(bs, -2.0, 2.0),
+        )
+    })
+}
+
 /// A value with 1 to 3 axes of size 1..4, and an axis of it.
 fn with_axis() -> impl Strategy<Value = (ArrayD<f64>, usize)> {
     prop::collection::vec(1..4usize, 1..=3).prop_flat_map(|s| {
@@ -37,6 +49,16 @@ proptest! {
     #[test]
     fn matmul_batched((a, b) in batched_pair(), seed in any::<u64>()) {
         check_op(&[a, b], seed, |t, v| t.matmul(v[0], v[1]))?;
+    }
+
+    #[test]
+    fn linear_with_bias((x, w, b) in linear_args(), seed in any::<u64>()) {
+        check_op(&[x, w, b], seed, |t, v| t.linear(v[0], v[1], Some(v[2])))?;
+    }
+
+    #[test]
+    fn linear_without_bias((x, w, _) in linear_args(), seed in any::<u64>()) {
+        check_op(&[x, w], seed, |t, v| t.linear(v[0], v[1], None))?;
     }
 
     #[test]
@@ -199,4 +221,68 @@ fn shape_errors_are_coded() {
     let z = Array2::<f64>::zeros((0, 3));
     let e = tensor::value(&mut bufs, |t, (z,)| t.max(z), (Const(&z),)).unwrap_err();
     assert_eq!(e.code(), "SHADE-E0114");
+}
+
+/// `linear` is `x · wᵀ + b` by its parts, below and above the small-product size (the
+/// weight read by its strides on both paths), in `f32`; and its shape errors name
+/// both shapes.
+#[test]
+fn linear_equals_matmul_of_the_transpose_plus_bias() {
+    use shade_autodiff::Const;
+    use shade_autodiff::tensor::{self, TapeBuffers};
+    for (n, i, o) in [(3, 2, 5), (100, 50, 100), (7, 64, 40)] {
+        let x = ArrayD::from_shape_fn(ndarray::IxDyn(&[n, i]), |d| {
+            ((d[0] * 7 + d[1] * 3) % 11) as f32 * 0.1 - 0.5
+        });
+        let w = ArrayD::from_shape_fn(ndarray::IxDyn(&[o, i]), |d| {
+            ((d[0] * 5 + d[1]) % 13) as f32 * 0.05 - 0.3
+        });
+        let b = ArrayD::from_shape_fn(ndarray::IxDyn(&[o]), |d| d[0] as f32 * 0.25);
+        let mut bufs = TapeBuffers::new();
+        let fused = tensor::value(
+            &mut bufs,
+            |t, (x, w, b)| t.linear(x, w, Some(b)),
+            (Const(&x), Const(&w), Const(&b)),
+        )
+        .unwrap();
+        let parts = tensor::value(
+            &mut bufs,
+            |t, (x, w, b)| {
+                let wt = t.transpose(w)?;
+                let y = t.matmul(x, wt)?;
+                t.add(y, b)
+            },
+            (Const(&x), Const(&w), Const(&b)),
+        )
+        .unwrap();
+        let err = (&fused - &parts).iter().fold(0.0f32, |e, d| e.max(d.abs()));
+        assert!(err <= 1e-5, "{n}×{i}×{o}: {err}");
+    }
+    let (x, w) = (
+        ArrayD::<f64>::zeros(ndarray::IxDyn(&[2, 3])),
+        ArrayD::<f64>::zeros(ndarray::IxDyn(&[4, 2])),
+    );
+    let mut bufs = TapeBuffers::new();
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, w)| t.linear(x, w, None),
+        (Const(&x), Const(&w)),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
+    assert!(
+        e.to_string().contains("[2, 3]") && e.to_string().contains("[4, 2]"),
+        "{e}"
+    );
+    let (w, b) = (
+        ArrayD::<f64>::zeros(ndarray::IxDyn(&[4, 3])),
+        ArrayD::<f64>::zeros(ndarray::IxDyn(&[3])),
+    );
+    let e = tensor::value(
+        &mut bufs,
+        |t, (x, w, b)| t.linear(x, w, Some(b)),
+        (Const(&x), Const(&w), Const(&b)),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0110");
 }

@@ -74,10 +74,12 @@ impl<T: Float> Layer<T> for Dense {
         p: ParamVars<'_>,
         _st: StateScope<'_, T>,
     ) -> GnnResult<Var> {
-        let mut y = x.linear(t, p.param("weight")?)?;
-        if self.bias {
-            y = t.add(y, p.get("bias")?)?;
-        }
+        let b = if self.bias {
+            Some(p.get("bias")?)
+        } else {
+            None
+        };
+        let y = x.affine(t, p.param("weight")?, b)?;
         Ok(self.activation.apply(t, y)?)
     }
 }

@@ -91,8 +91,10 @@ impl<X> FreeList<X> {
     }
 }
 
-/// The element count from which [`Pool::map`] runs on several threads.
-pub(crate) const PAR_MAP_MIN: usize = 1 << 15;
+/// The element count from which [`Pool::map`] runs on several threads (the small-op
+/// rule: the maps of the hot activations are vectorised, a few hundred picoseconds an
+/// element).
+pub(crate) const PAR_MAP_MIN: usize = crate::tensor::par::SPLIT_MIN;
 
 impl<T: Element> Pool<T> {
     /// An empty vector with room for `len` elements.
@@ -128,13 +130,22 @@ impl<T: Element> Pool<T> {
     /// 2708 × 64 hidden layer spends microseconds per thousand `expm1` calls).
     pub(crate) fn map(&mut self, x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T + Sync) -> ArrayD<T> {
         match x.as_slice() {
-            Some(s) if s.len() >= PAR_MAP_MIN && rayon::current_num_threads() > 1 => {
+            Some(s) if crate::tensor::par::split(s.len(), PAR_MAP_MIN) => {
                 use rayon::prelude::*;
                 let mut v = self.vec(s.len());
                 v.par_extend(s.par_iter().with_min_len(PAR_MAP_MIN / 2).map(|&x| f(x)));
                 wrap(x.shape(), v)
             }
-            Some(s) => self.collect(x.shape(), s.iter().map(|&v| f(v))),
+            Some(s) => {
+                // Written through a zipped slice (not `extend`, whose length update per
+                // element kept the vectorised activations scalar).
+                let mut v = self.vec(s.len());
+                v.resize(s.len(), T::zero());
+                for (o, &x) in v.iter_mut().zip(s) {
+                    *o = f(x);
+                }
+                wrap(x.shape(), v)
+            }
             None => self.collect(x.shape(), x.iter().map(|&v| f(v))),
         }
     }
