@@ -609,7 +609,7 @@ mod tests {
         use crate::tensor::{TapeBuffers, gradient};
         use crate::{Const, Duplicated};
         let (m, k, n) = (1400, 40, 20);
-        assert!(m * k * n >= PAR_MIN);
+        assert!(m * k * n >= par::SPLIT_MIN);
         let x = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 * 0.1 - 0.5);
         let w = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.05 - 0.3);
         let c = Array2::from_shape_fn((m, n), |(i, j)| ((i + 3 * j) % 7) as f64 - 3.0);

@@ -8,10 +8,13 @@
 //! threads as on one with the threshold at 2¹⁵). Every parallel entry point of the
 //! tensor layer asks [`split`] with its work and its threshold.
 
-/// Multiply-adds (or elements) from which a kernel splits over rayon's threads: about
-/// 100 µs of sparse-product work on one core, where the saved half is several times a
-/// hand-off.
-pub(crate) const SPLIT_MIN: usize = 1 << 18;
+/// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
+/// hundred µs of work on one core, where the saved half is several times a hand-off.
+/// Measured with `cargo xtask bench --peers` (each process pinned to its cores): at
+/// `2^18` the policy model's gradient took 358 µs on two threads against 176 µs on one,
+/// and Cora's GCN step 1.67 ms against 1.22 ms (its 2708 × 16 × 7 product and the
+/// sparse feature product split); at `2^20`, 186 µs and 1.22 ms, no slower than one.
+pub(crate) const SPLIT_MIN: usize = 1 << 20;
 
 /// Whether a kernel of `work` multiply-adds (or elements) runs on rayon's threads: at
 /// least `min` of work and more than one thread in the current pool

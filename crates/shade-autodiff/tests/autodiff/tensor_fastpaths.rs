@@ -167,7 +167,7 @@ fn transpose_of_higher_rank_reverses_all_axes() {
     assert_eq!(y, x.t().to_owned());
 }
 
-/// Elementwise maps over at least 2¹⁸ contiguous elements (the small-op rule) run on
+/// Elementwise maps over at least 2²⁰ contiguous elements (the small-op rule) run on
 /// rayon's threads; the result is the same element for element as on one thread (the
 /// split cannot reorder anything), checked on two threads explicitly, and within a few
 /// ulp of the definition with std's functions (the activations are vectorised
@@ -191,7 +191,7 @@ fn large_elementwise_maps_split_over_threads_and_agree() {
             .unwrap()
         })
     };
-    for n in [(1 << 18) - 1, 1 << 18, 300_007] {
+    for n in [(1 << 20) - 1, 1 << 20, 1_100_007] {
         let x = ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| ((i[0] as f32) * 0.37).sin() * 3.0);
         let y = on(2, &x);
         assert_eq!(y, on(1, &x), "n = {n}");

@@ -706,16 +706,17 @@ fn index_and_loss_errors_are_coded() {
 #[test]
 fn large_spmm_matches_dense_product_both_ways() {
     // Large enough for the row-parallel kernel path (work above the small-op rule's
-    // 2^18, nonzeros well beyond the prefetch distance).
-    let (r, c, f) = (300, 200, 48);
+    // 2^20, nonzeros well beyond the prefetch distance).
+    // 40 distinct columns per row (329 is prime to 400): 24 000 nonzeros × 48.
+    let (r, c, f) = (600, 400, 48);
     let mut tri = sprs::TriMat::new((r, c));
-    for k in 0..6000usize {
-        tri.add_triplet(
-            (k * 7919) % r,
-            (k * 104_729) % c,
-            ((k % 13) as f64) * 0.1 - 0.6,
-        );
+    for i in 0..r {
+        for q in 0..40usize {
+            let k = i * 40 + q;
+            tri.add_triplet(i, (i * 7919 + q * 329) % c, ((k % 13) as f64) * 0.1 - 0.6);
+        }
     }
+    assert!(tri.nnz() * f >= 1 << 20);
     let a = SparseMatrix::new(tri.to_csr());
     let x = Array2::from_shape_fn((c, f), |(i, j)| {
         ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
@@ -735,11 +736,12 @@ fn large_spmm_matches_dense_product_both_ways() {
 
 #[test]
 fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
-    // `x` is 20000 × 40 f64 (6.1 MiB), past the kernel's 1 MiB prefetch threshold: the
-    // product takes the software-prefetch branch (the crate's one `unsafe` block),
-    // row-parallel (320 000 multiply-adds). The reference sums the triplets directly.
-    let (r, c, f) = (500, 20_000, 40);
-    let triplets: Vec<(usize, usize, f64)> = (0..8000usize)
+    // `x` is 20000 × 64 f64 (9.8 MiB), past the kernel's 1 MiB prefetch threshold: the
+    // product takes the software-prefetch branch, row-parallel (20 000 distinct
+    // positions, the pattern's period, × 64 = 1.28 M multiply-adds). The reference sums
+    // the triplets directly.
+    let (r, c, f) = (500, 20_000, 64);
+    let triplets: Vec<(usize, usize, f64)> = (0..30_000usize)
         .map(|k| {
             (
                 (k * 7919) % r,
@@ -753,6 +755,7 @@ fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
         tri.add_triplet(i, j, v);
     }
     let a = SparseMatrix::new(tri.to_csr());
+    assert!(a.nnz() * f >= 1 << 20, "{} nonzeros", a.nnz());
     let x = Array2::from_shape_fn((c, f), |(i, j)| {
         ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
     });
