@@ -89,7 +89,15 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
-        profile: "",
+        profile: "`step-dense`, 1 thread (`perf record -g`): the reverse sweep's `Xᵀ·G` \
+                  (2708 × 1433 × 16) 36 %, the forward `X·W₁` 26 % (both in the narrow-product \
+                  kernel, `tensor/matmul/skinny.rs`; `Xᵀ·G` at about 22–26 G multiply-adds \
+                  per second against 33–35 for `X·W₁`), the finiteness check of the dense \
+                  features 14 % (a full pass over their 15.5 MB every step), sorts 4 %, the \
+                  dropout draw 3 %. `infer-dense` is `X·W₁` and that check. The sparse-feature \
+                  variants skip both (98.7 % of Cora's features are zeros). What would close \
+                  it: checking constant features once per graph instead of every step, wider \
+                  tiles for `Xᵀ·G` or one pass over `X` for both products.",
     },
     Workload {
         id: "cora_gat",
@@ -130,7 +138,9 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
-        profile: "",
+        profile: "`infer-dense` is dominated, as for the GCN, by `X·W₁` (2708 × 1433 × 64 in \
+                  the narrow-product kernel) and the per-step finiteness check of the 15.5 MB \
+                  of dense features; see the GCN's profile and what would close it.",
     },
     Workload {
         id: "policy",
@@ -153,13 +163,16 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: None,
         bandwidth_bytes: None,
-        profile: "1 thread: matrix products 36 % (matrixmultiply's sgemm kernel 22 %, \
-                  shade's `general_mat_mul` wrapper 10 %, packing 4 %), libm's scalar \
-                  `tanhf` / `expf` / `expm1f` 16 %, the two sparse products 11 %, explicit \
-                  transposes 4 %, the bias rule's backward 2 %. At 100 nodes each operation \
-                  lasts microseconds, so per-operation costs decide. What would close it: \
-                  products with transposed operands instead of transposes, bias and \
-                  activation fused into one rule, vectorised activations.",
+        profile: "1 thread, after the small-op rule, the vectorised maps, the small-product \
+                  kernel and `Tape::linear`: the dense products above the small kernel's \
+                  size (matrixmultiply) 43 % (its sgemm kernel 36 % at about 12 \
+                  multiply-adds per cycle, packing 7 %), the sparse products 20 % (SSE2 \
+                  only), the elementwise maps 8 %, the small-product kernel 6 % (mostly \
+                  ndarray's index checks), copies and the buffer pool 7 %, `memset` 2 %. \
+                  Two threads are no longer slower than one: no kernel of this model is \
+                  large enough to split. What would close it: packing each weight once per \
+                  step for matrixmultiply's products, a wider (AVX2 / AVX-512) sparse row \
+                  kernel, and fewer per-operation copies and zeroed buffers.",
     },
     Workload {
         id: "synth_gcn_100k",
@@ -321,11 +334,16 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
-        profile: "`shade-compiled`: 2.6 s for the objective and 8.5 s for the gradient \
-                  of CPU time (`perf stat -e task-clock` of `examples/gmm_profile \
-                  gmm-large`, ratio 3.3), spent as at the small size; the derivative's \
-                  workspace is about 20 MB (one point's intermediates at a time). Where the page's \
-                  wall times are above those, the process waited for a shared CPU.",
+        profile: "`shade-compiled` runs on one thread whatever `T` (the plain `f64` function \
+                  and its generated derivative, point by point), where the peers' 2-thread \
+                  rows use both cores; the derivative's workspace is about 20 MB (one \
+                  point's intermediates at a time). The time is spent as at the small size: \
+                  the per-point triangular products `Q (x − μ)` of 1 to 63 terms, where JAX \
+                  batches a component's points into one matrix product. The gradient costs \
+                  1.7× the objective (the peers 3.4–5.7×), so the gap is the objective's. \
+                  What would close it: the points split over threads (each thread its own \
+                  shadow, summed at the end) and a component's points batched so that the \
+                  triangular products vectorise across points.",
     },
 ];
 
