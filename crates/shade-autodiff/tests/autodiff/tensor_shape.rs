@@ -286,3 +286,54 @@ fn linear_equals_matmul_of_the_transpose_plus_bias() {
     .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0110");
 }
+
+/// `linear` on inputs a user gets wrong or leaves empty: a 1-D `x` and a 3-D `w` are
+/// coded shape errors naming the shapes, no panic; zero rows and zero outputs give
+/// empty results of the right shape, and their gradients are empty or zero.
+#[test]
+fn linear_refuses_wrong_ranks_and_takes_empty_inputs() {
+    use shade_autodiff::tensor::{self, TapeBuffers};
+    use shade_autodiff::{Const, Duplicated};
+    let mut bufs = TapeBuffers::new();
+    let z = |s: &[usize]| ArrayD::<f64>::zeros(ndarray::IxDyn(s));
+    for (x, w) in [(z(&[3]), z(&[4, 3])), (z(&[2, 3]), z(&[4, 3, 1]))] {
+        let e = tensor::value(
+            &mut bufs,
+            |t, (x, w)| t.linear(x, w, None),
+            (Const(&x), Const(&w)),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "SHADE-E0110", "{e}");
+        let (xs, ws) = (format!("{:?}", x.shape()), format!("{:?}", w.shape()));
+        assert!(
+            e.to_string().contains(&xs) && e.to_string().contains(&ws),
+            "{e}"
+        );
+    }
+    for (n, o) in [(0, 4), (2, 0)] {
+        let (x, w, b) = (
+            z(&[n, 3]),
+            z(&[o, 3]),
+            ArrayD::from_elem(ndarray::IxDyn(&[o]), 1.0),
+        );
+        let y = tensor::value(
+            &mut bufs,
+            |t, (x, w, b)| t.linear(x, w, Some(b)),
+            (Const(&x), Const(&w), Const(&b)),
+        )
+        .unwrap();
+        assert_eq!(y.shape(), &[n, o]);
+        let (mut dw, mut db) = (z(&[o, 3]), z(&[o]));
+        tensor::gradient(
+            &mut bufs,
+            |t, (x, w, b)| {
+                let y = t.linear(x, w, Some(b))?;
+                t.sum(y)
+            },
+            (Const(&x), Duplicated(&w, &mut dw), Duplicated(&b, &mut db)),
+        )
+        .unwrap();
+        assert!(dw.iter().all(|v| *v == 0.0));
+        assert!(db.iter().all(|v| *v == n as f64));
+    }
+}
