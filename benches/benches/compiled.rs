@@ -2,9 +2,10 @@
 //! the same run (`baseline`): Rosenbrock at n = 2 … 10⁶ (the shadow zeroed by
 //! `compiled::zero`, and by `fill` for comparison), a 10-element function
 //! (the prepared-gradient overhead), GradBench's GMM (d=10, k=25, n=1000) and LSTM
-//! (l=4, c=4096); and the interface's cost for a generated function (`Compiled` with
-//! `AutoShade` against the direct call, target ≤ 1.02). The large GMM (d=64, k=200, n=10⁴) takes seconds per call: its ratio
-//! and memory come from `cargo bench -p shade-benches --bench gmm_large`.
+//! (l=4, c=4096). The interface's cost for a generated function (`Compiled` with
+//! `AutoShade` against the direct call, target ≤ 1.02) is measured interleaved by the
+//! `interface` bench. The large GMM (d=64, k=200, n=10⁴) takes seconds per call: its
+//! ratio and memory come from `cargo bench -p shade-benches --bench gmm_large`.
 //! On a busy machine, `examples/gmm_profile.rs` under `perf stat -e task-clock` gives
 //! the same ratios from the process's own CPU time.
 
@@ -14,8 +15,7 @@ use shade_benches::gradbench::Lcg;
 use shade_benches::gradbench::gmm::{GmmGradient, GmmProblem};
 use shade_benches::gradbench::lstm::{d_lstm_objective, lstm_objective, lstm_problem};
 use shade_benches::rosenbrock::{d_rosenbrock, rosenbrock};
-use shade_benches::sin_loss::{d_sin_loss, sin_loss, t_sin_loss};
-use shade_interface::{AutoShade, Compiled, Constant, prepare_gradient, prepare_pushforward};
+use shade_benches::sin_loss::{d_sin_loss, sin_loss};
 use std::hint::black_box;
 
 fn rosenbrock_group(c: &mut Criterion) {
@@ -107,69 +107,5 @@ fn lstm_group(c: &mut Criterion) {
     group.finish();
 }
 
-/// The interface's cost for a generated function: a prepared `gradient` (and a
-/// `pushforward` of the forward derivative) of `Compiled(d_f {})` with `AutoShade`
-/// against the direct call of the generated function with what the operator adds (the
-/// gradient zeroed, as the operator overwrites it). Target: interface / direct ≤ 1.02.
-fn interface_group(c: &mut Criterion) {
-    for &n in &[10usize, 1_000, 100_000] {
-        let x: Vec<f64> = (0..n).map(|i| 0.3 + 0.001 * (i % 97) as f64).collect();
-        let w: Vec<f64> = (0..n).map(|i| 1.0 + 0.01 * (i % 13) as f64).collect();
-        let t: Vec<f64> = (0..n).map(|i| (i as f64).cos()).collect();
-        let ctx = (Constant(&w[..]),);
-        let mut g = vec![0.0; n];
-        let mut group = c.benchmark_group(format!("compiled/interface/gradient/n{n}"));
-        group.throughput(Throughput::Elements(n as u64));
-        if n >= 100_000 {
-            group.sample_size(20);
-        }
-        group.bench_function("baseline", |b| {
-            b.iter(|| {
-                zero(&mut g);
-                black_box(d_sin_loss(black_box(&x), &mut g, &w, 1.0));
-                black_box(&g);
-            })
-        });
-        let mut prep =
-            prepare_gradient(Compiled(d_sin_loss {}), &AutoShade::REVERSE, &x, ctx).unwrap();
-        group.bench_function("interface", |b| {
-            b.iter(|| {
-                black_box(
-                    prep.value_and_gradient_into(black_box(&x), ctx, &mut g)
-                        .unwrap(),
-                );
-                black_box(&g);
-            })
-        });
-        group.finish();
-
-        let mut group = c.benchmark_group(format!("compiled/interface/pushforward/n{n}"));
-        group.throughput(Throughput::Elements(n as u64));
-        if n >= 100_000 {
-            group.sample_size(20);
-        }
-        group.bench_function("baseline", |b| {
-            b.iter(|| black_box(t_sin_loss(black_box(&x), &t, &w)))
-        });
-        let mut prep =
-            prepare_pushforward(Compiled(t_sin_loss {}), &AutoShade::FORWARD, &x, ctx).unwrap();
-        let (mut y, mut dy) = ([0.0], [0.0]);
-        group.bench_function("interface", |b| {
-            b.iter(|| {
-                prep.value_and_pushforward_into(black_box(&x), &t, ctx, &mut y, &mut dy)
-                    .unwrap();
-                black_box((y, dy));
-            })
-        });
-        group.finish();
-    }
-}
-
-criterion_group!(
-    benches,
-    rosenbrock_group,
-    interface_group,
-    gmm_group,
-    lstm_group
-);
+criterion_group!(benches, rosenbrock_group, gmm_group, lstm_group);
 criterion_main!(benches);

@@ -221,6 +221,31 @@ pub(super) fn render(p: &Page<'_>) -> String {
         .filter(|e| e.group.starts_with("interface/") || e.group.starts_with("jacobian/"))
         .collect();
     s.push_str(&ratio_table_of(&internal));
+    if !p.res.paired.is_empty() {
+        s.push_str(
+            "\n`interface/paired/*`: what the interface adds, measured interleaved \
+             (adjacent blocks of the direct call and of the interface alternate, one ratio a \
+             round; the median with its quartiles): the tape (`AutoShade` against \
+             `Tape::gradient_into`) and a generated function (`Compiled(d_sin_loss {})`, \
+             `Compiled(t_sin_loss {})` against the direct call; target ≤ 1.02).\n\n\
+             | group | candidate ÷ reference | median (quartiles) | rounds | reference per call |\n\
+             |---|---|---|---|---|\n",
+        );
+        for r in &p.res.paired {
+            let _ = writeln!(
+                s,
+                "| {} | {} ÷ {} | {:.3} ({:.3}–{:.3}) | {:.0} | {} |",
+                r.group,
+                r.candidate,
+                r.reference,
+                r.median,
+                r.q1,
+                r.q3,
+                r.rounds,
+                human(r.reference_ns)
+            );
+        }
+    }
     let _ = writeln!(s, "\n## All criterion estimates of this run\n");
     let all: Vec<&Estimate> = p.estimates.iter().collect();
     s.push_str(&ratio_table_of(&all));

@@ -56,6 +56,20 @@ pub(super) struct Memory {
     pub(super) base: f64,
 }
 
+/// One interleaved A/B ratio of an internal bench (`"kind":"paired"`, written by
+/// `shade_benches::measure::report_paired`).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct PairedRatio {
+    pub(super) group: String,
+    pub(super) reference: String,
+    pub(super) candidate: String,
+    pub(super) median: f64,
+    pub(super) q1: f64,
+    pub(super) q3: f64,
+    pub(super) rounds: f64,
+    pub(super) reference_ns: f64,
+}
+
 /// Everything measured, keyed by (workload, variant, implementation, threads).
 #[derive(Default)]
 pub(super) struct Results {
@@ -63,6 +77,7 @@ pub(super) struct Results {
     pub(super) memory: BTreeMap<(String, String, usize), Memory>,
     pub(super) versions: BTreeMap<String, String>,
     pub(super) notes: BTreeMap<(String, String), String>,
+    pub(super) paired: Vec<PairedRatio>,
 }
 
 impl Results {
@@ -101,6 +116,30 @@ impl Results {
             Some(Value::Num(x)) => Some(*x),
             _ => None,
         };
+        if text("kind").as_deref() == Some("paired") {
+            if let (Some(group), Some(reference), Some(candidate)) =
+                (text("group"), text("reference"), text("candidate"))
+                && let (Some(median), Some(q1), Some(q3), Some(rounds), Some(reference_ns)) = (
+                    num("median"),
+                    num("q1"),
+                    num("q3"),
+                    num("rounds"),
+                    num("reference_ns"),
+                )
+            {
+                self.paired.push(PairedRatio {
+                    group,
+                    reference,
+                    candidate,
+                    median,
+                    q1,
+                    q3,
+                    rounds,
+                    reference_ns,
+                });
+            }
+            return;
+        }
         let (Some(kind), Some(w), Some(who), Some(t)) =
             (text("kind"), text("workload"), text("peer"), num("threads"))
         else {
@@ -639,6 +678,24 @@ mod tests {
             cell_text(r.cell("gmm_d64_k200_n10000", "gradient", "shade-compiled", 1)),
             "10.000 s (9.500 s–10.000 s)"
         );
+    }
+
+    #[test]
+    fn paired_lines_are_kept_and_incomplete_ones_dropped() {
+        let mut r = Results::default();
+        r.add_line(
+            r#"{"kind":"paired","group":"interface/paired/compiled-gradient/n10","reference":"direct","candidate":"interface","median":1.004,"q1":0.998,"q3":1.011,"rounds":2001,"calls_per_block":64,"reference_ns":41.5}"#,
+        );
+        r.add_line(r#"{"kind":"paired","group":"g","reference":"direct","candidate":"interface","median":1.0}"#);
+        assert_eq!(r.paired.len(), 1);
+        let p = &r.paired[0];
+        assert_eq!(p.group, "interface/paired/compiled-gradient/n10");
+        assert_eq!(
+            (p.median, p.q1, p.q3, p.rounds),
+            (1.004, 0.998, 1.011, 2001.0)
+        );
+        assert_eq!(p.reference_ns, 41.5);
+        assert!(r.cells.is_empty() && r.memory.is_empty());
     }
 
     #[test]
