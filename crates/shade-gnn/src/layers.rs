@@ -32,6 +32,64 @@
 //! what the attention layers share (GAT's and GATv2's [`AttentionOptions`] and the
 //! builder methods of every attention layer; edge set and self-loop edge features,
 //! [`FillValue`]; softmax, dropout, weighted sum, heads, skip connection, bias).
+//! A stateless graph layer may implement `GraphLayer` (its parameters and its
+//! computation) and get its [`Layer`](crate::Layer) impl from `graph_layer!`.
+
+use crate::ctx::Float;
+use crate::error::GnnResult;
+use crate::layer::{Env, Input};
+use crate::params::{ParamVars, Params};
+use rand::rngs::StdRng;
+use shade_autodiff::tensor::{Tape, Var};
+
+/// What [`GraphLayer::record`] reads besides the tape: the environment (the graph),
+/// the input and the layer's parameters.
+pub(crate) type Call<'a, 'e, 'r, T> = (&'e mut Env<'a, 'r, T>, Input<'a, T>, ParamVars<'e>);
+
+/// A graph layer without state, by its own part: its parameters and its computation.
+/// `graph_layer!` writes the [`Layer`](crate::Layer) impl around it once (its name,
+/// an empty state, `is_graph_layer`).
+pub(crate) trait GraphLayer<T: Float> {
+    /// Fresh parameters, by local name.
+    fn params(&self, rng: &mut StdRng) -> Params<T>;
+    /// Records the layer's computation on `t` and returns the output handle.
+    fn record<'a>(&self, t: &mut Tape<'a, T>, c: Call<'a, '_, '_, T>) -> GnnResult<Var>;
+}
+
+/// The [`Layer`](crate::Layer) impl of a stateless graph layer `$ty` (named
+/// `stringify!($ty)`) from its [`GraphLayer`] impl. A macro, not a blanket impl: a
+/// blanket impl over `GraphLayer` would overlap the one for `Box<L>`.
+macro_rules! graph_layer {
+    ($ty:ident) => {
+        impl<T: $crate::ctx::Float> $crate::layer::Layer<T> for $ty {
+            fn name(&self) -> &'static str {
+                stringify!($ty)
+            }
+            fn init(
+                &self,
+                rng: &mut rand::rngs::StdRng,
+            ) -> ($crate::params::Params<T>, $crate::params::State<T>) {
+                (
+                    $crate::layers::GraphLayer::params(self, rng),
+                    $crate::params::State::new(),
+                )
+            }
+            fn forward<'a>(
+                &self,
+                t: &mut shade_autodiff::tensor::Tape<'a, T>,
+                env: &mut $crate::layer::Env<'a, '_, T>,
+                x: $crate::layer::Input<'a, T>,
+                p: $crate::params::ParamVars<'_>,
+                _st: $crate::params::StateScope<'_, T>,
+            ) -> $crate::error::GnnResult<shade_autodiff::tensor::Var> {
+                $crate::layers::GraphLayer::record(self, t, (env, x, p))
+            }
+            fn is_graph_layer(&self) -> bool {
+                true
+            }
+        }
+    };
+}
 
 mod activation;
 mod agnn;

@@ -5,7 +5,7 @@
 //! - `generic`: the operators of backends that only evaluate a function's
 //!   instantiations (`GenericBackend`), used by
 //! - `fd` (`AutoFiniteDiff`, finite differences of the `f64` instantiation) and
-//!   [`numdual`] (`AutoNumDual`, feature `num-dual`).
+//!   `numdual` (`AutoNumDual`, feature `num-dual`).
 //! - `second_order`: `SecondOrder` (forward over reverse natively, or differences of
 //!   an inner gradient).
 //! - [`sparse`]: `AutoSparse` (sparsity detection, colouring, compressed pushforwards).

@@ -329,40 +329,33 @@ where
     Ok(c)
 }
 
-impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for JacScenario<F, C>
-where
-    B: JacobianBackend<TwoArg<F>, C>
-        + PushforwardBackend<TwoArg<F>, C>
-        + PullbackBackend<TwoArg<F>, C>,
-{
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn operators(&self) -> &'static [Operator] {
-        VECTOR_OPERATORS
-    }
-    fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
-        check_vector_form(b, &self.form(), cfg)
-    }
+/// The [`Scenario`] impl of the vector-valued scenario `$S`, whose `form()` is in form
+/// `$V` (after it, the bounds that form needs): the [`VECTOR_OPERATORS`]' checks.
+macro_rules! vector_scenario {
+    ($S:ident, $V:ty $(, $($bound:tt)*)?) => {
+        impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for $S<F, C>
+        where
+            $($($bound)*,)?
+            B: JacobianBackend<$V, C> + PushforwardBackend<$V, C> + PullbackBackend<$V, C>,
+        {
+            fn name(&self) -> &str {
+                &self.name
+            }
+            fn operators(&self) -> &'static [Operator] {
+                VECTOR_OPERATORS
+            }
+            fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
+                check_vector_form(b, &self.form(), cfg)
+            }
+        }
+    };
 }
-
-impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for VecScenario<F, C>
-where
-    F: OneArgFn<C, ReturnsVector, Form = OneArgVec<F>>,
-    B: JacobianBackend<OneArgVec<F>, C>
-        + PushforwardBackend<OneArgVec<F>, C>
-        + PullbackBackend<OneArgVec<F>, C>,
-{
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn operators(&self) -> &'static [Operator] {
-        VECTOR_OPERATORS
-    }
-    fn run(&self, b: &B, cfg: &Config) -> Result<Checked, HarnessError> {
-        check_vector_form(b, &self.form(), cfg)
-    }
-}
+vector_scenario!(JacScenario, TwoArg<F>);
+vector_scenario!(
+    VecScenario,
+    OneArgVec<F>,
+    F: OneArgFn<C, ReturnsVector, Form = OneArgVec<F>>
+);
 
 impl<B, F: Copy, C: Contexts + Copy> Scenario<B> for ScalarScenario<F, C>
 where

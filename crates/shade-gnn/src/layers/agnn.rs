@@ -1,11 +1,12 @@
 //! `AGNNConv` (Thekumparampil et al., 2018) with PyTorch Geometric's options and
 //! defaults.
 
+use super::blocks::normalize_rows;
+use super::{Call, GraphLayer};
 use crate::ctx::Float;
 use crate::error::GnnResult;
-use crate::layer::{Env, Input, Layer};
 use crate::message::weighted_sum;
-use crate::params::{ParamVars, Params, State, StateScope};
+use crate::params::Params;
 use ndarray::{ArrayD, IxDyn};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
@@ -41,37 +42,19 @@ impl Default for AGNNConv {
     }
 }
 
-impl<T: Float> Layer<T> for AGNNConv {
-    fn name(&self) -> &'static str {
-        "AGNNConv"
+impl<T: Float> GraphLayer<T> for AGNNConv {
+    fn params(&self, _rng: &mut StdRng) -> Params<T> {
+        let mut p = Params::new();
+        if self.requires_grad {
+            p.push("beta", ArrayD::from_elem(IxDyn(&[1]), T::one()));
+        }
+        p
     }
 
-    fn init(&self, _rng: &mut StdRng) -> (Params<T>, State<T>) {
-        let p = if self.requires_grad {
-            Params::new().with("beta", ArrayD::from_elem(IxDyn(&[1]), T::one()))
-        } else {
-            Params::new()
-        };
-        (p, State::new())
-    }
-
-    fn forward<'a>(
-        &self,
-        t: &mut Tape<'a, T>,
-        env: &mut Env<'a, '_, T>,
-        x: Input<'a, T>,
-        p: ParamVars<'_>,
-        _st: StateScope<'_, T>,
-    ) -> GnnResult<Var> {
+    fn record<'a>(&self, t: &mut Tape<'a, T>, (env, x, p): Call<'a, '_, '_, T>) -> GnnResult<Var> {
         let g = env.graph("AGNNConv")?;
         let x = x.dense(t)?;
-        let n = t.shape(x)?[0];
-        let sq = t.mul(x, x)?;
-        let s = t.sum_axis(sq, 1)?;
-        let s = t.reshape(s, &[n, 1])?;
-        let norm = t.sqrt(s)?;
-        let norm = t.clamp(norm, T::cst(1e-12), T::infinity())?;
-        let xn = t.div(x, norm)?;
+        let xn = normalize_rows(t, x)?;
         let edges = if self.add_self_loops {
             g.edges_with_self_loops()
         } else {
@@ -91,11 +74,9 @@ impl<T: Float> Layer<T> for AGNNConv {
         let msg = t.index_select(x, edges.src())?;
         Ok(weighted_sum(t, edges, alpha, msg)?)
     }
-
-    fn is_graph_layer(&self) -> bool {
-        true
-    }
 }
+
+graph_layer!(AGNNConv);
 
 #[cfg(test)]
 mod tests {
@@ -111,8 +92,7 @@ mod tests {
 
     #[test]
     fn matches_dense_reference() {
-        let g = random_graph(7, 15, 2);
-        let x = random_features(8, 3, 3);
+        let (g, x) = (random_graph(7, 15, 2), random_features(8, 3, 3));
         let ctx = GraphCtx::<f64>::new(&g);
         let f = Features::dense(x.clone());
         for (conv, beta) in [

@@ -1,5 +1,5 @@
 //! Building blocks shared by the layers: option and shape errors in the user's terms,
-//! linear maps by parameter name, and the GRU and LSTM cells (composed from matmul,
+//! linear maps by parameter name, row normalisation, and the GRU and LSTM cells (composed from matmul,
 //! sigmoid, tanh, mul and add).
 
 use crate::ctx::Float;
@@ -82,6 +82,18 @@ pub(crate) fn linear<'a, T: Float>(
     } else {
         Ok(y)
     }
+}
+
+/// Each row of the matrix `x` over its Euclidean norm, as PyG's `F.normalize`:
+/// `x_i / max(‖x_i‖, 1e-12)`.
+pub(crate) fn normalize_rows<T: Float>(t: &mut Tape<'_, T>, x: Var) -> GnnResult<Var> {
+    let n = t.shape(x)?[0];
+    let sq = t.mul(x, x)?;
+    let s = t.sum_axis(sq, 1)?;
+    let s = t.reshape(s, &[n, 1])?;
+    let norm = t.sqrt(s)?;
+    let norm = t.clamp(norm, T::cst(1e-12), T::infinity())?;
+    Ok(t.div(x, norm)?)
 }
 
 /// `x · Wᵀ + b_x + h · Uᵀ + b_h` split into `k` column chunks of width `c`.

@@ -1,11 +1,12 @@
 //! `GATConv` (Veličković et al., 2018) with PyTorch Geometric's options and defaults.
 
 use super::attention::{AttentionOptions, Messages, attention_builders};
+use super::{Call, GraphLayer};
 use crate::ctx::Float;
 use crate::error::GnnResult;
 use crate::init;
-use crate::layer::{Env, Input, Layer};
-use crate::params::{ParamVars, Params, State, StateScope};
+use crate::layer::Input;
+use crate::params::Params;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
 
@@ -72,12 +73,8 @@ impl GATConv {
 
 attention_builders!(gat GATConv);
 
-impl<T: Float> Layer<T> for GATConv {
-    fn name(&self) -> &'static str {
-        "GATConv"
-    }
-
-    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
+impl<T: Float> GraphLayer<T> for GATConv {
+    fn params(&self, rng: &mut StdRng) -> Params<T> {
         let (i, h, c) = (self.in_channels, self.options.heads, self.out_channels);
         let mut p = Params::new()
             .with(
@@ -87,17 +84,10 @@ impl<T: Float> Layer<T> for GATConv {
             .with("att_src", init::glorot_uniform(rng, &[1, h, c], h, c))
             .with("att_dst", init::glorot_uniform(rng, &[1, h, c], h, c));
         self.options.push_tail(&mut p, rng, (i, c), true);
-        (p, State::new())
+        p
     }
 
-    fn forward<'a>(
-        &self,
-        t: &mut Tape<'a, T>,
-        env: &mut Env<'a, '_, T>,
-        x: Input<'a, T>,
-        p: ParamVars<'_>,
-        _st: StateScope<'_, T>,
-    ) -> GnnResult<Var> {
+    fn record<'a>(&self, t: &mut Tape<'a, T>, (env, x, p): Call<'a, '_, '_, T>) -> GnnResult<Var> {
         let (edges, e) = self.options.begin(t, env, "GATConv")?;
         let h = self.options.heads;
         let hx = x.linear(t, p.param("lin.weight")?)?;
@@ -115,11 +105,9 @@ impl<T: Float> Layer<T> for GATConv {
         let msgs = Messages::Nodes(hx);
         (self.options).finish(t, env, (x, &p), edges, logits, msgs, self.out_channels)
     }
-
-    fn is_graph_layer(&self) -> bool {
-        true
-    }
 }
+
+graph_layer!(GATConv);
 
 #[cfg(test)]
 mod tests {

@@ -2,11 +2,12 @@
 
 use super::attention::{AttentionOptions, Messages, attention_builders};
 use super::blocks::linear;
+use super::{Call, GraphLayer};
 use crate::ctx::Float;
 use crate::error::GnnResult;
 use crate::init;
-use crate::layer::{Env, Input, Layer};
-use crate::params::{ParamVars, Params, State, StateScope};
+use crate::layer::Input;
+use crate::params::Params;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
 
@@ -62,12 +63,8 @@ impl GATv2Conv {
 
 attention_builders!(gat GATv2Conv);
 
-impl<T: Float> Layer<T> for GATv2Conv {
-    fn name(&self) -> &'static str {
-        "GATv2Conv"
-    }
-
-    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
+impl<T: Float> GraphLayer<T> for GATv2Conv {
+    fn params(&self, rng: &mut StdRng) -> Params<T> {
         let (i, h, c) = (self.in_channels, self.options.heads, self.out_channels);
         let mut p = Params::new();
         let sides: &[&str] = if self.share_weights {
@@ -86,17 +83,10 @@ impl<T: Float> Layer<T> for GATv2Conv {
         }
         p.push("att", init::glorot_uniform(rng, &[1, h, c], h, c));
         self.options.push_tail(&mut p, rng, (i, c), false);
-        (p, State::new())
+        p
     }
 
-    fn forward<'a>(
-        &self,
-        t: &mut Tape<'a, T>,
-        env: &mut Env<'a, '_, T>,
-        x: Input<'a, T>,
-        p: ParamVars<'_>,
-        _st: StateScope<'_, T>,
-    ) -> GnnResult<Var> {
+    fn record<'a>(&self, t: &mut Tape<'a, T>, (env, x, p): Call<'a, '_, '_, T>) -> GnnResult<Var> {
         let (edges, e) = self.options.begin(t, env, "GATv2Conv")?;
         let (h, c, bias) = (self.options.heads, self.out_channels, self.options.bias);
         let n = x.rows(t)?;
@@ -122,11 +112,9 @@ impl<T: Float> Layer<T> for GATv2Conv {
         let msgs = Messages::Edges(xj);
         (self.options).finish(t, env, (x, &p), edges, logits, msgs, c)
     }
-
-    fn is_graph_layer(&self) -> bool {
-        true
-    }
 }
+
+graph_layer!(GATv2Conv);
 
 #[cfg(test)]
 mod tests {
@@ -139,7 +127,7 @@ mod tests {
         GradCheck, arb_graph_and_features, check_layer_gradient, proptest_config, random_features,
         random_graph,
     };
-    use crate::{Features, GraphCtx, Inputs, apply};
+    use crate::{Features, GraphCtx, Inputs, Layer, apply};
     use ndarray::Array2;
     use proptest::prelude::*;
     use rand::SeedableRng;

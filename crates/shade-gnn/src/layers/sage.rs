@@ -1,6 +1,6 @@
 //! `SAGEConv` (Hamilton et al., 2017) with PyTorch Geometric's options and defaults.
 
-use super::blocks::linear;
+use super::blocks::{linear, normalize_rows};
 use crate::ctx::Float;
 use crate::error::GnnResult;
 use crate::init;
@@ -125,13 +125,7 @@ impl<T: Float> Layer<T> for SAGEConv {
             y = t.add(y, r)?;
         }
         if self.normalize {
-            let sq = t.mul(y, y)?;
-            let s = t.sum_axis(sq, 1)?;
-            let n = t.shape(s)?[0];
-            let s = t.reshape(s, &[n, 1])?;
-            let norm = t.sqrt(s)?;
-            let norm = t.clamp(norm, T::cst(1e-12), T::infinity())?;
-            y = t.div(y, norm)?;
+            y = normalize_rows(t, y)?;
         }
         Ok(y)
     }

@@ -2,11 +2,12 @@
 
 use super::attention::{Attention, Messages, attention_builders, begin};
 use super::blocks::linear;
+use super::{Call, GraphLayer};
 use crate::ctx::Float;
 use crate::error::GnnResult;
 use crate::init;
-use crate::layer::{Env, Input, Layer};
-use crate::params::{ParamVars, Params, State, StateScope};
+use crate::layer::Input;
+use crate::params::Params;
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{Tape, Var};
 
@@ -72,12 +73,8 @@ impl TransformerConv {
 
 attention_builders!(TransformerConv);
 
-impl<T: Float> Layer<T> for TransformerConv {
-    fn name(&self) -> &'static str {
-        "TransformerConv"
-    }
-
-    fn init(&self, rng: &mut StdRng) -> (Params<T>, State<T>) {
+impl<T: Float> GraphLayer<T> for TransformerConv {
+    fn params(&self, rng: &mut StdRng) -> Params<T> {
         let (i, hc, w) = (
             self.in_channels,
             self.heads * self.out_channels,
@@ -103,17 +100,10 @@ impl<T: Float> Layer<T> for TransformerConv {
                 );
             }
         }
-        (p, State::new())
+        p
     }
 
-    fn forward<'a>(
-        &self,
-        t: &mut Tape<'a, T>,
-        env: &mut Env<'a, '_, T>,
-        x: Input<'a, T>,
-        p: ParamVars<'_>,
-        _st: StateScope<'_, T>,
-    ) -> GnnResult<Var> {
+    fn record<'a>(&self, t: &mut Tape<'a, T>, (env, x, p): Call<'a, '_, '_, T>) -> GnnResult<Var> {
         let opts = (self.heads, self.dropout, self.edge_dim);
         let (edges, e) = begin(t, env, "TransformerConv", opts, None)?;
         let (h, c) = (self.heads, self.out_channels);
@@ -165,11 +155,9 @@ impl<T: Float> Layer<T> for TransformerConv {
         }
         Ok(y)
     }
-
-    fn is_graph_layer(&self) -> bool {
-        true
-    }
 }
+
+graph_layer!(TransformerConv);
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,28 @@ use shade_autodiff::tensor::Element;
 use std::borrow::{Borrow, BorrowMut};
 use std::marker::PhantomData;
 
+/// The free tensor operators: each is generic over the program `P`, the backend `B`,
+/// the element `T`, the input `X`, the contexts `C` and their handles `H`, with the
+/// same bounds, which rustc wants written on every function; this writes them once.
+/// An item is `$(#[doc])* $vis fn name<more generics>(args) -> R { body }` (the
+/// generics optional, before the six), and returns `InterfaceResult<R>`.
+macro_rules! tensor_operators {
+    ($(
+        $(#[$doc:meta])*
+        $vis:vis fn $name:ident$(<$($g:ident),*>)?($($args:tt)*) -> $ret:ty $body:block
+    )*) => {$(
+        $(#[$doc])*
+        $vis fn $name<$($($g,)*)? P, B, T, X, C, H>($($args)*) -> InterfaceResult<$ret>
+        where
+            P: TensorProgram<T, X, H>,
+            B: TensorBackend,
+            T: Element,
+            X: TensorInput<T> + ?Sized,
+            C: TensorContexts<T, H>,
+        $body
+    )*};
+}
+
 /// A zeroed value of `x`'s shape.
 fn zeros_like<T: Element, X: TensorInput<T> + ?Sized>(x: &X) -> X::Owned {
     let mut z = x.to_standard();
@@ -51,39 +73,36 @@ impl<Op, P, B: std::fmt::Debug, T: Element, X: TensorInput<T> + ?Sized, H> std::
     }
 }
 
-fn prepare<Op, P, B, T, X, C, H>(
-    operator: Operator,
-    mut program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<TensorPrepared<Op, P, B, T, X, H>>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    backend.validate()?;
-    let mut work = Workspace::new();
-    work.shapes = Some(shapes_of(x));
-    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
-    let report = Ran {
-        operator,
-        engine: backend.engine(),
-        n: entries(x),
-        m: work.seed.len(),
-        contexts: C::COUNT,
+tensor_operators! {
+    /// The preparation every operator shares: the backend checked, the input's shapes
+    /// kept, the result's shape learnt by one run, the report written.
+    fn prepare<Op>(
+        operator: Operator,
+        mut program: P,
+        backend: &B,
+        x: &X,
+        ctx: C,
+    ) -> TensorPrepared<Op, P, B, T, X, H> {
+        backend.validate()?;
+        let mut work = Workspace::new();
+        work.shapes = Some(shapes_of(x));
+        Run::new(&mut work, &mut program, ctx).learn_output(x)?;
+        let report = Ran {
+            operator,
+            engine: backend.engine(),
+            n: entries(x),
+            m: work.seed.len(),
+            contexts: C::COUNT,
+        }
+        .report();
+        Ok(TensorPrepared {
+            program,
+            backend: *backend,
+            work,
+            report,
+            op: PhantomData,
+        })
     }
-    .report();
-    Ok(TensorPrepared {
-        program,
-        backend: *backend,
-        work,
-        report,
-        op: PhantomData,
-    })
 }
 
 impl<Op, P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
@@ -120,67 +139,35 @@ impl<Op, P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
 
 // ---------------------------------------------------------------- gradient
 
-/// Prepares `gradient` of a tensor program with a scalar result.
-pub fn prepare_gradient<P, B, T, X, C, H>(
-    program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<TensorPrepared<GradientOp, P, B, T, X, H>>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    let mut p = prepare(Operator::Gradient, program, backend, x, ctx)?;
-    if p.work.seed.len() != 1 {
-        return Err(AdError::NonScalarReturn {
-            len: p.work.seed.len(),
+tensor_operators! {
+    /// Prepares `gradient` of a tensor program with a scalar result.
+    pub fn prepare_gradient(
+        program: P, backend: &B, x: &X, ctx: C,
+    ) -> TensorPrepared<GradientOp, P, B, T, X, H> {
+        let mut p = prepare(Operator::Gradient, program, backend, x, ctx)?;
+        if p.work.seed.len() != 1 {
+            return Err(AdError::NonScalarReturn {
+                len: p.work.seed.len(),
+            }
+            .into());
         }
-        .into());
+        let mut g = zeros_like(x);
+        p.warm(|p| p.value_and_gradient_into(x, ctx, g.borrow_mut()).map(drop))?;
+        Ok(p)
     }
-    let mut g = zeros_like(x);
-    p.warm(|p| p.value_and_gradient_into(x, ctx, g.borrow_mut()).map(drop))?;
-    Ok(p)
-}
 
-/// The gradient of a tensor program with a scalar result: one engine call with
-/// `AutoShade::REVERSE` (no preparation run).
-pub fn gradient<P, B, T, X, C, H>(
-    program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<X::Owned>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    value_and_gradient(program, backend, x, ctx).map(|r| r.1)
-}
+    /// The gradient of a tensor program with a scalar result: one engine call with
+    /// `AutoShade::REVERSE` (no preparation run).
+    pub fn gradient(program: P, backend: &B, x: &X, ctx: C) -> X::Owned {
+        value_and_gradient(program, backend, x, ctx).map(|r| r.1)
+    }
 
-/// `(f(x), ∇f(x))` of a tensor program with a scalar result.
-pub fn value_and_gradient<P, B, T, X, C, H>(
-    program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<(T, X::Owned)>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    let mut g = zeros_like(x);
-    let v = Workspace::new().value_and_gradient_into(program, backend, x, ctx, g.borrow_mut())?;
-    Ok((v, g))
+    /// `(f(x), ∇f(x))` of a tensor program with a scalar result.
+    pub fn value_and_gradient(program: P, backend: &B, x: &X, ctx: C) -> (T, X::Owned) {
+        let mut g = zeros_like(x);
+        let v = Workspace::new().value_and_gradient_into(program, backend, x, ctx, g.borrow_mut())?;
+        Ok((v, g))
+    }
 }
 
 impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
@@ -211,44 +198,23 @@ impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
 
 // ---------------------------------------------------------------- pullback
 
-/// Prepares `pullback` (VJP) of a tensor program.
-pub fn prepare_pullback<P, B, T, X, C, H>(
-    program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<TensorPrepared<PullbackOp, P, B, T, X, H>>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    let mut p = prepare(Operator::Pullback, program, backend, x, ctx)?;
-    let (dy, mut dx) = (ArrayD::zeros(IxDyn(p.output_shape())), zeros_like(x));
-    p.warm(|p| p.pullback_into(x, &dy, ctx, dx.borrow_mut()))?;
-    Ok(p)
-}
+tensor_operators! {
+    /// Prepares `pullback` (VJP) of a tensor program.
+    pub fn prepare_pullback(
+        program: P, backend: &B, x: &X, ctx: C,
+    ) -> TensorPrepared<PullbackOp, P, B, T, X, H> {
+        let mut p = prepare(Operator::Pullback, program, backend, x, ctx)?;
+        let (dy, mut dx) = (ArrayD::zeros(IxDyn(p.output_shape())), zeros_like(x));
+        p.warm(|p| p.pullback_into(x, &dy, ctx, dx.borrow_mut()))?;
+        Ok(p)
+    }
 
-/// `J(x)ᵀ dy` for a tensor program (`dy` of the result's shape).
-pub fn pullback<P, B, T, X, C, H>(
-    program: P,
-    backend: &B,
-    x: &X,
-    dy: &ArrayD<T>,
-    ctx: C,
-) -> InterfaceResult<X::Owned>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    let mut dx = zeros_like(x);
-    Workspace::new().pullback_into(program, backend, (x, dy), ctx, dx.borrow_mut())?;
-    Ok(dx)
+    /// `J(x)ᵀ dy` for a tensor program (`dy` of the result's shape).
+    pub fn pullback(program: P, backend: &B, x: &X, dy: &ArrayD<T>, ctx: C) -> X::Owned {
+        let mut dx = zeros_like(x);
+        Workspace::new().pullback_into(program, backend, (x, dy), ctx, dx.borrow_mut())?;
+        Ok(dx)
+    }
 }
 
 impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
@@ -284,49 +250,30 @@ impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
 
 // ---------------------------------------------------------------- pushforward
 
-/// Prepares `pushforward` (JVP) of a tensor program.
-pub fn prepare_pushforward<P, B, T, X, C, H>(
-    program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<TensorPrepared<PushforwardOp, P, B, T, X, H>>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    let mut p = prepare(Operator::Pushforward, program, backend, x, ctx)?;
-    let dx = zeros_like(x);
-    let mut y = ArrayD::zeros(IxDyn(p.output_shape()));
-    let mut dy = y.clone();
-    p.warm(|p| p.value_and_pushforward_into(x, dx.borrow(), ctx, &mut y, &mut dy))?;
-    Ok(p)
-}
+tensor_operators! {
+    /// Prepares `pushforward` (JVP) of a tensor program.
+    pub fn prepare_pushforward(
+        program: P, backend: &B, x: &X, ctx: C,
+    ) -> TensorPrepared<PushforwardOp, P, B, T, X, H> {
+        let mut p = prepare(Operator::Pushforward, program, backend, x, ctx)?;
+        let dx = zeros_like(x);
+        let mut y = ArrayD::zeros(IxDyn(p.output_shape()));
+        let mut dy = y.clone();
+        p.warm(|p| p.value_and_pushforward_into(x, dx.borrow(), ctx, &mut y, &mut dy))?;
+        Ok(p)
+    }
 
-/// `(f(x), J(x) dx)` for a tensor program.
-pub fn pushforward<P, B, T, X, C, H>(
-    mut program: P,
-    backend: &B,
-    x: &X,
-    dx: &X,
-    ctx: C,
-) -> InterfaceResult<(ArrayD<T>, ArrayD<T>)>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    let mut work = Workspace::new();
-    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
-    let mut y = ArrayD::zeros(IxDyn(work.out_shape.as_deref().unwrap_or(&[])));
-    let mut dy = y.clone();
-    work.value_and_pushforward_into(program, backend, (x, dx), ctx, (&mut y, &mut dy))?;
-    Ok((y, dy))
+    /// `(f(x), J(x) dx)` for a tensor program.
+    pub fn pushforward(
+        mut program: P, backend: &B, x: &X, dx: &X, ctx: C,
+    ) -> (ArrayD<T>, ArrayD<T>) {
+        let mut work = Workspace::new();
+        Run::new(&mut work, &mut program, ctx).learn_output(x)?;
+        let mut y = ArrayD::zeros(IxDyn(work.out_shape.as_deref().unwrap_or(&[])));
+        let mut dy = y.clone();
+        work.value_and_pushforward_into(program, backend, (x, dx), ctx, (&mut y, &mut dy))?;
+        Ok((y, dy))
+    }
 }
 
 impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
@@ -374,43 +321,23 @@ impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>
 
 // ---------------------------------------------------------------- jacobian
 
-/// Prepares `jacobian` of a tensor program (`m × n`: result entries × input entries,
-/// both in logical order, the input's arrays one after the other).
-pub fn prepare_jacobian<P, B, T, X, C, H>(
-    program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<TensorPrepared<JacobianOp, P, B, T, X, H>>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    prepare(Operator::Jacobian, program, backend, x, ctx)
-}
+tensor_operators! {
+    /// Prepares `jacobian` of a tensor program (`m × n`: result entries × input entries,
+    /// both in logical order, the input's arrays one after the other).
+    pub fn prepare_jacobian(
+        program: P, backend: &B, x: &X, ctx: C,
+    ) -> TensorPrepared<JacobianOp, P, B, T, X, H> {
+        prepare(Operator::Jacobian, program, backend, x, ctx)
+    }
 
-/// The Jacobian of a tensor program (`m × n`).
-pub fn jacobian<P, B, T, X, C, H>(
-    mut program: P,
-    backend: &B,
-    x: &X,
-    ctx: C,
-) -> InterfaceResult<Array2<T>>
-where
-    P: TensorProgram<T, X, H>,
-    B: TensorBackend,
-    T: Element,
-    X: TensorInput<T> + ?Sized,
-    C: TensorContexts<T, H>,
-{
-    let mut work = Workspace::new();
-    Run::new(&mut work, &mut program, ctx).learn_output(x)?;
-    let mut j = Array2::zeros((work.seed.len(), entries(x)));
-    work.jacobian_into(program, backend, x, ctx, &mut j)?;
-    Ok(j)
+    /// The Jacobian of a tensor program (`m × n`).
+    pub fn jacobian(mut program: P, backend: &B, x: &X, ctx: C) -> Array2<T> {
+        let mut work = Workspace::new();
+        Run::new(&mut work, &mut program, ctx).learn_output(x)?;
+        let mut j = Array2::zeros((work.seed.len(), entries(x)));
+        work.jacobian_into(program, backend, x, ctx, &mut j)?;
+        Ok(j)
+    }
 }
 
 impl<P, B: TensorBackend, T: Element, X: TensorInput<T> + ?Sized, H>

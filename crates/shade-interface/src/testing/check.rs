@@ -148,93 +148,98 @@ pub(crate) fn tmatvec(j: &[f64], n: usize, w: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// Checks `gradient` in all four variants, twice, prepared at `prep_x`.
-pub fn check_gradient<B, F, C>(
-    b: &B,
-    sc: &GradScenario<F, C>,
-    cfg: &Config,
-) -> Result<usize, HarnessError>
-where
-    B: GradientBackend<F, C>,
-    F: Copy,
-    C: Contexts + Copy,
-{
-    let h = H::new(&sc.name, b, "gradient");
-    let (x, ctx, t) = (&sc.x[..], sc.ctx, &cfg.first);
-    let (want, wy) = (&sc.reference.jacobian[..], sc.reference.y[0]);
-    let x0 = x.to_vec();
-    let mut p = prepare_gradient(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = twice(|v| {
-        let mut n = 0;
-        n += h.cmp(
-            &v("plain"),
-            t,
-            &p.gradient(x, ctx).map_err(h.ie(&v("plain")))?,
-            want,
-        )?;
-        let mut buf = vec![GARBAGE; x.len()];
-        p.gradient_into(x, ctx, &mut buf)
-            .map_err(h.ie(&v("into")))?;
-        n += h.cmp(&v("into"), t, &buf, want)?;
-        let (y, g) = p
-            .value_and_gradient(x, ctx)
-            .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(&v("value_and"), t, &[y], &[wy])? + h.cmp(&v("value_and"), t, &g, want)?;
-        buf.fill(GARBAGE);
-        let y = p
-            .value_and_gradient_into(x, ctx, &mut buf)
-            .map_err(h.ie(&v("value_and_into")))?;
-        n += h.cmp(&v("value_and_into"), t, &[y], &[wy])?
-            + h.cmp(&v("value_and_into"), t, &buf, want)?;
-        n += h.untouched(&v("all"), "x", &x0, x)?;
-        Ok(n)
-    })?;
-    let bad = vec![0.5; x.len() + 1];
-    n += h.shape_error(p.gradient(&bad, ctx))?;
-    Ok(n)
+/// The checkers' signature, which rustc wants written on each: generic over the backend
+/// `B`, the function or form `$F` and the contexts `C` (both `Copy`), taking the
+/// backend `$b`, a scenario `$sc` and the tolerances `$cfg`, returning the number of
+/// checks that passed. An item is `$(#[doc])* pub fn name<F>(b, sc: &Scenario, cfg)
+/// where B: Bound { body }`.
+macro_rules! checkers {
+    ($(
+        $(#[$doc:meta])*
+        pub fn $name:ident<$F:ident>($b:ident, $sc:ident: &$S:ty, $cfg:ident) where B: $bound:path
+        $body:block
+    )*) => {$(
+        $(#[$doc])*
+        pub fn $name<B, $F, C>($b: &B, $sc: &$S, $cfg: &Config) -> Result<usize, HarnessError>
+        where
+            B: $bound,
+            $F: Copy,
+            C: Contexts + Copy,
+        $body
+    )*};
 }
 
-/// Checks `jacobian` (either form) in all four variants, twice.
-pub fn check_jacobian<B, V, C>(
-    b: &B,
-    sc: &VecForms<'_, V, C>,
-    cfg: &Config,
-) -> Result<usize, HarnessError>
-where
-    B: JacobianBackend<V, C>,
-    V: Copy,
-    C: Contexts + Copy,
-{
-    let h = H::new(sc.name, b, "jacobian");
-    let (x, ctx, t, m) = (sc.x, sc.ctx, &cfg.first, sc.m);
-    let (want, wy) = (&sc.reference.jacobian[..], &sc.reference.y[..]);
-    let x0 = x.to_vec();
-    let mut p = prep_jacobian_any(sc.f, m, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = twice(|v| {
-        let mut n = 0;
-        let j = p.jacobian(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp_matrix(&v("plain"), t, j.borrow(), want)?;
-        let mut buf = p.new_jacobian();
-        buf.borrow_mut().values_mut().fill(GARBAGE);
-        p.jacobian_into(x, ctx, buf.borrow_mut())
-            .map_err(h.ie(&v("into")))?;
-        n += h.cmp_matrix(&v("into"), t, buf.borrow(), want)?;
-        let (y, j) = p
-            .value_and_jacobian(x, ctx)
-            .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(&v("value_and"), t, &y, wy)?
-            + h.cmp_matrix(&v("value_and"), t, j.borrow(), want)?;
-        let mut yb = vec![GARBAGE; m];
-        buf.borrow_mut().values_mut().fill(GARBAGE);
-        p.value_and_jacobian_into(x, ctx, &mut yb, buf.borrow_mut())
-            .map_err(h.ie(&v("value_and_into")))?;
-        n += h.cmp(&v("value_and_into"), t, &yb, wy)?
-            + h.cmp_matrix(&v("value_and_into"), t, buf.borrow(), want)?;
-        n += h.untouched(&v("all"), "x", &x0, x)?;
+checkers! {
+    /// Checks `gradient` in all four variants, twice, prepared at `prep_x`.
+    pub fn check_gradient<F>(b, sc: &GradScenario<F, C>, cfg) where B: GradientBackend<F, C> {
+        let h = H::new(&sc.name, b, "gradient");
+        let (x, ctx, t) = (&sc.x[..], sc.ctx, &cfg.first);
+        let (want, wy) = (&sc.reference.jacobian[..], sc.reference.y[0]);
+        let x0 = x.to_vec();
+        let mut p = prepare_gradient(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
+        let mut n = twice(|v| {
+            let mut n = 0;
+            n += h.cmp(
+                &v("plain"),
+                t,
+                &p.gradient(x, ctx).map_err(h.ie(&v("plain")))?,
+                want,
+            )?;
+            let mut buf = vec![GARBAGE; x.len()];
+            p.gradient_into(x, ctx, &mut buf)
+                .map_err(h.ie(&v("into")))?;
+            n += h.cmp(&v("into"), t, &buf, want)?;
+            let (y, g) = p
+                .value_and_gradient(x, ctx)
+                .map_err(h.ie(&v("value_and")))?;
+            n += h.cmp(&v("value_and"), t, &[y], &[wy])? + h.cmp(&v("value_and"), t, &g, want)?;
+            buf.fill(GARBAGE);
+            let y = p
+                .value_and_gradient_into(x, ctx, &mut buf)
+                .map_err(h.ie(&v("value_and_into")))?;
+            n += h.cmp(&v("value_and_into"), t, &[y], &[wy])?
+                + h.cmp(&v("value_and_into"), t, &buf, want)?;
+            n += h.untouched(&v("all"), "x", &x0, x)?;
+            Ok(n)
+        })?;
+        let bad = vec![0.5; x.len() + 1];
+        n += h.shape_error(p.gradient(&bad, ctx))?;
         Ok(n)
-    })?;
-    n += h.shape_error(p.jacobian(&x[..x.len().saturating_sub(1)], ctx))?;
-    Ok(n)
+    }
+
+    /// Checks `jacobian` (either form) in all four variants, twice.
+    pub fn check_jacobian<V>(b, sc: &VecForms<'_, V, C>, cfg) where B: JacobianBackend<V, C> {
+        let h = H::new(sc.name, b, "jacobian");
+        let (x, ctx, t, m) = (sc.x, sc.ctx, &cfg.first, sc.m);
+        let (want, wy) = (&sc.reference.jacobian[..], &sc.reference.y[..]);
+        let x0 = x.to_vec();
+        let mut p = prep_jacobian_any(sc.f, m, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
+        let mut n = twice(|v| {
+            let mut n = 0;
+            let j = p.jacobian(x, ctx).map_err(h.ie(&v("plain")))?;
+            n += h.cmp_matrix(&v("plain"), t, j.borrow(), want)?;
+            let mut buf = p.new_jacobian();
+            buf.borrow_mut().values_mut().fill(GARBAGE);
+            p.jacobian_into(x, ctx, buf.borrow_mut())
+                .map_err(h.ie(&v("into")))?;
+            n += h.cmp_matrix(&v("into"), t, buf.borrow(), want)?;
+            let (y, j) = p
+                .value_and_jacobian(x, ctx)
+                .map_err(h.ie(&v("value_and")))?;
+            n += h.cmp(&v("value_and"), t, &y, wy)?
+                + h.cmp_matrix(&v("value_and"), t, j.borrow(), want)?;
+            let mut yb = vec![GARBAGE; m];
+            buf.borrow_mut().values_mut().fill(GARBAGE);
+            p.value_and_jacobian_into(x, ctx, &mut yb, buf.borrow_mut())
+                .map_err(h.ie(&v("value_and_into")))?;
+            n += h.cmp(&v("value_and_into"), t, &yb, wy)?
+                + h.cmp_matrix(&v("value_and_into"), t, buf.borrow(), want)?;
+            n += h.untouched(&v("all"), "x", &x0, x)?;
+            Ok(n)
+        })?;
+        n += h.shape_error(p.jacobian(&x[..x.len().saturating_sub(1)], ctx))?;
+        Ok(n)
+    }
 }
 
 /// Prepares a jacobian of either form (`m` is ignored by the one-argument form).
@@ -353,215 +358,175 @@ check_directional!(
     "Checks `pullback` (either form) in all variants and batched, twice."
 );
 
-/// Checks the one-argument `derivative` and `value_and_derivative`, twice.
-pub fn check_derivative<B, F, C>(
-    b: &B,
-    sc: &ScalarScenario<F, C>,
-    cfg: &Config,
-) -> Result<usize, HarnessError>
-where
-    B: DerivativeBackend<OneArg<F>, C>,
-    F: Copy,
-    C: Contexts + Copy,
-{
-    let h = H::new(&sc.name, b, "derivative");
-    let (x, ctx, t, r) = (sc.x, sc.ctx, &cfg.first, &sc.reference);
-    let mut p = prepare_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let n = twice(|v| {
-        let mut n = 0;
-        let d = p.derivative(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp(&v("plain"), t, &[d], &r.jacobian)?;
-        let (y, d) = p
-            .value_and_derivative(x, ctx)
-            .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(&v("value_and"), t, &[y, d], &[r.y[0], r.jacobian[0]])?;
+checkers! {
+    /// Checks the one-argument `derivative` and `value_and_derivative`, twice.
+    pub fn check_derivative<F>(b, sc: &ScalarScenario<F, C>, cfg)
+    where B: DerivativeBackend<OneArg<F>, C> {
+        let h = H::new(&sc.name, b, "derivative");
+        let (x, ctx, t, r) = (sc.x, sc.ctx, &cfg.first, &sc.reference);
+        let mut p = prepare_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
+        let n = twice(|v| {
+            let mut n = 0;
+            let d = p.derivative(x, ctx).map_err(h.ie(&v("plain")))?;
+            n += h.cmp(&v("plain"), t, &[d], &r.jacobian)?;
+            let (y, d) = p
+                .value_and_derivative(x, ctx)
+                .map_err(h.ie(&v("value_and")))?;
+            n += h.cmp(&v("value_and"), t, &[y, d], &[r.y[0], r.jacobian[0]])?;
+            Ok(n)
+        })?;
         Ok(n)
-    })?;
-    Ok(n)
-}
+    }
 
-/// Checks the two-argument `derivative` in all four variants, twice.
-pub fn check_derivative_inplace<B, F, C>(
-    b: &B,
-    sc: &ScalarInplaceScenario<F, C>,
-    cfg: &Config,
-) -> Result<usize, HarnessError>
-where
-    B: DerivativeBackend<TwoArg<F>, C>,
-    F: Copy,
-    C: Contexts + Copy,
-{
-    let h = H::new(&sc.name, b, "derivative");
-    let (x, ctx, t, r, m) = (sc.x, sc.ctx, &cfg.first, &sc.reference, sc.m);
-    let mut p = prepare_derivative_inplace(sc.f, &vec![0.0; m], b, sc.prep_x, ctx)
-        .map_err(h.ie("prepare"))?;
-    let mut n = twice(|v| {
-        let mut n = 0;
-        n += h.cmp(
-            &v("plain"),
-            t,
-            &p.derivative(x, ctx).map_err(h.ie(&v("plain")))?,
-            &r.jacobian,
-        )?;
-        let mut buf = vec![GARBAGE; m];
-        p.derivative_into(x, ctx, &mut buf)
-            .map_err(h.ie(&v("into")))?;
-        n += h.cmp(&v("into"), t, &buf, &r.jacobian)?;
-        let (y, d) = p
-            .value_and_derivative(x, ctx)
-            .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(&v("value_and"), t, &y, &r.y)? + h.cmp(&v("value_and"), t, &d, &r.jacobian)?;
-        let mut yb = vec![GARBAGE; m];
-        buf.fill(GARBAGE);
-        p.value_and_derivative_into(x, ctx, &mut yb, &mut buf)
-            .map_err(h.ie(&v("value_and_into")))?;
-        n += h.cmp(&v("value_and_into"), t, &yb, &r.y)?
-            + h.cmp(&v("value_and_into"), t, &buf, &r.jacobian)?;
+    /// Checks the two-argument `derivative` in all four variants, twice.
+    pub fn check_derivative_inplace<F>(b, sc: &ScalarInplaceScenario<F, C>, cfg)
+    where B: DerivativeBackend<TwoArg<F>, C> {
+        let h = H::new(&sc.name, b, "derivative");
+        let (x, ctx, t, r, m) = (sc.x, sc.ctx, &cfg.first, &sc.reference, sc.m);
+        let mut p = prepare_derivative_inplace(sc.f, &vec![0.0; m], b, sc.prep_x, ctx)
+            .map_err(h.ie("prepare"))?;
+        let mut n = twice(|v| {
+            let mut n = 0;
+            n += h.cmp(
+                &v("plain"),
+                t,
+                &p.derivative(x, ctx).map_err(h.ie(&v("plain")))?,
+                &r.jacobian,
+            )?;
+            let mut buf = vec![GARBAGE; m];
+            p.derivative_into(x, ctx, &mut buf)
+                .map_err(h.ie(&v("into")))?;
+            n += h.cmp(&v("into"), t, &buf, &r.jacobian)?;
+            let (y, d) = p
+                .value_and_derivative(x, ctx)
+                .map_err(h.ie(&v("value_and")))?;
+            n += h.cmp(&v("value_and"), t, &y, &r.y)? + h.cmp(&v("value_and"), t, &d, &r.jacobian)?;
+            let mut yb = vec![GARBAGE; m];
+            buf.fill(GARBAGE);
+            p.value_and_derivative_into(x, ctx, &mut yb, &mut buf)
+                .map_err(h.ie(&v("value_and_into")))?;
+            n += h.cmp(&v("value_and_into"), t, &yb, &r.y)?
+                + h.cmp(&v("value_and_into"), t, &buf, &r.jacobian)?;
+            Ok(n)
+        })?;
+        let mut short = vec![0.0; m + 1];
+        n += h.shape_error(p.derivative_into(x, ctx, &mut short))?;
         Ok(n)
-    })?;
-    let mut short = vec![0.0; m + 1];
-    n += h.shape_error(p.derivative_into(x, ctx, &mut short))?;
-    Ok(n)
-}
+    }
 
-/// Checks `second_derivative` and `value_derivative_and_second_derivative`, twice.
-pub fn check_second_derivative<B, F, C>(
-    b: &B,
-    sc: &ScalarScenario<F, C>,
-    cfg: &Config,
-) -> Result<usize, HarnessError>
-where
-    B: SecondDerivativeBackend<F, C>,
-    F: Copy,
-    C: Contexts + Copy,
-{
-    let h = H::new(&sc.name, b, "second_derivative");
-    let (x, ctx) = (sc.x, sc.ctx);
-    let r = &sc.reference;
-    let mut p = prepare_second_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let n = twice(|v| {
-        let mut n = 0;
-        let d2 = p.second_derivative(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp(&v("plain"), &cfg.second, &[d2], &r.hessian)?;
-        let (y, d1, d2) = p
-            .value_derivative_and_second_derivative(x, ctx)
-            .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(
-            &v("value_and"),
-            &cfg.first,
-            &[y, d1],
-            &[r.y[0], r.jacobian[0]],
-        )?;
-        n += h.cmp(&v("value_and"), &cfg.second, &[d2], &r.hessian)?;
+    /// Checks `second_derivative` and `value_derivative_and_second_derivative`, twice.
+    pub fn check_second_derivative<F>(b, sc: &ScalarScenario<F, C>, cfg)
+    where B: SecondDerivativeBackend<F, C> {
+        let h = H::new(&sc.name, b, "second_derivative");
+        let (x, ctx) = (sc.x, sc.ctx);
+        let r = &sc.reference;
+        let mut p = prepare_second_derivative(sc.f, b, sc.prep_x, ctx).map_err(h.ie("prepare"))?;
+        let n = twice(|v| {
+            let mut n = 0;
+            let d2 = p.second_derivative(x, ctx).map_err(h.ie(&v("plain")))?;
+            n += h.cmp(&v("plain"), &cfg.second, &[d2], &r.hessian)?;
+            let (y, d1, d2) = p
+                .value_derivative_and_second_derivative(x, ctx)
+                .map_err(h.ie(&v("value_and")))?;
+            n += h.cmp(
+                &v("value_and"),
+                &cfg.first,
+                &[y, d1],
+                &[r.y[0], r.jacobian[0]],
+            )?;
+            n += h.cmp(&v("value_and"), &cfg.second, &[d2], &r.hessian)?;
+            Ok(n)
+        })?;
         Ok(n)
-    })?;
-    Ok(n)
-}
+    }
 
-/// Checks `hessian` and `value_gradient_and_hessian` (plain and `_into`), twice.
-pub fn check_hessian<B, F, C>(
-    b: &B,
-    sc: &GradScenario<F, C>,
-    cfg: &Config,
-) -> Result<usize, HarnessError>
-where
-    B: HessianBackend<F, C>,
-    F: Copy,
-    C: Contexts + Copy,
-{
-    let h = H::new(&sc.name, b, "hessian");
-    let (x, ctx, r) = (&sc.x[..], sc.ctx, &sc.reference);
-    let nx = x.len();
-    let x0 = x.to_vec();
-    let mut p = prepare_hessian(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = twice(|v| {
-        let mut n = 0;
-        let hh = p.hessian(x, ctx).map_err(h.ie(&v("plain")))?;
-        n += h.cmp_matrix(&v("plain"), &cfg.second, hh.borrow(), &r.hessian)?;
-        let mut buf = p.new_hessian();
-        buf.borrow_mut().values_mut().fill(GARBAGE);
-        p.hessian_into(x, ctx, buf.borrow_mut())
-            .map_err(h.ie(&v("into")))?;
-        n += h.cmp_matrix(&v("into"), &cfg.second, buf.borrow(), &r.hessian)?;
-        let (y, g, hh) = p
-            .value_gradient_and_hessian(x, ctx)
-            .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(&v("value_and"), &cfg.first, &[y], &r.y)?
-            + h.cmp(&v("value_and"), &cfg.first, &g, &r.jacobian)?;
-        n += h.cmp_matrix(&v("value_and"), &cfg.second, hh.borrow(), &r.hessian)?;
-        let mut gb = vec![GARBAGE; nx];
-        buf.borrow_mut().values_mut().fill(GARBAGE);
-        let y = p
-            .value_gradient_and_hessian_into(x, ctx, &mut gb, buf.borrow_mut())
-            .map_err(h.ie(&v("value_and_into")))?;
-        n += h.cmp(&v("value_and_into"), &cfg.first, &[y], &r.y)?;
-        n += h.cmp(&v("value_and_into"), &cfg.first, &gb, &r.jacobian)?;
-        n += h.cmp_matrix(&v("value_and_into"), &cfg.second, buf.borrow(), &r.hessian)?;
-        n += h.untouched(&v("all"), "x", &x0, x)?;
+    /// Checks `hessian` and `value_gradient_and_hessian` (plain and `_into`), twice.
+    pub fn check_hessian<F>(b, sc: &GradScenario<F, C>, cfg) where B: HessianBackend<F, C> {
+        let h = H::new(&sc.name, b, "hessian");
+        let (x, ctx, r) = (&sc.x[..], sc.ctx, &sc.reference);
+        let nx = x.len();
+        let x0 = x.to_vec();
+        let mut p = prepare_hessian(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
+        let mut n = twice(|v| {
+            let mut n = 0;
+            let hh = p.hessian(x, ctx).map_err(h.ie(&v("plain")))?;
+            n += h.cmp_matrix(&v("plain"), &cfg.second, hh.borrow(), &r.hessian)?;
+            let mut buf = p.new_hessian();
+            buf.borrow_mut().values_mut().fill(GARBAGE);
+            p.hessian_into(x, ctx, buf.borrow_mut())
+                .map_err(h.ie(&v("into")))?;
+            n += h.cmp_matrix(&v("into"), &cfg.second, buf.borrow(), &r.hessian)?;
+            let (y, g, hh) = p
+                .value_gradient_and_hessian(x, ctx)
+                .map_err(h.ie(&v("value_and")))?;
+            n += h.cmp(&v("value_and"), &cfg.first, &[y], &r.y)?
+                + h.cmp(&v("value_and"), &cfg.first, &g, &r.jacobian)?;
+            n += h.cmp_matrix(&v("value_and"), &cfg.second, hh.borrow(), &r.hessian)?;
+            let mut gb = vec![GARBAGE; nx];
+            buf.borrow_mut().values_mut().fill(GARBAGE);
+            let y = p
+                .value_gradient_and_hessian_into(x, ctx, &mut gb, buf.borrow_mut())
+                .map_err(h.ie(&v("value_and_into")))?;
+            n += h.cmp(&v("value_and_into"), &cfg.first, &[y], &r.y)?;
+            n += h.cmp(&v("value_and_into"), &cfg.first, &gb, &r.jacobian)?;
+            n += h.cmp_matrix(&v("value_and_into"), &cfg.second, buf.borrow(), &r.hessian)?;
+            n += h.untouched(&v("all"), "x", &x0, x)?;
+            Ok(n)
+        })?;
+        n += h.shape_error(
+            p.hessian(&[], ctx)
+                .and_then(|_| p.hessian(&vec![0.0; nx + 1], ctx)),
+        )?;
         Ok(n)
-    })?;
-    n += h.shape_error(
-        p.hessian(&[], ctx)
-            .and_then(|_| p.hessian(&vec![0.0; nx + 1], ctx)),
-    )?;
-    Ok(n)
-}
+    }
 
-/// Checks `hvp`, `gradient_and_hvp` (plain and `_into`) and batched `hvp`, twice.
-pub fn check_hvp<B, F, C>(
-    b: &B,
-    sc: &GradScenario<F, C>,
-    cfg: &Config,
-) -> Result<usize, HarnessError>
-where
-    B: HvpBackend<F, C>,
-    F: Copy,
-    C: Contexts + Copy,
-{
-    let h = H::new(&sc.name, b, "hvp");
-    let (x, ctx, r) = (&sc.x[..], sc.ctx, &sc.reference);
-    let nx = x.len();
-    let vs = tangents(nx, 2);
-    let want: Vec<f64> = vs
-        .chunks_exact(nx.max(1))
-        .flat_map(|v| matvec(&r.hessian, nx, v))
-        .collect();
-    let (x0, vs0) = (x.to_vec(), vs.clone());
-    let (v0, w0) = (&vs[..nx], &want[..nx]);
-    let mut p = prepare_hvp(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
-    let mut n = twice(|v| {
-        let mut n = 0;
-        n += h.cmp(
-            &v("plain"),
-            &cfg.second,
-            &p.hvp(x, v0, ctx).map_err(h.ie(&v("plain")))?,
-            w0,
-        )?;
-        let mut buf = vec![GARBAGE; nx];
-        p.hvp_into(x, v0, ctx, &mut buf).map_err(h.ie(&v("into")))?;
-        n += h.cmp(&v("into"), &cfg.second, &buf, w0)?;
-        let (g, hv) = p
-            .gradient_and_hvp(x, v0, ctx)
-            .map_err(h.ie(&v("value_and")))?;
-        n += h.cmp(&v("value_and"), &cfg.first, &g, &r.jacobian)?
-            + h.cmp(&v("value_and"), &cfg.second, &hv, w0)?;
-        let mut gb = vec![GARBAGE; nx];
-        buf.fill(GARBAGE);
-        let y = p
-            .gradient_and_hvp_into(x, v0, ctx, &mut gb, &mut buf)
-            .map_err(h.ie(&v("value_and_into")))?;
-        n += h.cmp(&v("value_and_into"), &cfg.first, &[y], &r.y)?;
-        n += h.cmp(&v("value_and_into"), &cfg.first, &gb, &r.jacobian)?;
-        n += h.cmp(&v("value_and_into"), &cfg.second, &buf, w0)?;
-        n += h.cmp(
-            &v("batch"),
-            &cfg.second,
-            &p.hvp_batch(x, &vs, ctx).map_err(h.ie(&v("batch")))?,
-            &want,
-        )?;
-        n += h.untouched(&v("all"), "x", &x0, x)? + h.untouched(&v("all"), "v", &vs0, &vs)?;
+    /// Checks `hvp`, `gradient_and_hvp` (plain and `_into`) and batched `hvp`, twice.
+    pub fn check_hvp<F>(b, sc: &GradScenario<F, C>, cfg) where B: HvpBackend<F, C> {
+        let h = H::new(&sc.name, b, "hvp");
+        let (x, ctx, r) = (&sc.x[..], sc.ctx, &sc.reference);
+        let nx = x.len();
+        let vs = tangents(nx, 2);
+        let want: Vec<f64> = vs
+            .chunks_exact(nx.max(1))
+            .flat_map(|v| matvec(&r.hessian, nx, v))
+            .collect();
+        let (x0, vs0) = (x.to_vec(), vs.clone());
+        let (v0, w0) = (&vs[..nx], &want[..nx]);
+        let mut p = prepare_hvp(sc.f, b, &sc.prep_x, ctx).map_err(h.ie("prepare"))?;
+        let mut n = twice(|v| {
+            let mut n = 0;
+            n += h.cmp(
+                &v("plain"),
+                &cfg.second,
+                &p.hvp(x, v0, ctx).map_err(h.ie(&v("plain")))?,
+                w0,
+            )?;
+            let mut buf = vec![GARBAGE; nx];
+            p.hvp_into(x, v0, ctx, &mut buf).map_err(h.ie(&v("into")))?;
+            n += h.cmp(&v("into"), &cfg.second, &buf, w0)?;
+            let (g, hv) = p
+                .gradient_and_hvp(x, v0, ctx)
+                .map_err(h.ie(&v("value_and")))?;
+            n += h.cmp(&v("value_and"), &cfg.first, &g, &r.jacobian)?
+                + h.cmp(&v("value_and"), &cfg.second, &hv, w0)?;
+            let mut gb = vec![GARBAGE; nx];
+            buf.fill(GARBAGE);
+            let y = p
+                .gradient_and_hvp_into(x, v0, ctx, &mut gb, &mut buf)
+                .map_err(h.ie(&v("value_and_into")))?;
+            n += h.cmp(&v("value_and_into"), &cfg.first, &[y], &r.y)?;
+            n += h.cmp(&v("value_and_into"), &cfg.first, &gb, &r.jacobian)?;
+            n += h.cmp(&v("value_and_into"), &cfg.second, &buf, w0)?;
+            n += h.cmp(
+                &v("batch"),
+                &cfg.second,
+                &p.hvp_batch(x, &vs, ctx).map_err(h.ie(&v("batch")))?,
+                &want,
+            )?;
+            n += h.untouched(&v("all"), "x", &x0, x)? + h.untouched(&v("all"), "v", &vs0, &vs)?;
+            Ok(n)
+        })?;
+        n += h.shape_error(p.hvp(x, &vec![0.0; nx + 1], ctx))?;
         Ok(n)
-    })?;
-    n += h.shape_error(p.hvp(x, &vec![0.0; nx + 1], ctx))?;
-    Ok(n)
+    }
 }
