@@ -59,7 +59,7 @@ pub(super) fn takes_nn<T>(
 }
 
 /// Whether `aᵀ·G` (`at` the `[k, m]` transposed view of an `A` `[m, k]` with contiguous
-/// rows, `G` `[m, n]`, `C` `[k, n]`) runs here.
+/// rows, `G` `[m, n]` with contiguous rows, `C` `[k, n]` of any layout) runs here.
 pub(super) fn takes_tn<T>(
     at: &ArrayView2<'_, T>,
     g: &ArrayView2<'_, T>,
@@ -71,9 +71,10 @@ pub(super) fn takes_tn<T>(
     n <= N_MAX
         && k * n.next_multiple_of(32) <= B_MAX
         && m >= PART_ROWS
+        && g.nrows() == m
+        && c.dim() == (k, n)
         && unit_rows(a.strides(), a.dim())
         && unit_rows(g.strides(), g.dim())
-        && unit_rows(c.strides(), c.dim())
 }
 
 /// Rows of a 2-D view are contiguous (unit column stride, or a single column).
@@ -474,7 +475,18 @@ fn tn_w<T: Element, const W: usize>(
     for (q, panel) in first.chunks_exact(k * W).enumerate() {
         let (j0, w) = (q * W, W.min(n - q * W));
         for (p, v) in panel.chunks_exact(W).enumerate() {
-            store_row(alpha, &v[..w], beta, &mut row_mut(c, p)[j0..j0 + w]);
+            let mut cr = c.slice_mut(ndarray::s![p, j0..j0 + w]);
+            match cr.as_slice_mut() {
+                Some(cr) => store_row(alpha, &v[..w], beta, cr),
+                // `C` with strided rows (a transposed view): one element at a time.
+                None => cr.iter_mut().zip(v).for_each(|(c, &v)| {
+                    *c = if beta == T::zero() {
+                        alpha * v
+                    } else {
+                        beta * *c + alpha * v
+                    }
+                }),
+            }
         }
     }
 }
@@ -723,6 +735,13 @@ mod tests {
                             &c, first,
                             "Aᵀ·G {m}×{k}×{n}: bits differ on {threads} threads"
                         );
+                        // Into a transposed `C` (`Gᵀ·A` into a row-major `[n, k]`): the
+                        // same bits.
+                        let mut ct = c0.t().to_owned();
+                        let mut cv = ct.view_mut().reversed_axes();
+                        assert!(takes_tn(&a.t(), &g.view(), &cv));
+                        tn_at(level, threads, al, &a.t(), &g.view(), be, &mut cv);
+                        assert_eq!(&ct.t(), first, "Aᵀ·G {m}×{k}×{n} into a transposed C");
                     }
                 }
             }
