@@ -100,12 +100,17 @@ fn a_node_level_layer_after_a_readout_is_named_as_such() {
     );
 }
 
+/// A one-layer GCN (3 → 2) on a ring of 6 nodes, with its train state.
+fn one_conv_on_a_ring() -> (Chain<f64>, GraphCtx<f64>, TrainState<f64>) {
+    let model = Chain::new().add("conv1", GCNConv::new(3, 2));
+    let ctx = GraphCtx::new(&ring(6));
+    let ts = TrainState::new(&model, Optimiser::adam(0.01), 0).unwrap();
+    (model, ctx, ts)
+}
+
 #[test]
 fn nan_and_transposed_features_are_refused_at_the_input() {
-    let model = Chain::new().add("conv1", GCNConv::new(3, 2));
-    let g = ring(6);
-    let ctx = GraphCtx::new(&g);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0).unwrap();
+    let (model, ctx, mut ts) = one_conv_on_a_ring();
     let before = ts.params.clone();
     let mut x = Array2::from_elem((6, 3), 0.5);
     x[[4, 1]] = f64::NAN;
@@ -141,10 +146,7 @@ fn nan_and_transposed_features_are_refused_at_the_input() {
 /// (dense or sparse, through any mutable access) is found by the next step.
 #[test]
 fn features_changed_after_a_step_are_checked_again() {
-    let model = Chain::new().add("conv1", GCNConv::new(3, 2));
-    let g = ring(6);
-    let ctx = GraphCtx::new(&g);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0).unwrap();
+    let (model, ctx, mut ts) = one_conv_on_a_ring();
     let mut x = features(6, 3);
     step(&model, &ctx, &x, &mut ts).unwrap();
     let Features::Dense(a) = &x else {
