@@ -3,6 +3,7 @@
 //! forward call ([`Env`]), model inputs ([`Features`], [`Inputs`]) and [`apply`], the
 //! forward pass outside any differentiation.
 
+use crate::checked::Checked;
 use crate::ctx::{Float, GraphArena, GraphCtx};
 use crate::error::{GnnError, GnnResult};
 use crate::params::{Param, ParamVars, Params, State, StateScope};
@@ -343,18 +344,22 @@ impl ErrorCarry {
 }
 
 /// Node features: dense `[N, F]`, or a constant sparse matrix.
+///
+/// Each holds its array in a [`Checked`], so that [`Inputs::validate`] reads the values
+/// once, not on every step (a training loop over constant features); a mutable access
+/// to the array clears the record and the next validation reads them again.
 #[derive(Debug)]
 pub enum Features<T: Float> {
     /// Dense features.
-    Dense(ArrayD<T>),
+    Dense(Checked<ArrayD<T>>),
     /// Sparse features (CSR), used through the sparse × dense kernel.
-    Sparse(SparseMatrix<T>),
+    Sparse(Checked<SparseMatrix<T>>),
 }
 
 impl<T: Float> Features<T> {
     /// Dense features from a 2-D array.
     pub fn dense(x: Array2<T>) -> Self {
-        Features::Dense(x.into_dyn())
+        Features::Dense(x.into_dyn().into())
     }
 
     /// Sparse features from an `f32` CSR matrix (as the npz reader returns them),
@@ -364,7 +369,7 @@ impl<T: Float> Features<T> {
         let m = x.map(|&v| T::cst(f64::from(v)));
         let s = SparseMatrix::new(m);
         s.prepare_transpose();
-        Features::Sparse(s)
+        Features::Sparse(s.into())
     }
 
     /// Input dropout on the (constant) features: a copy with every stored value zeroed
@@ -392,14 +397,14 @@ impl<T: Float> Features<T> {
             }
         };
         Ok(match self {
-            Features::Dense(x) => Features::Dense(x.mapv(&mut keep)),
+            Features::Dense(x) => Features::Dense(x.mapv(&mut keep).into()),
             Features::Sparse(x) => {
                 let m = x.csr();
                 let (ip, ind) = (m.indptr().raw_storage().to_vec(), m.indices().to_vec());
                 let data = m.data().iter().map(|&v| keep(v)).collect();
                 let s = SparseMatrix::new(CsMat::new((m.rows(), m.cols()), ip, ind, data));
                 s.prepare_transpose();
-                Features::Sparse(s)
+                Features::Sparse(s.into())
             }
         })
     }
@@ -483,23 +488,27 @@ impl<'d, T: Float> Inputs<'d, T> {
     /// Checks the inputs: feature rows = nodes (features of shape `[F, N]` are named
     /// as transposed, `SHADE-E0414`), edge rows = edges (`SHADE-E0405`), and every
     /// feature value finite (`SHADE-E0413`, naming the array and the first bad entry).
+    /// The node features' values are read once while they do not change ([`Checked`]).
     pub fn validate(&self) -> GnnResult<()> {
         match self.x {
-            Features::Dense(x) => first_non_finite("node features", x.view())?,
-            Features::Sparse(x) => {
+            Features::Dense(x) => x.check_once(|x| first_non_finite("node features", x.view()))?,
+            Features::Sparse(x) => x.check_once(|x| {
                 let m = x.csr();
-                if let Some(k) = m.data().iter().position(|v| !v.is_finite()) {
+                match m.data().iter().position(|v| !v.is_finite()) {
                     // The stored entry `k` lies in the row whose range holds it.
-                    let ip = m.indptr();
-                    let ip = ip.raw_storage();
-                    let r = ip.partition_point(|&o| o <= k).saturating_sub(1);
-                    return Err(GnnError::NonFiniteInput {
-                        what: "node features".into(),
-                        index: vec![r, m.indices()[k]],
-                        value: m.data()[k].to_f64().unwrap_or(f64::NAN),
-                    });
+                    Some(k) => {
+                        let ip = m.indptr();
+                        let ip = ip.raw_storage();
+                        let r = ip.partition_point(|&o| o <= k).saturating_sub(1);
+                        Err(GnnError::NonFiniteInput {
+                            what: "node features".into(),
+                            index: vec![r, m.indices()[k]],
+                            value: m.data()[k].to_f64().unwrap_or(f64::NAN),
+                        })
+                    }
+                    None => Ok(()),
                 }
-            }
+            })?,
         }
         if let Some(e) = self.edge_attr {
             first_non_finite("edge features", e.view())?;

@@ -125,6 +125,7 @@
 //! # Ok::<(), shade_gnn::GnnError>(())
 //! ```
 
+mod checked;
 mod ctx;
 pub mod distributed;
 mod error;
@@ -144,6 +145,7 @@ mod safetensors;
 pub mod testing;
 pub mod train;
 
+pub use checked::Checked;
 pub use ctx::{EdgeIndex, Float, GraphArena, GraphCtx, NormEdgeList, ScaledLaplacian};
 pub use error::{GnnError, GnnResult, GnnWarning};
 pub use layer::{

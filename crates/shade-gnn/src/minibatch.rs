@@ -222,7 +222,7 @@ impl<T: Float> GraphsBatch<T> {
         if indices.is_empty() {
             return Ok(GraphsBatch {
                 ctx: GraphCtx::new(&graph),
-                x: Features::Dense(ArrayD::zeros(ndarray::IxDyn(&[0, 0]))),
+                x: Features::Dense(ArrayD::zeros(ndarray::IxDyn(&[0, 0])).into()),
                 target: NodeTargets {
                     labels: Vec::new(),
                     nodes: Vec::new(),
@@ -312,7 +312,7 @@ fn take_features<T: Float>(g: &mut Graph, name: &str, kind: &str) -> GnnResult<F
     } else {
         x
     };
-    Ok(Features::Dense(x))
+    Ok(Features::Dense(x.into()))
 }
 
 /// The integer labels `name` (`[n]` or `[n, 1]`).

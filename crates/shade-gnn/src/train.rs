@@ -437,7 +437,7 @@ where
     let arena = GraphArena::new();
     let inputs = data.inputs.or_arena(&arena);
     let dense_x = match inputs.x {
-        Features::Dense(x) => Some(x),
+        Features::Dense(x) => Some(&**x),
         Features::Sparse(_) => None,
     };
     let ctx = (

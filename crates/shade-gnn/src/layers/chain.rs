@@ -276,7 +276,7 @@ mod tests {
                     lp.push(&r[1..], v.clone());
                 }
             }
-            let f = crate::Features::Dense(x);
+            let f = crate::Features::Dense(x.into());
             crate::apply(
                 l,
                 &crate::Inputs::new(&ctx, &f),

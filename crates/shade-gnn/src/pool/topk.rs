@@ -761,7 +761,7 @@ mod tests {
             }
         }
         let pctx = GraphCtx::<f64>::new(&pg);
-        let hf = crate::Features::Dense(h);
+        let hf = crate::Features::Dense(h.into());
         let want = crate::apply(
             &gine(),
             &crate::Inputs::new(&pctx, &hf).with_edge_attr(&ek),

@@ -337,7 +337,7 @@ impl<'o, L: Layer<f64> + ?Sized> Objective<'o, L> {
         g: Option<Shadows<'_>>,
     ) -> Result<f64, String> {
         self.evaluations.set(self.evaluations.get() + 1);
-        let feats = Features::Dense(x.clone());
+        let feats = Features::Dense(x.clone().into());
         let arena = GraphArena::new();
         let inputs = Inputs {
             graph: self.ctx.as_ref(),

@@ -169,7 +169,7 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
     let x = array(c.rows, c.cols, &c.vals, c.layout);
     // The feature array by itself, as a user would inspect it, never panics either.
     no_panic("Features", || {
-        let f = Features::Dense(x.clone());
+        let f = Features::Dense(x.clone().into());
         (f.rows(), f.cols())
     })?;
     let Ok(g) = g else {
@@ -183,7 +183,7 @@ fn drive(c: &Case) -> Result<(), TestCaseError> {
     })?;
     let ctx = no_panic("GraphCtx::new", || GraphCtx::<f64>::new(&g))?;
     let e = array(g.num_edges(), c.edge_cols, &c.vals, c.layout);
-    let feats = Features::Dense(x);
+    let feats = Features::Dense(x.into());
     for layer in layers(c) {
         let name = layer.name();
         no_panic(name, || {

@@ -100,12 +100,17 @@ fn a_node_level_layer_after_a_readout_is_named_as_such() {
     );
 }
 
+/// A one-layer GCN (3 → 2) on a ring of 6 nodes, with its train state.
+fn one_conv_on_a_ring() -> (Chain<f64>, GraphCtx<f64>, TrainState<f64>) {
+    let model = Chain::new().add("conv1", GCNConv::new(3, 2));
+    let ctx = GraphCtx::new(&ring(6));
+    let ts = TrainState::new(&model, Optimiser::adam(0.01), 0).unwrap();
+    (model, ctx, ts)
+}
+
 #[test]
 fn nan_and_transposed_features_are_refused_at_the_input() {
-    let model = Chain::new().add("conv1", GCNConv::new(3, 2));
-    let g = ring(6);
-    let ctx = GraphCtx::new(&g);
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0).unwrap();
+    let (model, ctx, mut ts) = one_conv_on_a_ring();
     let before = ts.params.clone();
     let mut x = Array2::from_elem((6, 3), 0.5);
     x[[4, 1]] = f64::NAN;
@@ -135,6 +140,67 @@ fn nan_and_transposed_features_are_refused_at_the_input() {
         "the node features look transposed: got [3, 6], expected [6, F] (one row per node)"
     );
     assert_eq!(ts.params, before);
+}
+
+/// Features are checked once while they do not change, but a change after a step
+/// (dense or sparse, through any mutable access) is found by the next step.
+#[test]
+fn features_changed_after_a_step_are_checked_again() {
+    let (model, ctx, mut ts) = one_conv_on_a_ring();
+    let mut x = features(6, 3);
+    step(&model, &ctx, &x, &mut ts).unwrap();
+    let Features::Dense(a) = &x else {
+        unreachable!("dense features")
+    };
+    assert!(a.is_checked());
+    let l1 = step(&model, &ctx, &x, &mut ts).unwrap();
+    assert!(l1.is_finite());
+    if let Features::Dense(a) = &mut x {
+        a[[5, 2]] = f64::NEG_INFINITY;
+    }
+    let before = ts.params.clone();
+    let e = step(&model, &ctx, &x, &mut ts).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0413");
+    assert_eq!(
+        e.to_string(),
+        "the node features hold -inf at [5, 2] (the first non-finite entry)"
+    );
+    // Still refused on the next step (a failure is not recorded as a pass).
+    assert_eq!(
+        step(&model, &ctx, &x, &mut ts).unwrap_err().code(),
+        "SHADE-E0413"
+    );
+    assert_eq!(ts.params, before);
+    // Repaired: accepted again.
+    if let Features::Dense(a) = &mut x {
+        a.view_mut()[[5, 2]] = 0.25;
+    }
+    step(&model, &ctx, &x, &mut ts).unwrap();
+    // Sparse features: a mutable access to the matrix clears the record as well.
+    let csr = sprs::CsMat::csr_from_dense(
+        Array2::from_shape_fn((6, 3), |(i, j)| ((i + j) % 3) as f32).view(),
+        0.0,
+    );
+    let mut xs = Features::<f64>::sparse_from_f32(&csr);
+    step(&model, &ctx, &xs, &mut ts).unwrap();
+    // One stored entry per row, the one of row 3 NaN.
+    let nan = sprs::CsMat::new(
+        (6, 3),
+        (0..=6).collect(),
+        vec![0, 2, 1, 1, 0, 2],
+        vec![1.0, 0.5, 2.0, f64::NAN, 1.0, 0.5],
+    );
+    if let Features::Sparse(s) = &mut xs {
+        assert!(s.is_checked());
+        **s = shade_gnn::shade_autodiff::tensor::SparseMatrix::new(nan);
+        assert!(!s.is_checked());
+    }
+    let e = step(&model, &ctx, &xs, &mut ts).unwrap_err();
+    assert_eq!(e.code(), "SHADE-E0413");
+    assert_eq!(
+        e.to_string(),
+        "the node features hold NaN at [3, 1] (the first non-finite entry)"
+    );
 }
 
 /// A layer of the user's that hands its input on transposed.

@@ -59,7 +59,7 @@ pub(super) fn takes_nn<T>(
 }
 
 /// Whether `aᵀ·G` (`at` the `[k, m]` transposed view of an `A` `[m, k]` with contiguous
-/// rows, `G` `[m, n]`, `C` `[k, n]`) runs here.
+/// rows, `G` `[m, n]` with contiguous rows, `C` `[k, n]` of any layout) runs here.
 pub(super) fn takes_tn<T>(
     at: &ArrayView2<'_, T>,
     g: &ArrayView2<'_, T>,
@@ -71,9 +71,10 @@ pub(super) fn takes_tn<T>(
     n <= N_MAX
         && k * n.next_multiple_of(32) <= B_MAX
         && m >= PART_ROWS
+        && g.nrows() == m
+        && c.dim() == (k, n)
         && unit_rows(a.strides(), a.dim())
         && unit_rows(g.strides(), g.dim())
-        && unit_rows(c.strides(), c.dim())
 }
 
 /// Rows of a 2-D view are contiguous (unit column stride, or a single column).
@@ -125,6 +126,48 @@ fn row<'v, T>(a: &ArrayView2<'v, T>, i: usize) -> &'v [T] {
     let r = a.index_axis_move(Axis(0), i);
     r.to_slice()
         .expect("rows are contiguous (checked by takes_*)")
+}
+
+/// `fn $name<T, const W: usize>(level, args…)`: runs `$body::<T, W, F, E>(args…)`
+/// compiled for `level` (`Plain`, or what [`Level::detect`] found): through a
+/// `#[target_feature]` wrapper for AVX2 and FMA (`F`) or AVX-512F (`F` and `E`, 32
+/// vector registers), into which the `#[inline(always)]` body is compiled.
+macro_rules! at_level {
+    ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:ident) => {
+        $(#[$m])*
+        #[allow(unsafe_code)]
+        fn $name<T: Element, const W: usize>(level: Level, $($arg: $ty),*) {
+            /// The body with fused multiply-adds over 256-bit vectors.
+            ///
+            /// # Safety
+            /// The processor must support AVX2 and FMA.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn fma<T: Element, const W: usize>($($arg: $ty),*) {
+                $body::<T, W, true, false>($($arg),*);
+            }
+            /// The body with fused multiply-adds over 512-bit vectors.
+            ///
+            /// # Safety
+            /// The processor must support AVX-512F.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx2,fma")]
+            unsafe fn avx512<T: Element, const W: usize>($($arg: $ty),*) {
+                $body::<T, W, true, true>($($arg),*);
+            }
+            match level {
+                // SAFETY: `Level::detect` found AVX-512F, the only requirement of
+                // `avx512`.
+                #[cfg(target_arch = "x86_64")]
+                Level::Avx512 => unsafe { avx512::<T, W>($($arg),*) },
+                // SAFETY: `Level::detect` found AVX2 and FMA, the only requirement of
+                // `fma`.
+                #[cfg(target_arch = "x86_64")]
+                Level::Fma => unsafe { fma::<T, W>($($arg),*) },
+                _ => $body::<T, W, false, false>($($arg),*),
+            }
+        }
+    };
 }
 
 /// `C = β·C + α·A·B` (see [`takes_nn`]) on `threads` threads.
@@ -202,61 +245,15 @@ fn nn_w<T: Element, const W: usize>(
     });
 }
 
-/// One thread's rows of [`nn`], compiled for `level`.
-#[allow(unsafe_code)]
-fn nn_rows<T: Element, const W: usize>(
-    level: Level,
-    alpha: T,
-    a: &ArrayView2<'_, T>,
-    bp: &[T],
-    beta: T,
-    c: &mut ArrayViewMut2<'_, T>,
-) {
-    match level {
-        // SAFETY: `Level::detect` found AVX-512F, the only requirement of
-        // `nn_rows_avx512`.
-        #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { nn_rows_avx512::<T, W>(alpha, a, bp, beta, c) },
-        // SAFETY: `Level::detect` found AVX2 and FMA, the only requirement of
-        // `nn_rows_fma`.
-        #[cfg(target_arch = "x86_64")]
-        Level::Fma => unsafe { nn_rows_fma::<T, W>(alpha, a, bp, beta, c) },
-        _ => nn_rows_body::<T, W, false, false>(alpha, a, bp, beta, c),
-    }
-}
-
-/// [`nn_rows_body`] with fused multiply-adds over 256-bit vectors.
-///
-/// # Safety
-/// The processor must support AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(unsafe_code)]
-unsafe fn nn_rows_fma<T: Element, const W: usize>(
-    alpha: T,
-    a: &ArrayView2<'_, T>,
-    bp: &[T],
-    beta: T,
-    c: &mut ArrayViewMut2<'_, T>,
-) {
-    nn_rows_body::<T, W, true, false>(alpha, a, bp, beta, c);
-}
-
-/// [`nn_rows_body`] with fused multiply-adds over 512-bit vectors.
-///
-/// # Safety
-/// The processor must support AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-#[allow(unsafe_code)]
-unsafe fn nn_rows_avx512<T: Element, const W: usize>(
-    alpha: T,
-    a: &ArrayView2<'_, T>,
-    bp: &[T],
-    beta: T,
-    c: &mut ArrayViewMut2<'_, T>,
-) {
-    nn_rows_body::<T, W, true, true>(alpha, a, bp, beta, c);
+at_level! {
+    /// One thread's rows of [`nn`], compiled for `level`.
+    fn nn_rows(
+        alpha: T,
+        a: &ArrayView2<'_, T>,
+        bp: &[T],
+        beta: T,
+        c: &mut ArrayViewMut2<'_, T>,
+    ) => nn_rows_body
 }
 
 /// `acc + x·y`, fused (one rounding) when `F`.
@@ -478,60 +475,26 @@ fn tn_w<T: Element, const W: usize>(
     for (q, panel) in first.chunks_exact(k * W).enumerate() {
         let (j0, w) = (q * W, W.min(n - q * W));
         for (p, v) in panel.chunks_exact(W).enumerate() {
-            store_row(alpha, &v[..w], beta, &mut row_mut(c, p)[j0..j0 + w]);
+            let mut cr = c.slice_mut(ndarray::s![p, j0..j0 + w]);
+            match cr.as_slice_mut() {
+                Some(cr) => store_row(alpha, &v[..w], beta, cr),
+                // `C` with strided rows (a transposed view): one element at a time.
+                None => cr.iter_mut().zip(v).for_each(|(c, &v)| {
+                    *c = if beta == T::zero() {
+                        alpha * v
+                    } else {
+                        beta * *c + alpha * v
+                    }
+                }),
+            }
         }
     }
 }
 
-/// One part of [`tn`]: `out += Aᵀ·G` over its rows, into panels, compiled for `level`.
-#[allow(unsafe_code)]
-fn tn_rows<T: Element, const W: usize>(
-    level: Level,
-    a: &ArrayView2<'_, T>,
-    g: &ArrayView2<'_, T>,
-    out: &mut [T],
-) {
-    match level {
-        // SAFETY: `Level::detect` found AVX-512F, the only requirement of
-        // `tn_rows_avx512`.
-        #[cfg(target_arch = "x86_64")]
-        Level::Avx512 => unsafe { tn_rows_avx512::<T, W>(a, g, out) },
-        // SAFETY: `Level::detect` found AVX2 and FMA, the only requirement of
-        // `tn_rows_fma`.
-        #[cfg(target_arch = "x86_64")]
-        Level::Fma => unsafe { tn_rows_fma::<T, W>(a, g, out) },
-        _ => tn_rows_body::<T, W, false, false>(a, g, out),
-    }
-}
-
-/// [`tn_rows_body`] with fused multiply-adds over 256-bit vectors.
-///
-/// # Safety
-/// The processor must support AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(unsafe_code)]
-unsafe fn tn_rows_fma<T: Element, const W: usize>(
-    a: &ArrayView2<'_, T>,
-    g: &ArrayView2<'_, T>,
-    out: &mut [T],
-) {
-    tn_rows_body::<T, W, true, false>(a, g, out);
-}
-
-/// [`tn_rows_body`] with fused multiply-adds over 512-bit vectors.
-///
-/// # Safety
-/// The processor must support AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-#[allow(unsafe_code)]
-unsafe fn tn_rows_avx512<T: Element, const W: usize>(
-    a: &ArrayView2<'_, T>,
-    g: &ArrayView2<'_, T>,
-    out: &mut [T],
-) {
-    tn_rows_body::<T, W, true, true>(a, g, out);
+at_level! {
+    /// One part of [`tn`]: `out += Aᵀ·G` over its rows, into panels, compiled for
+    /// `level`.
+    fn tn_rows(a: &ArrayView2<'_, T>, g: &ArrayView2<'_, T>, out: &mut [T]) => tn_rows_body
 }
 
 /// Bytes of `A` per chunk of rows of [`tn_rows_body`] at most (the chunk is read once
@@ -772,6 +735,13 @@ mod tests {
                             &c, first,
                             "Aᵀ·G {m}×{k}×{n}: bits differ on {threads} threads"
                         );
+                        // Into a transposed `C` (`Gᵀ·A` into a row-major `[n, k]`): the
+                        // same bits.
+                        let mut ct = c0.t().to_owned();
+                        let mut cv = ct.view_mut().reversed_axes();
+                        assert!(takes_tn(&a.t(), &g.view(), &cv));
+                        tn_at(level, threads, al, &a.t(), &g.view(), be, &mut cv);
+                        assert_eq!(&ct.t(), first, "Aᵀ·G {m}×{k}×{n} into a transposed C");
                     }
                 }
             }
