@@ -1,7 +1,7 @@
 //! The CSR × dense row kernel behind every sparse product of the tape ([`csr_mm`]).
 //!
-//! Each output row is computed in column strips of a fixed width (32, then 16, 8, 4,
-//! 2, 1 for the rest of the row): a strip's accumulator lives in registers for all the
+//! Each output row is computed in column strips of a fixed width (32, then 16, then
+//! one strip of the next power of two for the rest of the row): a strip's accumulator lives in registers for all the
 //! nonzeros of the row and is stored once, instead of a load, an add and a store of the
 //! output row per nonzero (on Cora's 16- and 7-wide rows the loop waited on the store
 //! of the previous nonzero, and 7 columns ran one at a time). The accumulator starts
@@ -210,7 +210,8 @@ where
 }
 
 /// Rows `r0..` of `out = start + A · x` into `chunk` (whole rows of length `f`), in
-/// strips of [`STRIP`] columns and then 16, 8, 4, 2, 1 for the rest, with or without
+/// strips of [`STRIP`] columns, then 16, then one [`tail`] strip of 1, 2, 4, 8 or 16
+/// lanes for the rest, with or without
 /// the software prefetch of the dense rows ahead (issued in a row's first strip).
 ///
 /// (Two rows in lockstep, two chains of adds instead of one, measured slower on Cora:
@@ -234,22 +235,69 @@ where
             strip::<T, V, 16, PF>(k, lo, hi, j, orow);
             j += 16;
         }
-        if f - j >= 8 {
-            strip::<T, V, 8, PF>(k, lo, hi, j, orow);
-            j += 8;
-        }
-        if f - j >= 4 {
-            strip::<T, V, 4, PF>(k, lo, hi, j, orow);
-            j += 4;
-        }
-        if f - j >= 2 {
-            strip::<T, V, 2, PF>(k, lo, hi, j, orow);
-            j += 2;
-        }
-        if f - j >= 1 {
-            strip::<T, V, 1, PF>(k, lo, hi, j, orow);
+        // The last `f - j < 16` columns in one strip of the next power of two.
+        match f - j {
+            0 => {}
+            1 => strip::<T, V, 1, PF>(k, lo, hi, j, orow),
+            2 => strip::<T, V, 2, PF>(k, lo, hi, j, orow),
+            3..=4 => tail::<T, V, 4, PF>(k, lo, hi, j, orow),
+            5..=8 => tail::<T, V, 8, PF>(k, lo, hi, j, orow),
+            _ => tail::<T, V, 16, PF>(k, lo, hi, j, orow),
         }
     }
+}
+
+/// The last `n = orow.len() - j` columns of one output row (`n <= W`) in a strip of
+/// `W` lanes: a dense row's `W` values from its column `j` are read when they lie inside
+/// `x` (the lanes past `n` read the next row's first values and are dropped, never
+/// stored), else only its `n` values. One pass over the row's nonzeros for a 7-wide
+/// row instead of three (4, 2 and 1 columns); the stored lanes have the same operations
+/// as [`strip`]'s.
+#[inline(always)]
+fn tail<T, V, const W: usize, const PF: bool>(
+    k: &Rows<'_, T, V>,
+    lo: usize,
+    hi: usize,
+    j: usize,
+    orow: &mut [T],
+) where
+    T: Element,
+    V: Fn(usize) -> T,
+{
+    let (f, x) = (k.f, k.x);
+    let o = &mut orow[j..];
+    let n = o.len();
+    debug_assert!(n <= W);
+    let mut acc = [T::zero(); W];
+    match k.start {
+        Start::Out => acc[..n].copy_from_slice(o),
+        Start::Zero => {}
+        Start::Row(b) => acc[..n].copy_from_slice(&b[j..]),
+    }
+    for (p, &c) in (lo..hi).zip(&k.ind[lo..hi]) {
+        if PF
+            && j == 0
+            && let Some(&c) = k.ind.get(p + PREFETCH_AHEAD)
+        {
+            prefetch(&x[c * f..(c + 1) * f]);
+        }
+        let v = (k.val)(p);
+        let at = c * f + j;
+        match x.get(at..at + W) {
+            Some(xr) => {
+                let xr: &[T; W] = xr.try_into().expect("a strip of W columns");
+                for (a, &xv) in acc.iter_mut().zip(xr) {
+                    *a += v * xv;
+                }
+            }
+            None => {
+                for (a, &xv) in acc.iter_mut().zip(&x[at..at + n]) {
+                    *a += v * xv;
+                }
+            }
+        }
+    }
+    o.copy_from_slice(&acc[..n]);
 }
 
 /// Columns `j..j + W` of one output row `orow` over the row's nonzeros `lo..hi`, the
