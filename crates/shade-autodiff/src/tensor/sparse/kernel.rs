@@ -268,12 +268,15 @@ fn tail<T, V, const W: usize, const PF: bool>(
     let o = &mut orow[j..];
     let n = o.len();
     debug_assert!(n <= W);
-    let mut acc = [T::zero(); W];
-    match k.start {
-        Start::Out => acc[..n].copy_from_slice(o),
-        Start::Zero => {}
-        Start::Row(b) => acc[..n].copy_from_slice(&b[j..]),
-    }
+    // Lane by lane with constant indices (unrolled): `acc` is only ever indexed by
+    // constants, so it stays in registers (a copy of `n` values into it kept it in
+    // memory, a store and a load per nonzero).
+    let first: &[T] = match k.start {
+        Start::Out => o,
+        Start::Zero => &[],
+        Start::Row(b) => &b[j..],
+    };
+    let mut acc: [T; W] = std::array::from_fn(|q| first.get(q).copied().unwrap_or(T::zero()));
     for (p, &c) in (lo..hi).zip(&k.ind[lo..hi]) {
         if PF
             && j == 0
@@ -283,21 +286,22 @@ fn tail<T, V, const W: usize, const PF: bool>(
         }
         let v = (k.val)(p);
         let at = c * f + j;
-        match x.get(at..at + W) {
-            Some(xr) => {
-                let xr: &[T; W] = xr.try_into().expect("a strip of W columns");
-                for (a, &xv) in acc.iter_mut().zip(xr) {
-                    *a += v * xv;
-                }
-            }
+        // The last dense row: its `n` values, zeros in the dropped lanes.
+        let mut last = [T::zero(); W];
+        let xr: &[T; W] = match x.get(at..at + W) {
+            Some(xr) => xr.try_into().expect("a strip of W columns"),
             None => {
-                for (a, &xv) in acc.iter_mut().zip(&x[at..at + n]) {
-                    *a += v * xv;
-                }
+                last[..n].copy_from_slice(&x[at..at + n]);
+                &last
             }
+        };
+        for (a, &xv) in acc.iter_mut().zip(xr) {
+            *a += v * xv;
         }
     }
-    o.copy_from_slice(&acc[..n]);
+    for (o, a) in o.iter_mut().zip(acc) {
+        *o = a;
+    }
 }
 
 /// Columns `j..j + W` of one output row `orow` over the row's nonzeros `lo..hi`, the
