@@ -139,17 +139,19 @@ impl<T: Element> Rec<T> {
 
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
         let x = bw.vals[self.a].view();
-        if let Some(mut ga) = bw.gs.acc(self.a, x.shape()) {
+        if let Some((mut ga, fresh)) = bw.gs.acc_or_fresh(self.a, x.shape()) {
             let d = ga.as_slice_mut().expect("adjoints are in standard layout");
+            // A fresh adjoint is written, `0 + g·m` (the bits of adding to zeros).
+            let start = |d: &T| if fresh { T::zero() } else { *d };
             match g.as_slice() {
                 Some(g) => d
                     .iter_mut()
                     .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d += g * m),
+                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m),
                 None => d
                     .iter_mut()
                     .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d += g * m),
+                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m),
             }
         }
     }

@@ -181,7 +181,7 @@ impl<T: Element> SparseMatrix<T> {
             x.as_slice().unwrap_or_default(),
             out.as_slice_mut().unwrap_or_default(),
         );
-        self.transpose_mm(xs, f, o);
+        self.transpose_mm(xs, f, Start::Out, o);
         Ok(())
     }
 
@@ -228,10 +228,10 @@ impl<T: Element> SparseMatrix<T> {
         self.transposed_mul().is_none()
     }
 
-    /// `out += Aᵀ · x` for a row-major `x` with rows of length `f`.
-    fn transpose_mm(&self, x: &[T], f: usize, out: &mut [T]) {
+    /// `out = start + Aᵀ · x` for a row-major `x` with rows of length `f`.
+    fn transpose_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
         match self.transposed_mul() {
-            Some(t) => csr_mm(&t.indptr, &t.indices, |q| t.data[q], x, f, Start::Out, out),
+            Some(t) => csr_mm(&t.indptr, &t.indices, |q| t.data[q], x, f, start, out),
             None => {
                 let data = self.mat.data();
                 csr_mm(
@@ -240,7 +240,7 @@ impl<T: Element> SparseMatrix<T> {
                     |p| data[p],
                     x,
                     f,
-                    Start::Out,
+                    start,
                     out,
                 );
             }
@@ -511,27 +511,26 @@ impl<T: Element> Rec<'_, T> {
                 }
             }
         }
-        let Some(mut gx) = bw.gs.acc(self.x, x.shape()) else {
+        let Some((mut gx, fresh)) = bw.gs.acc_or_fresh(self.x, x.shape()) else {
             return;
         };
         let d = gx.as_slice_mut().expect("adjoints are in standard layout");
+        // A fresh adjoint is written (the kernel starts from zeros), not added to.
+        let start = if fresh { Start::Zero } else { Start::Out };
         match self.kind {
-            Kind::Left => a.transpose_mm(gs, f, d),
-            Kind::Right => dense_csr_t(gs, a, d),
+            Kind::Left => a.transpose_mm(gs, f, start, d),
+            Kind::Right => {
+                if fresh {
+                    d.fill(T::zero());
+                }
+                dense_csr_t(gs, a, d);
+            }
             Kind::Values => {
                 let t = a.transposed();
                 let v = bw.vals[self.v].view();
                 let v = v.as_standard_layout();
                 let vs = std_slice(&v);
-                csr_mm(
-                    &t.indptr,
-                    &t.indices,
-                    |q| vs[t.perm[q]],
-                    gs,
-                    f,
-                    Start::Out,
-                    d,
-                );
+                csr_mm(&t.indptr, &t.indices, |q| vs[t.perm[q]], gs, f, start, d);
             }
         }
     }
