@@ -8,15 +8,11 @@
 //! give bit-identical results at a fixed thread count; compare two runs' counts at two
 //! `reps` to take out the set-up.
 
-use ndarray::Array2;
-use shade_benches::peer_data::{bernoulli_edges, dense_f32};
-use shade_gnn::layers::{Activation, Chain, Dense, GCNConv};
+use shade_benches::small::{policy_graph, policy_loss, policy_model, policy_state};
 use shade_gnn::loss::{NodeTargets, cross_entropy};
 use shade_gnn::models::{Model, NodeConfig};
-use shade_gnn::optim::Optimiser;
 use shade_gnn::train::{Data, TrainState, loss_and_gradient, single_train_step};
-use shade_gnn::{Features, GraphCtx, Inputs};
-use shade_graph::{Graph, NpzOptions, read_npz};
+use shade_gnn::{Features, Inputs};
 use shade_interface::AutoShade;
 use std::hint::black_box;
 
@@ -46,12 +42,7 @@ fn main() {
     let mut h = 0xcbf2_9ce4_8422_2325_u64;
     match what {
         "cora-step" | "cora-infer" => {
-            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/cora.npz");
-            let ds = read_npz(path, NpzOptions::undirected()).expect("../shared/data/cora.npz");
-            let split = ds.split(20, 500, 1000, 0).expect("split");
-            let ctx = GraphCtx::<f32>::new(&ds.graph);
-            ctx.normalized_adjacency(shade_graph::GcnNorm::default());
-            ctx.edges_with_self_loops();
+            let (ds, split, ctx) = shade_benches::small::cora();
             let x = Features::<f32>::sparse_from_f32(ds.features());
             let target = NodeTargets::new(&ds.labels, &split.train);
             let cfg = NodeConfig::standard(Model::Gcn);
@@ -81,31 +72,17 @@ fn main() {
             grads(&mut h, &ts);
         }
         "policy" => {
-            let n = 100;
-            let (src, dst) = bernoulli_edges(n, 0.2, 1);
-            let graph = Graph::try_new(n, src, dst).expect("valid edges");
-            let ctx = GraphCtx::<f32>::new(&graph);
-            ctx.normalized_adjacency(shade_graph::GcnNorm::default());
-            let x = Array2::from_shape_vec((n, 2), dense_f32(n, 2, 2)).expect("shape");
-            let x = Features::dense(x);
-            let model = Chain::<f32>::new()
-                .add("conv1", GCNConv::new(2, 50))
-                .add("act1", Activation::Tanh)
-                .add("conv2", GCNConv::new(50, 50))
-                .add("act2", Activation::Relu)
-                .add(
-                    "out",
-                    Dense::new(50, 100).with_activation(Activation::Sigmoid),
-                );
-            let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0).expect("train state");
+            let (ctx, x) = policy_graph();
+            let model = policy_model();
+            let mut ts = policy_state(&model);
             let data = Data {
                 inputs: Inputs::new(&ctx, &x),
                 target: &(),
             };
-            let loss = |t: &mut shade_autodiff::tensor::Tape<'_, f32>, y, _: &()| t.mean(y);
             for _ in 0..reps {
-                let l = loss_and_gradient(&AutoShade::REVERSE, &model, &loss, &data, &mut ts)
-                    .expect("gradient");
+                let l =
+                    loss_and_gradient(&AutoShade::REVERSE, &model, &policy_loss, &data, &mut ts)
+                        .expect("gradient");
                 fold(&mut h, [black_box(l)]);
             }
             grads(&mut h, &ts);

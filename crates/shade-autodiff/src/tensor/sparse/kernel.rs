@@ -228,21 +228,21 @@ where
         let (lo, hi) = (k.ip[r], k.ip[r + 1]);
         let mut j = 0;
         while j + STRIP <= f {
-            strip::<T, V, STRIP, PF>(k, lo, hi, j, orow);
+            strip::<T, V, STRIP, PF>(k, (lo, hi, j), orow);
             j += STRIP;
         }
         if f - j >= 16 {
-            strip::<T, V, 16, PF>(k, lo, hi, j, orow);
+            strip::<T, V, 16, PF>(k, (lo, hi, j), orow);
             j += 16;
         }
         // The last `f - j < 16` columns in one strip of the next power of two.
         match f - j {
             0 => {}
-            1 => strip::<T, V, 1, PF>(k, lo, hi, j, orow),
-            2 => strip::<T, V, 2, PF>(k, lo, hi, j, orow),
-            3..=4 => tail::<T, V, 4, PF>(k, lo, hi, j, orow),
-            5..=8 => tail::<T, V, 8, PF>(k, lo, hi, j, orow),
-            _ => tail::<T, V, 16, PF>(k, lo, hi, j, orow),
+            1 => strip::<T, V, 1, PF>(k, (lo, hi, j), orow),
+            2 => strip::<T, V, 2, PF>(k, (lo, hi, j), orow),
+            3..=4 => tail::<T, V, 4, PF>(k, (lo, hi, j), orow),
+            5..=8 => tail::<T, V, 8, PF>(k, (lo, hi, j), orow),
+            _ => tail::<T, V, 16, PF>(k, (lo, hi, j), orow),
         }
     }
 }
@@ -254,16 +254,11 @@ where
 /// row instead of three (4, 2 and 1 columns); the stored lanes have the same operations
 /// as [`strip`]'s.
 #[inline(always)]
-fn tail<T, V, const W: usize, const PF: bool>(
+fn tail<T: Element, V: Fn(usize) -> T, const W: usize, const PF: bool>(
     k: &Rows<'_, T, V>,
-    lo: usize,
-    hi: usize,
-    j: usize,
+    (lo, hi, j): (usize, usize, usize),
     orow: &mut [T],
-) where
-    T: Element,
-    V: Fn(usize) -> T,
-{
+) {
     let (f, x) = (k.f, k.x);
     let o = &mut orow[j..];
     let n = o.len();
@@ -278,12 +273,7 @@ fn tail<T, V, const W: usize, const PF: bool>(
     };
     let mut acc: [T; W] = std::array::from_fn(|q| first.get(q).copied().unwrap_or(T::zero()));
     for (p, &c) in (lo..hi).zip(&k.ind[lo..hi]) {
-        if PF
-            && j == 0
-            && let Some(&c) = k.ind.get(p + PREFETCH_AHEAD)
-        {
-            prefetch(&x[c * f..(c + 1) * f]);
-        }
+        prefetch_ahead::<T, V, PF>(k, p, j);
         let v = (k.val)(p);
         let at = c * f + j;
         // The last dense row: its `n` values, zeros in the dropped lanes.
@@ -295,28 +285,41 @@ fn tail<T, V, const W: usize, const PF: bool>(
                 &last
             }
         };
-        for (a, &xv) in acc.iter_mut().zip(xr) {
-            *a += v * xv;
-        }
+        madd(&mut acc, v, xr);
     }
     for (o, a) in o.iter_mut().zip(acc) {
         *o = a;
     }
 }
 
+/// The prefetch of the dense row nonzero `p + PREFETCH_AHEAD` reads, when `PF` and in a
+/// row's first strip (`j == 0`).
+#[inline(always)]
+fn prefetch_ahead<T, V, const PF: bool>(k: &Rows<'_, T, V>, p: usize, j: usize) {
+    if PF
+        && j == 0
+        && let Some(&c) = k.ind.get(p + PREFETCH_AHEAD)
+    {
+        prefetch(&k.x[c * k.f..(c + 1) * k.f]);
+    }
+}
+
+/// `acc += v · xr`, lane by lane (separate multiplies and adds).
+#[inline(always)]
+fn madd<T: Element, const W: usize>(acc: &mut [T; W], v: T, xr: &[T; W]) {
+    for (a, &xv) in acc.iter_mut().zip(xr) {
+        *a += v * xv;
+    }
+}
+
 /// Columns `j..j + W` of one output row `orow` over the row's nonzeros `lo..hi`, the
 /// accumulator held in registers.
 #[inline(always)]
-fn strip<T, V, const W: usize, const PF: bool>(
+fn strip<T: Element, V: Fn(usize) -> T, const W: usize, const PF: bool>(
     k: &Rows<'_, T, V>,
-    lo: usize,
-    hi: usize,
-    j: usize,
+    (lo, hi, j): (usize, usize, usize),
     orow: &mut [T],
-) where
-    T: Element,
-    V: Fn(usize) -> T,
-{
+) {
     let (f, x) = (k.f, k.x);
     let o: &mut [T; W] = (&mut orow[j..j + W])
         .try_into()
@@ -327,19 +330,12 @@ fn strip<T, V, const W: usize, const PF: bool>(
         Start::Row(b) => b[j..j + W].try_into().expect("a strip of W columns"),
     };
     for (p, &c) in (lo..hi).zip(&k.ind[lo..hi]) {
-        if PF
-            && j == 0
-            && let Some(&c) = k.ind.get(p + PREFETCH_AHEAD)
-        {
-            prefetch(&x[c * f..(c + 1) * f]);
-        }
+        prefetch_ahead::<T, V, PF>(k, p, j);
         let v = (k.val)(p);
         let xr: &[T; W] = x[c * f + j..c * f + j + W]
             .try_into()
             .expect("a strip of W columns");
-        for (a, &xv) in acc.iter_mut().zip(xr) {
-            *a += v * xv;
-        }
+        madd(&mut acc, v, xr);
     }
     *o = acc;
 }
