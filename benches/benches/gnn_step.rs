@@ -29,8 +29,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use shade_gnn::loss::{NodeTargets, cross_entropy};
 use shade_gnn::models::{Model, NodeConfig};
 use shade_gnn::train::{Data, TrainState, single_train_step};
-use shade_gnn::{Features, GraphCtx, Inputs};
-use shade_graph::{NpzOptions, read_npz};
+use shade_gnn::{Features, Inputs};
 use shade_interface::AutoShade;
 use std::hint::black_box;
 
@@ -44,14 +43,7 @@ fn cora_step(c: &mut Criterion, workload: &str, model: Model) {
 /// [`cora_step`]'s two variants with the features sparse (`suffix` empty) or dense
 /// (`suffix` `-dense`).
 fn cora_variant(c: &mut Criterion, workload: &str, model: Model, suffix: &str) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/cora.npz");
-    let ds = read_npz(path, NpzOptions::undirected()).expect("../shared/data/cora.npz");
-    let split = ds.split(20, 500, 1000, 0).expect("split");
-    let ctx = GraphCtx::<f32>::new(&ds.graph);
-    // The structures the two models read, built before timing (a training loop builds
-    // them in its first step).
-    ctx.normalized_adjacency(shade_graph::GcnNorm::default());
-    ctx.edges_with_self_loops();
+    let (ds, split, ctx) = shade_benches::small::cora();
     let x = if suffix.is_empty() {
         Features::<f32>::sparse_from_f32(ds.features())
     } else {

@@ -10,52 +10,30 @@
 //! twice that backward. A few microseconds of arithmetic: what is measured is overhead.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use ndarray::Array2;
 use shade_benches::measure::threads_label;
-use shade_benches::peer_data::{bernoulli_edges, dense_f32};
-use shade_gnn::layers::{Activation, Chain, Dense, GCNConv};
-use shade_gnn::optim::Optimiser;
-use shade_gnn::train::{Data, TrainState, loss_and_gradient};
-use shade_gnn::{Features, GraphCtx, Inputs};
-use shade_graph::Graph;
+use shade_benches::small::{policy_graph, policy_loss, policy_model, policy_state};
+use shade_gnn::Inputs;
+use shade_gnn::train::{Data, loss_and_gradient};
 use shade_interface::AutoShade;
 use std::hint::black_box;
 
-/// Nodes, edge probability, input features.
-const N: usize = 100;
-const P: f64 = 0.2;
-const FEATURES: usize = 2;
-
 fn policy(c: &mut Criterion) {
-    let (src, dst) = bernoulli_edges(N, P, 1);
-    let graph = Graph::try_new(N, src, dst).expect("valid edges");
-    let ctx = GraphCtx::<f32>::new(&graph);
-    ctx.normalized_adjacency(shade_graph::GcnNorm::default());
-    let x = Array2::from_shape_vec((N, FEATURES), dense_f32(N, FEATURES, 2)).expect("shape");
-    let x = Features::dense(x);
-    let model = Chain::<f32>::new()
-        .add("conv1", GCNConv::new(FEATURES, 50))
-        .add("act1", Activation::Tanh)
-        .add("conv2", GCNConv::new(50, 50))
-        .add("act2", Activation::Relu)
-        .add(
-            "out",
-            Dense::new(50, 100).with_activation(Activation::Sigmoid),
-        );
-    let mut ts = TrainState::new(&model, Optimiser::adam(0.01), 0).expect("train state");
+    let (ctx, x) = policy_graph();
+    let model = policy_model();
+    let mut ts = policy_state(&model);
     let data = Data {
         inputs: Inputs::new(&ctx, &x),
         target: &(),
     };
-    let loss = |t: &mut shade_autodiff::tensor::Tape<'_, f32>, y, _: &()| t.mean(y);
     let mut group = c.benchmark_group("peers/policy");
     group.bench_with_input(
         BenchmarkId::new("gradient", threads_label()),
         &(),
         |b, ()| {
             b.iter(|| {
-                let l = loss_and_gradient(&AutoShade::REVERSE, &model, &loss, &data, &mut ts)
-                    .expect("gradient");
+                let l =
+                    loss_and_gradient(&AutoShade::REVERSE, &model, &policy_loss, &data, &mut ts)
+                        .expect("gradient");
                 black_box(l)
             })
         },

@@ -10,6 +10,7 @@ pub mod measure;
 pub mod peer_data;
 pub mod rosenbrock;
 pub mod sin_loss;
+pub mod small;
 
 use ndarray::Array2;
 use rand::rngs::StdRng;

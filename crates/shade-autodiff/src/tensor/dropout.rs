@@ -16,29 +16,87 @@ use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
 use ndarray::ArrayViewD;
 
-/// One step of SplitMix64 (Steele, Lea and Flood, 2014).
-#[inline]
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
+/// SplitMix64's increment (Steele, Lea and Flood, 2014).
+const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// SplitMix64's output function of state `z` (Steele, Lea and Flood, 2014).
+#[inline(always)]
+fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
 
-/// Calls `keep` for `n` elements in order with whether each is kept: one draw from
-/// `rng` seeds the stream, an element is dropped when its 32-bit draw is below
-/// `p · 2³²` (so `p <= 0` keeps all, `p >= 1` drops all).
-fn draw<R: rand::Rng + ?Sized>(n: usize, p: f64, rng: &mut R, mut keep: impl FnMut(bool)) {
+/// Writes `keep` or `drop` to every element of `out`, in order: one draw from `rng`
+/// seeds the stream, an element is dropped when its 32-bit draw is below `p · 2³²`
+/// (so `p <= 0` keeps all, `p >= 1` drops all).
+///
+/// The stream is SplitMix64's: the `i`-th 64-bit value is `mix(seed + (i + 1) · γ)`,
+/// its high half for element `2i` and its low half for element `2i + 1`. Each value is
+/// computed from its index (no state carried from one to the next), so the loop
+/// vectorises; it is compiled for AVX-512 (eight 64-bit multiplies an instruction)
+/// when the processor has it. Integer operations only: the same mask on every path.
+fn draw<E: Copy, R: rand::Rng + ?Sized>(p: f64, rng: &mut R, out: &mut [E], keep: E, drop: E) {
     let cut = (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
-    let mut state = rng.next_u64();
-    for _ in 0..n / 2 {
-        let r = splitmix(&mut state);
-        keep((r >> 32) >= cut);
-        keep((r & 0xffff_ffff) >= cut);
+    let seed = rng.next_u64();
+    draw_at(Level::detect(), seed, cut, out, keep, drop);
+}
+
+/// The instruction set [`draw`]'s loop is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    /// The baseline.
+    Base,
+    /// AVX-512F with AVX-512DQ (64-bit lane multiplies).
+    Avx512,
+}
+
+impl Level {
+    /// The widest level this processor runs.
+    fn detect() -> Level {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+        {
+            return Level::Avx512;
+        }
+        Level::Base
     }
+}
+
+/// [`draw_plain`] compiled for `level`, which must be [`Level::detect`]'s or lower.
+#[allow(unsafe_code)]
+fn draw_at<E: Copy>(level: Level, seed: u64, cut: u64, out: &mut [E], keep: E, drop: E) {
+    #[cfg(target_arch = "x86_64")]
+    if level == Level::Avx512 {
+        #[target_feature(enable = "avx512f,avx512dq")]
+        fn run<E: Copy>(seed: u64, cut: u64, out: &mut [E], keep: E, drop: E) {
+            draw_plain(seed, cut, out, keep, drop);
+        }
+        debug_assert_eq!(Level::detect(), Level::Avx512);
+        // SAFETY: `level` is `Level::detect`'s (or lower, then this branch is not
+        // taken): this processor executes AVX-512F and AVX-512DQ instructions, the
+        // only requirement of calling a function compiled with those features (`run`
+        // touches memory only through its safe slice).
+        unsafe { run(seed, cut, out, keep, drop) };
+        return;
+    }
+    let _ = level;
+    draw_plain(seed, cut, out, keep, drop);
+}
+
+#[inline(always)]
+fn draw_plain<E: Copy>(seed: u64, cut: u64, out: &mut [E], keep: E, drop: E) {
+    let at = |i: usize| mix(seed.wrapping_add((i as u64).wrapping_add(1).wrapping_mul(GAMMA)));
+    let pick = |r: u64| if r >= cut { keep } else { drop };
+    for (i, pair) in out.chunks_exact_mut(2).enumerate() {
+        let r = at(i);
+        pair[0] = pick(r >> 32);
+        pair[1] = pick(r & 0xffff_ffff);
+    }
+    let n = out.len();
     if n % 2 == 1 {
-        keep((splitmix(&mut state) >> 32) >= cut);
+        out[n - 1] = pick(at(n / 2) >> 32);
     }
 }
 
@@ -57,8 +115,8 @@ fn draw<R: rand::Rng + ?Sized>(n: usize, p: f64, rng: &mut R, mut keep: impl FnM
 /// assert!((6800..7200).contains(&kept));
 /// ```
 pub fn keep_mask<R: rand::Rng + ?Sized>(n: usize, p: f64, rng: &mut R) -> Vec<bool> {
-    let mut m = Vec::with_capacity(n);
-    draw(n, p, rng, |k| m.push(k));
+    let mut m = vec![false; n];
+    draw(p, rng, &mut m, true, false);
     m
 }
 
@@ -81,17 +139,19 @@ impl<T: Element> Rec<T> {
 
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
         let x = bw.vals[self.a].view();
-        if let Some(mut ga) = bw.gs.acc(self.a, x.shape()) {
+        if let Some((mut ga, fresh)) = bw.gs.acc_or_fresh(self.a, x.shape()) {
             let d = ga.as_slice_mut().expect("adjoints are in standard layout");
+            // A fresh adjoint is written, `0 + g·m` (the bits of adding to zeros).
+            let start = |d: &T| if fresh { T::zero() } else { *d };
             match g.as_slice() {
                 Some(g) => d
                     .iter_mut()
                     .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d += g * m),
+                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m),
                 None => d
                     .iter_mut()
                     .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d += g * m),
+                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m),
             }
         }
     }
@@ -127,10 +187,8 @@ impl<'a, T: Element> Tape<'a, T> {
         } else {
             T::zero()
         };
-        let mut mask = self.pool.vec(v.len());
-        draw(v.len(), p, rng, |k| {
-            mask.push(if k { keep } else { T::zero() })
-        });
+        let mut mask = self.pool.overwritten_vec(v.len());
+        draw(p, rng, &mut mask, keep, T::zero());
         let out = self.pool.map_with(&v, &mask, |x, m| x * m);
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
@@ -172,6 +230,37 @@ mod tests {
         let mut two = StdRng::seed_from_u64(5);
         let _ = rand::Rng::next_u64(&mut two);
         assert_eq!(b, keep_mask(64, 0.5, &mut two));
+    }
+
+    /// The mask is SplitMix64's sequential stream (the state moved on by `γ` per
+    /// 64-bit value, high half first), on every level this processor runs, for every
+    /// length around the vector widths and odd lengths.
+    #[test]
+    fn every_level_draws_the_sequential_stream() {
+        let mut want = Vec::new();
+        for n in (0..70).chain([1000, 1001]) {
+            for (seed, p) in [(3u64, 0.5), (u64::MAX, 0.2), (17, 0.0), (5, 1.0)] {
+                let cut = (p * 4_294_967_296.0) as u64;
+                let mut state = seed;
+                want.clear();
+                while want.len() < n {
+                    state = state.wrapping_add(GAMMA);
+                    let r = mix(state);
+                    want.push((r >> 32) >= cut);
+                    want.push((r & 0xffff_ffff) >= cut);
+                }
+                want.truncate(n);
+                for level in [Level::Base, Level::detect()] {
+                    let mut got = vec![false; n];
+                    draw_at(level, seed, cut, &mut got, true, false);
+                    assert_eq!(got, want, "n = {n}, {level:?}");
+                    let mut got = vec![7.0_f32; n];
+                    draw_at(level, seed, cut, &mut got, 2.0, 0.0);
+                    let as_bool: Vec<bool> = got.iter().map(|&v| v == 2.0).collect();
+                    assert_eq!(as_bool, want, "f32, n = {n}, {level:?}");
+                }
+            }
+        }
     }
 
     /// The tape's mask is `keep_mask`'s for the same stream, scaled by `1 / (1 - p)`.

@@ -374,18 +374,29 @@ impl<T: Element> Rec<T> {
             (false, true) => (b.vals[me].view(), b.vals[me].view()),
             (false, false) => (g.view(), g.view()),
         };
-        if let Some(mut ga) = b.gs.acc(self.a, x.shape()) {
+        if let Some((mut ga, fresh)) = b.gs.acc_or_fresh(self.a, x.shape()) {
             let k = self.kind;
             if let (Some(d), Some(gs), Some(xs), Some(ys)) =
                 (ga.as_slice_mut(), g.as_slice(), x.as_slice(), y.as_slice())
             {
-                // All in standard layout: one pass over contiguous slices.
+                // All in standard layout: one pass over contiguous slices, written
+                // (`0 + v`, the bits of adding to zeros) into a fresh adjoint.
                 unswitch!(k, |k| {
-                    for (d, ((&g, &x), &y)) in d.iter_mut().zip(gs.iter().zip(xs).zip(ys)) {
-                        *d += g * k.df(x, y);
+                    let it = d.iter_mut().zip(gs.iter().zip(xs).zip(ys));
+                    if fresh {
+                        for (d, ((&g, &x), &y)) in it {
+                            *d = T::zero() + g * k.df(x, y);
+                        }
+                    } else {
+                        for (d, ((&g, &x), &y)) in it {
+                            *d += g * k.df(x, y);
+                        }
                     }
                 });
                 return;
+            }
+            if fresh {
+                ga.fill(T::zero());
             }
             Zip::from(&mut ga)
                 .and(&g)
@@ -405,7 +416,8 @@ impl<'a, T: Element> Tape<'a, T> {
             // The calling thread's contiguous maps: the dispatched loop (AVX2 where the
             // processor has it).
             Some(xs) if !super::par::split(xs.len(), super::tape::PAR_MAP_MIN) => {
-                let mut y = self.pool.zeros(x.shape());
+                // Every element is written by the map.
+                let mut y = self.pool.overwritten(x.shape());
                 let ys = y.as_slice_mut().expect("standard layout");
                 unswitch!(kind, |k| map_into(k, xs, ys));
                 y

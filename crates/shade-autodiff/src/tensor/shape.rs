@@ -68,7 +68,8 @@ pub(crate) fn transpose2_into<T: Element>(x: &ArrayViewD<'_, T>, dst: &mut [T], 
 /// The transpose of `x` (all axes reversed) as a new standard-layout array.
 fn transposed<T: Element>(pool: &mut Pool<T>, x: &ArrayViewD<'_, T>) -> ArrayD<T> {
     if x.ndim() == 2 {
-        let mut out = pool.zeros(&[x.shape()[1], x.shape()[0]]);
+        // Every element is written when the fast path applies.
+        let mut out = pool.overwritten(&[x.shape()[1], x.shape()[0]]);
         if transpose2_into(x, out.as_slice_mut().expect("standard layout"), false) {
             return out;
         }

@@ -23,6 +23,9 @@ use rayon::prelude::*;
 use sprs::CsMat;
 use std::sync::OnceLock;
 
+mod kernel;
+use kernel::{Start, csr_mm};
+
 /// Work (multiply-adds) below which kernels stay on the calling thread (the small-op
 /// rule, [`par::split`]).
 const PAR_MIN: usize = par::SPLIT_MIN;
@@ -146,7 +149,15 @@ impl<T: Element> SparseMatrix<T> {
             out.as_slice_mut().unwrap_or_default(),
         );
         let data = self.mat.data();
-        csr_mm(self.indptr(), self.mat.indices(), |p| data[p], xs, f, o);
+        csr_mm(
+            self.indptr(),
+            self.mat.indices(),
+            |p| data[p],
+            xs,
+            f,
+            Start::Out,
+            o,
+        );
         Ok(())
     }
 
@@ -170,7 +181,7 @@ impl<T: Element> SparseMatrix<T> {
             x.as_slice().unwrap_or_default(),
             out.as_slice_mut().unwrap_or_default(),
         );
-        self.transpose_mm(xs, f, o);
+        self.transpose_mm(xs, f, Start::Out, o);
         Ok(())
     }
 
@@ -217,13 +228,21 @@ impl<T: Element> SparseMatrix<T> {
         self.transposed_mul().is_none()
     }
 
-    /// `out += Aᵀ · x` for a row-major `x` with rows of length `f`.
-    fn transpose_mm(&self, x: &[T], f: usize, out: &mut [T]) {
+    /// `out = start + Aᵀ · x` for a row-major `x` with rows of length `f`.
+    fn transpose_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
         match self.transposed_mul() {
-            Some(t) => csr_mm(&t.indptr, &t.indices, |q| t.data[q], x, f, out),
+            Some(t) => csr_mm(&t.indptr, &t.indices, |q| t.data[q], x, f, start, out),
             None => {
                 let data = self.mat.data();
-                csr_mm(self.indptr(), self.mat.indices(), |p| data[p], x, f, out);
+                csr_mm(
+                    self.indptr(),
+                    self.mat.indices(),
+                    |p| data[p],
+                    x,
+                    f,
+                    start,
+                    out,
+                );
             }
         }
     }
@@ -314,204 +333,6 @@ impl<T: Element> SparseMatrix<T> {
                 row_of,
             }
         })
-    }
-}
-
-/// How many nonzeros ahead the kernel asks for the dense row it will need.
-const PREFETCH_AHEAD: usize = 32;
-
-/// Size of the dense operand (bytes) above which the kernel prefetches its rows: below
-/// it the operand stays in the (2 MiB) L2 cache and the hint only costs instructions.
-const PREFETCH_MIN_BYTES: usize = 1 << 20;
-
-/// Hints the processor to bring `s` into cache (a no-op off x86-64).
-///
-/// The dense rows read by a sparse product are scattered at random over a matrix
-/// larger than the cache; without the hint each nonzero waits for memory in turn.
-#[inline(always)]
-#[allow(unsafe_code)]
-fn prefetch<T>(s: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let bytes = std::mem::size_of_val(s);
-        let base = s.as_ptr().cast::<i8>();
-        let mut off = 0;
-        while off < bytes {
-            // SAFETY: `off < size_of_val(s)`, so `base + off` stays inside `s`; a
-            // prefetch is only a hint: it never faults and never changes memory.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                    base.add(off),
-                );
-            }
-            off += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = s;
-}
-
-/// `out += A · x` for a CSR `A` given by (`ip`, `ind`, `val`) and a dense row-major `x`
-/// with rows of length `f`; rows of `out` are split over threads.
-pub(crate) fn csr_mm<T, V>(ip: &[usize], ind: &[usize], val: V, x: &[T], f: usize, out: &mut [T])
-where
-    T: Element,
-    V: Fn(usize) -> T + Sync,
-{
-    let rows = ip.len().saturating_sub(1);
-    if f == 0 || rows == 0 {
-        return;
-    }
-    // The hint pays only when the dense rows do not fit in cache; below that it is
-    // an extra load, bounds check and instruction per nonzero.
-    let far = std::mem::size_of_val(x) > PREFETCH_MIN_BYTES;
-    let wide = Wide::detect();
-    let body = |r0: usize, chunk: &mut [T]| {
-        if far {
-            csr_rows_at::<T, V, true>(wide, ip, ind, &val, x, f, r0, chunk);
-        } else {
-            csr_rows_at::<T, V, false>(wide, ip, ind, &val, x, f, r0, chunk);
-        }
-    };
-    let work = (ip[rows] - ip[0]) * f;
-    if !par::split(work, PAR_MIN) {
-        body(0, out);
-    } else {
-        let blocks = rayon::current_num_threads() * 16;
-        let per = rows.div_ceil(blocks).max(1);
-        out.par_chunks_mut(per * f)
-            .enumerate()
-            .for_each(|(c, chunk)| body(c * per, chunk));
-    }
-}
-
-/// The vector width [`csr_rows`] is compiled for, detected at run time: the same
-/// separate multiplies and adds on every width (no fused multiply-add), so results are
-/// the same bits on every processor; wider vectors only take fewer instructions per
-/// nonzero (4 instead of 16 for a row of 64 `f32`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Wide {
-    /// The baseline (SSE2 on x86-64).
-    Base,
-    /// AVX2: 256-bit vectors.
-    Avx2,
-    /// AVX-512F: 512-bit vectors.
-    Avx512,
-}
-
-impl Wide {
-    fn detect() -> Wide {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
-                return Wide::Avx512;
-            }
-            if std::is_x86_feature_detected!("avx2") {
-                return Wide::Avx2;
-            }
-        }
-        Wide::Base
-    }
-}
-
-/// [`csr_rows`] compiled for `wide` (which must come from [`Wide::detect`]).
-#[allow(clippy::too_many_arguments, unsafe_code)]
-#[inline(always)]
-fn csr_rows_at<T, V, const PF: bool>(
-    wide: Wide,
-    ip: &[usize],
-    ind: &[usize],
-    val: &V,
-    x: &[T],
-    f: usize,
-    r0: usize,
-    chunk: &mut [T],
-) where
-    T: Element,
-    V: Fn(usize) -> T,
-{
-    match wide {
-        // SAFETY: `Wide::detect` found AVX-512F, the only requirement of the function.
-        #[cfg(target_arch = "x86_64")]
-        Wide::Avx512 => unsafe { csr_rows_avx512::<T, V, PF>(ip, ind, val, x, f, r0, chunk) },
-        // SAFETY: `Wide::detect` found AVX2, the only requirement of the function.
-        #[cfg(target_arch = "x86_64")]
-        Wide::Avx2 => unsafe { csr_rows_avx2::<T, V, PF>(ip, ind, val, x, f, r0, chunk) },
-        _ => csr_rows::<T, V, PF>(ip, ind, val, x, f, r0, chunk),
-    }
-}
-
-/// [`csr_rows`] over 512-bit vectors.
-///
-/// # Safety
-/// The processor must support AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2")]
-#[allow(clippy::too_many_arguments, unsafe_code)]
-unsafe fn csr_rows_avx512<T, V, const PF: bool>(
-    ip: &[usize],
-    ind: &[usize],
-    val: &V,
-    x: &[T],
-    f: usize,
-    r0: usize,
-    chunk: &mut [T],
-) where
-    T: Element,
-    V: Fn(usize) -> T,
-{
-    csr_rows::<T, V, PF>(ip, ind, val, x, f, r0, chunk);
-}
-
-/// [`csr_rows`] over 256-bit vectors.
-///
-/// # Safety
-/// The processor must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments, unsafe_code)]
-unsafe fn csr_rows_avx2<T, V, const PF: bool>(
-    ip: &[usize],
-    ind: &[usize],
-    val: &V,
-    x: &[T],
-    f: usize,
-    r0: usize,
-    chunk: &mut [T],
-) where
-    T: Element,
-    V: Fn(usize) -> T,
-{
-    csr_rows::<T, V, PF>(ip, ind, val, x, f, r0, chunk);
-}
-
-/// Rows `r0..` of `out += A · x` into `chunk` (whole rows of length `f`), with or
-/// without the software prefetch of the dense rows ahead.
-#[inline(always)]
-fn csr_rows<T, V, const PF: bool>(
-    ip: &[usize],
-    ind: &[usize],
-    val: &V,
-    x: &[T],
-    f: usize,
-    r0: usize,
-    chunk: &mut [T],
-) where
-    T: Element,
-    V: Fn(usize) -> T,
-{
-    for (ri, orow) in chunk.chunks_exact_mut(f).enumerate() {
-        let r = r0 + ri;
-        for p in ip[r]..ip[r + 1] {
-            if PF && let Some(&c) = ind.get(p + PREFETCH_AHEAD) {
-                prefetch(&x[c * f..(c + 1) * f]);
-            }
-            let v = val(p);
-            let xr = &x[ind[p] * f..(ind[p] + 1) * f];
-            for (o, &xv) in orow.iter_mut().zip(xr) {
-                *o += v * xv;
-            }
-        }
     }
 }
 
@@ -690,19 +511,26 @@ impl<T: Element> Rec<'_, T> {
                 }
             }
         }
-        let Some(mut gx) = bw.gs.acc(self.x, x.shape()) else {
+        let Some((mut gx, fresh)) = bw.gs.acc_or_fresh(self.x, x.shape()) else {
             return;
         };
         let d = gx.as_slice_mut().expect("adjoints are in standard layout");
+        // A fresh adjoint is written (the kernel starts from zeros), not added to.
+        let start = if fresh { Start::Zero } else { Start::Out };
         match self.kind {
-            Kind::Left => a.transpose_mm(gs, f, d),
-            Kind::Right => dense_csr_t(gs, a, d),
+            Kind::Left => a.transpose_mm(gs, f, start, d),
+            Kind::Right => {
+                if fresh {
+                    d.fill(T::zero());
+                }
+                dense_csr_t(gs, a, d);
+            }
             Kind::Values => {
                 let t = a.transposed();
                 let v = bw.vals[self.v].view();
                 let v = v.as_standard_layout();
                 let vs = std_slice(&v);
-                csr_mm(&t.indptr, &t.indices, |q| vs[t.perm[q]], gs, f, d);
+                csr_mm(&t.indptr, &t.indices, |q| vs[t.perm[q]], gs, f, start, d);
             }
         }
     }
@@ -801,23 +629,26 @@ impl<'a, T: Element> Tape<'a, T> {
         let mut shape = IxDyn(xv.shape());
         shape[0] = a.rows();
         let xs = xv.as_standard_layout();
-        // The products accumulate: start from the bias rows (or zeros).
-        let mut out = rows_of(
-            &mut self.pool,
-            ib.map(|b| self.vals[b].view()),
-            shape.slice(),
-        );
+        // Every element is written: each row starts from the bias (or zeros) in the
+        // kernel, so the buffer is not filled first.
+        let mut out = self.pool.overwritten(shape.slice());
         let (ip, ind) = (a.indptr(), a.mat.indices());
         {
+            let bias = ib.map(|b| self.vals[b].view());
+            let bias = bias.as_ref().map(|b| b.as_standard_layout());
+            let start = match &bias {
+                Some(b) => Start::Row(std_slice(b)),
+                None => Start::Zero,
+            };
             let o = out.as_slice_mut().expect("standard layout");
             if kind == Kind::Values {
                 let vv = self.vals[iv].view();
                 let vv = vv.as_standard_layout();
                 let vs = std_slice(&vv);
-                csr_mm(ip, ind, |p| vs[p], std_slice(&xs), f, o);
+                csr_mm(ip, ind, |p| vs[p], std_slice(&xs), f, start, o);
             } else {
                 let data = a.mat.data();
-                csr_mm(ip, ind, |p| data[p], std_slice(&xs), f, o);
+                csr_mm(ip, ind, |p| data[p], std_slice(&xs), f, start, o);
             }
         }
         let tracked = self.tracked[ix]
@@ -837,10 +668,10 @@ impl<'a, T: Element> Tape<'a, T> {
                     let vv = self.vals[iv].view();
                     let vv = vv.as_standard_layout();
                     let vs = std_slice(&vv);
-                    csr_mm(ip, ind, |p| vs[p], std_slice(&tx), f, o);
+                    csr_mm(ip, ind, |p| vs[p], std_slice(&tx), f, Start::Out, o);
                 } else {
                     let data = a.mat.data();
-                    csr_mm(ip, ind, |p| data[p], std_slice(&tx), f, o);
+                    csr_mm(ip, ind, |p| data[p], std_slice(&tx), f, Start::Out, o);
                 }
             }
             if kind == Kind::Values
@@ -848,7 +679,7 @@ impl<'a, T: Element> Tape<'a, T> {
             {
                 let tv = tv.as_standard_layout();
                 let ts = std_slice(&tv);
-                csr_mm(ip, ind, |p| ts[p], std_slice(&xs), f, o);
+                csr_mm(ip, ind, |p| ts[p], std_slice(&xs), f, Start::Out, o);
             }
             tan = Tan::Own(t);
         }

@@ -253,6 +253,22 @@ impl<T: Element> Sink<'_, '_, T> {
         }
     }
 
+    /// As [`Sink::acc`], and whether this call created the adjoint: then its contents
+    /// are unspecified (a recycled buffer, not zero-filled) and the caller must write
+    /// every element, as `0 + v` (the bits of accumulating `v` into zeros, `-0`
+    /// included).
+    pub(crate) fn acc_or_fresh(
+        &mut self,
+        j: usize,
+        shape: &[usize],
+    ) -> Option<(ArrayViewMutD<'_, T>, bool)> {
+        let fresh = self.tracked[j] && matches!(self.grads[j], Grad::None);
+        if fresh {
+            self.grads[j] = Grad::Own(self.pool.overwritten(shape));
+        }
+        self.acc(j, shape).map(|a| (a, fresh))
+    }
+
     /// Whether node `j` wants an adjoint.
     pub(crate) fn wants(&self, j: usize) -> bool {
         self.tracked[j]

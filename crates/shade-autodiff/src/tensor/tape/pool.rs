@@ -44,8 +44,17 @@ fn class_max(len: usize) -> usize {
 }
 
 impl<X> FreeList<X> {
-    /// The smallest free buffer of `len`'s class, or a new one of exactly `len`.
+    /// The smallest free buffer of `len`'s class, emptied, or a new one of exactly
+    /// `len`.
     fn take(&mut self, len: usize) -> Vec<X> {
+        let mut v = self.take_as_is(len);
+        v.clear();
+        v
+    }
+
+    /// [`FreeList::take`] without emptying the buffer: it keeps what it held (at most
+    /// its capacity, so possibly more or fewer than `len` elements).
+    fn take_as_is(&mut self, len: usize) -> Vec<X> {
         let hi = class_max(len);
         let mut best: Option<(usize, usize)> = None;
         for (i, v) in self.free.iter().enumerate() {
@@ -55,11 +64,7 @@ impl<X> FreeList<X> {
             }
         }
         let v = match best {
-            Some((i, _)) => {
-                let mut v = self.free.swap_remove(i);
-                v.clear();
-                v
-            }
+            Some((i, _)) => self.free.swap_remove(i),
             None => Vec::with_capacity(len),
         };
         if v.capacity() > 0 {
@@ -115,6 +120,22 @@ impl<T: Element> Pool<T> {
         wrap(shape, v)
     }
 
+    /// An array of the given shape with unspecified contents (what a recycled buffer
+    /// held, zeros where it held nothing): for kernels that write every element before
+    /// they read any, so that the buffer is not zero-filled first.
+    pub(crate) fn overwritten(&mut self, shape: &[usize]) -> ArrayD<T> {
+        let v = self.overwritten_vec(shape.iter().product());
+        wrap(shape, v)
+    }
+
+    /// A vector of `n` elements with unspecified contents, as [`Pool::overwritten`].
+    pub(crate) fn overwritten_vec(&mut self, n: usize) -> Vec<T> {
+        let mut v = self.elems.take_as_is(n);
+        v.truncate(n);
+        v.resize(n, T::zero());
+        v
+    }
+
     /// An array of the given shape filled from an iterator of exactly its length.
     pub(crate) fn collect(&mut self, shape: &[usize], it: impl Iterator<Item = T>) -> ArrayD<T> {
         let n = shape.iter().product();
@@ -158,6 +179,15 @@ impl<T: Element> Pool<T> {
         f: impl Fn(T, T) -> T,
     ) -> ArrayD<T> {
         match x.as_slice() {
+            Some(s) if m.len() >= s.len() => {
+                // Through zipped slices, as `map` (vectorised, no length update per
+                // element).
+                let mut v = self.overwritten_vec(s.len());
+                for ((o, &x), &m) in v.iter_mut().zip(s).zip(m) {
+                    *o = f(x, m);
+                }
+                wrap(x.shape(), v)
+            }
             Some(s) => self.collect(x.shape(), s.iter().zip(m).map(|(&v, &m)| f(v, m))),
             None => self.collect(x.shape(), x.iter().zip(m).map(|(&v, &m)| f(v, m))),
         }

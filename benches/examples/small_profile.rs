@@ -1,0 +1,93 @@
+//! Runs the small-graph workloads of `gnn_step` and `policy` `reps` times, for `perf
+//! record` / `perf stat` (this process only, steadier than wall time on a busy machine)
+//! or `valgrind --tool=callgrind` (instructions, independent of the load):
+//! `small_profile {cora-step|cora-infer|policy} [reps]`. Cora is the `peers/cora_gcn`
+//! step (shade-gnn's `single_train_step`, sparse features); `policy` is the
+//! `peers/policy` gradient. It prints a checksum of the results (the bits of the losses
+//! and of every gradient after the last call), so that two builds can be checked to
+//! give bit-identical results at a fixed thread count; compare two runs' counts at two
+//! `reps` to take out the set-up.
+
+use shade_benches::small::{policy_graph, policy_loss, policy_model, policy_state};
+use shade_gnn::loss::{NodeTargets, cross_entropy};
+use shade_gnn::models::{Model, NodeConfig};
+use shade_gnn::train::{Data, TrainState, loss_and_gradient, single_train_step};
+use shade_gnn::{Features, Inputs};
+use shade_interface::AutoShade;
+use std::hint::black_box;
+
+/// FNV-1a over the bits of `values`, folded into `h`.
+fn fold(h: &mut u64, values: impl IntoIterator<Item = f32>) {
+    for v in values {
+        for b in v.to_bits().to_le_bytes() {
+            *h = (*h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
+/// The checksum of the gradients in `ts`.
+fn grads(h: &mut u64, ts: &TrainState<f32>) {
+    for v in ts.grads.values() {
+        fold(h, v.iter().copied());
+    }
+    for v in ts.params.values() {
+        fold(h, v.iter().copied());
+    }
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let what = a.get(1).map_or("cora-step", String::as_str);
+    let reps: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
+    let mut h = 0xcbf2_9ce4_8422_2325_u64;
+    match what {
+        "cora-step" | "cora-infer" => {
+            let (ds, split, ctx) = shade_benches::small::cora();
+            let x = Features::<f32>::sparse_from_f32(ds.features());
+            let target = NodeTargets::new(&ds.labels, &split.train);
+            let cfg = NodeConfig::standard(Model::Gcn);
+            let model = cfg.build::<f32>(x.cols(), ds.num_classes);
+            let mut ts = TrainState::new(&model, cfg.optimiser(), 0).expect("train state");
+            let data = Data {
+                inputs: Inputs::new(&ctx, &x),
+                target: &target,
+            };
+            for _ in 0..reps {
+                if what == "cora-step" {
+                    let l = single_train_step(
+                        &AutoShade::REVERSE,
+                        &model,
+                        cross_entropy,
+                        &data,
+                        &mut ts,
+                    )
+                    .expect("step")
+                    .loss;
+                    fold(&mut h, [black_box(l)]);
+                } else {
+                    let y = ts.predict(&model, &data.inputs).expect("forward");
+                    fold(&mut h, black_box(y).iter().copied());
+                }
+            }
+            grads(&mut h, &ts);
+        }
+        "policy" => {
+            let (ctx, x) = policy_graph();
+            let model = policy_model();
+            let mut ts = policy_state(&model);
+            let data = Data {
+                inputs: Inputs::new(&ctx, &x),
+                target: &(),
+            };
+            for _ in 0..reps {
+                let l =
+                    loss_and_gradient(&AutoShade::REVERSE, &model, &policy_loss, &data, &mut ts)
+                        .expect("gradient");
+                fold(&mut h, [black_box(l)]);
+            }
+            grads(&mut h, &ts);
+        }
+        _ => panic!("small_profile {{cora-step|cora-infer|policy}} [reps]"),
+    }
+    println!("{what} x{reps}: checksum {h:016x}");
+}
