@@ -582,10 +582,13 @@ pub(crate) fn run(quick: bool) -> Result<(), String> {
         (&a.group, &a.parameter, &a.function).cmp(&(&b.group, &b.parameter, &b.function))
     });
     res.add_estimates(&estimates);
-    // shade's own lines: peak memory (synth_gcn) and the timings of the benches that do
-    // not go through criterion (gmm_large).
+    // shade's own lines: peak memory (synth_gcn), the timings of the benches that do
+    // not go through criterion (gmm_large) and the interleaved ratios (interface).
     for line in fs::read_to_string(&run.results).unwrap_or_default().lines() {
-        if line.contains("\"kind\":\"memory\"") || line.contains("\"peer\":\"shade") {
+        if line.contains("\"kind\":\"memory\"")
+            || line.contains("\"kind\":\"paired\"")
+            || line.contains("\"peer\":\"shade")
+        {
             res.add_line(line);
         }
     }
