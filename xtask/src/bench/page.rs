@@ -344,8 +344,8 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
     if !w.profile.is_empty() {
         let _ = writeln!(
             s,
-            "Where shade's time goes (`perf record` of the bench, profiled 2026-12-01 on this \
-             machine while it was shared): {}\n",
+            "Where shade's time goes (`perf record` of the bench on this machine while it was \
+             shared, on the date named): {}\n",
             w.profile
         );
     }

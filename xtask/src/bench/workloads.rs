@@ -89,15 +89,18 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
-        profile: "`step-dense`, 1 thread (`perf record -g`): the reverse sweep's `Xᵀ·G` \
-                  (2708 × 1433 × 16) 36 %, the forward `X·W₁` 26 % (both in the narrow-product \
-                  kernel, `tensor/matmul/skinny.rs`; `Xᵀ·G` at about 22–26 G multiply-adds \
-                  per second against 33–35 for `X·W₁`), the finiteness check of the dense \
-                  features 14 % (a full pass over their 15.5 MB every step), sorts 4 %, the \
-                  dropout draw 3 %. `infer-dense` is `X·W₁` and that check. The sparse-feature \
-                  variants skip both (98.7 % of Cora's features are zeros). What would close \
-                  it: checking constant features once per graph instead of every step, wider \
-                  tiles for `Xᵀ·G` or one pass over `X` for both products.",
+        profile: "2026-12-02, `step-dense`, 1 thread (`perf record -e cpu-clock`): the reverse \
+                  sweep's `Xᵀ·G` (2708 × 1433 × 16) 40 %, the forward `X·W₁` 30 % (both in the \
+                  narrow-product kernel, `tensor/matmul/skinny.rs`, each at 40–49 G \
+                  multiply-adds per second when timed alone, reading `X` at 10–12 GB/s on one \
+                  core); the finiteness check of the features now runs once while they do not \
+                  change (`shade_gnn::Checked`). `step` (sparse features, 98.7 % of Cora's \
+                  features are zeros): the sparse row kernel about 50 %, `H·W₂` 7 %, the \
+                  transpose of `W₁` forward and back 5 %, zeroed adjoints of the dense \
+                  products 3 %; its products are below the 2^20 split threshold, so 2 threads \
+                  run as 1. What would close it: reading `W₁` untransposed in the \
+                  sparse-input product, and a split of the sparse products that pays at this \
+                  size.",
     },
     Workload {
         id: "cora_gat",
@@ -138,9 +141,12 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
-        profile: "`infer-dense` is dominated, as for the GCN, by `X·W₁` (2708 × 1433 × 64 in \
-                  the narrow-product kernel) and the per-step finiteness check of the 15.5 MB \
-                  of dense features; see the GCN's profile and what would close it.",
+        profile: "2026-12-02, `step-dense`, 1 thread (`perf record -e cpu-clock`): `Xᵀ·G` \
+                  31 %, `X·W₁` 23 % (2708 × 1433 × 64, the narrow-product kernel; the weight \
+                  gradient `Gᵀ·X` now runs there too, as `Cᵀ = Xᵀ·G`, where matrixmultiply \
+                  took 32 %), the dropout draw 6.4 %, sorts 5.1 %, `expm1f` 3.8 %, the COO \
+                  product 3.5 %, `memset` 3.1 %. Two threads were no faster than one in every \
+                  run of this session.",
     },
     Workload {
         id: "policy",
@@ -163,16 +169,13 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: None,
         bandwidth_bytes: None,
-        profile: "1 thread, after the small-op rule, the vectorised maps, the small-product \
-                  kernel and `Tape::linear`: the dense products above the small kernel's \
-                  size (matrixmultiply) 43 % (its sgemm kernel 36 % at about 12 \
-                  multiply-adds per cycle, packing 7 %), the sparse products 20 % (SSE2 \
-                  only), the elementwise maps 8 %, the small-product kernel 6 % (mostly \
-                  ndarray's index checks), copies and the buffer pool 7 %, `memset` 2 %. \
-                  Two threads are no longer slower than one: no kernel of this model is \
-                  large enough to split. What would close it: packing each weight once per \
-                  step for matrixmultiply's products, a wider (AVX2 / AVX-512) sparse row \
-                  kernel, and fewer per-operation copies and zeroed buffers.",
+        profile: "2026-12-02, 1 thread (`perf record -e cpu-clock`, callgrind): about half \
+                  in the dense products (the narrow-product kernel 27 %, matrixmultiply and \
+                  `general_mat_mul` 24 %); the sparse products now run the strip kernel \
+                  (AVX2 / AVX-512, accumulator in registers): 2.25 M instructions a gradient, \
+                  14 % fewer than before it. No kernel of this model is large enough to split, \
+                  so 2 threads run as 1. What would close it: packing each weight once per \
+                  step for matrixmultiply's products, and fewer per-operation copies.",
     },
     Workload {
         id: "synth_gcn_100k",
@@ -198,7 +201,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: true,
         pair: None,
         bandwidth_bytes: None,
-        profile: "1 thread: the sparse products `Â·H` and `Âᵀ·G` 37 %, the dense \
+        profile: "2026-12-01, 1 thread: the sparse products `Â·H` and `Âᵀ·G` 37 %, the dense \
                   products 24 % (sgemm kernel 14 %, packing 10 %: `X·W₁` with 128 inputs), \
                   `memset` 6 % and page faults 4 % (gradient buffers zeroed and touched \
                   again every step), the bias rule 3 %, `expf` 3 %. What would close it: \
@@ -246,7 +249,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: None,
         bandwidth_bytes: Some(293_599_412.0),
-        profile: "1 thread (`perf record -g`): 91 % in the CSR row kernel \
+        profile: "2026-12-01, 1 thread (`perf record -g`): 91 % in the CSR row kernel \
                   (`csr_rows_avx512`), the rest the page faults of the bench's own set-up. \
                   The kernel gathers one 256-byte row of the dense operand per nonzero in \
                   random order: about 12 GB/s, torch's rate, against 18 GB/s for a copy, \
@@ -289,7 +292,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
-        profile: "`shade` (tape), gradient: 780 k records per call (66 MB of tape); \
+        profile: "2026-12-01, `shade` (tape), gradient: 780 k records per call (66 MB of tape); \
                   recording the `Real::dot` of each row of `Q (x − μ)` 45 %, the reverse \
                   sweep 30 %, the objective's own records (the centred points) 15 % \
                   (`perf record` of `examples/gmm_ratio`, which also times recording and \
@@ -342,7 +345,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
-        profile: "`shade-compiled` runs on one thread whatever `T` (the plain `f64` function \
+        profile: "2026-12-01, `shade-compiled` runs on one thread whatever `T` (the plain `f64` function \
                   and its generated derivative, point by point), where the peers' 2-thread \
                   rows use both cores; the derivative's workspace is about 20 MB (one \
                   point's intermediates at a time). The time is spent as at the small size: \
