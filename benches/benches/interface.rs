@@ -135,79 +135,88 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// The interleaved ratios (see the module header), each after a check that both sides
-/// give the same numbers.
+/// One interleaved ratio, interface ÷ direct, reported as
+/// `interface/paired/<what>/n<n>`.
+fn interleaved(
+    what: &str,
+    n: usize,
+    budget: Duration,
+    direct: impl FnMut(),
+    interface: impl FnMut(),
+) {
+    let p = paired_ratio(direct, interface, budget);
+    report_paired(
+        &format!("interface/paired/{what}/n{n}"),
+        "direct",
+        "interface",
+        &p,
+    );
+}
+
+/// The interleaved ratios (see the module header), each followed by a check that both
+/// sides gave the same numbers.
 fn paired(budget: Duration) {
     for &n in &[10usize, 1_000, 100_000] {
         let x: Vec<f64> = (0..n).map(|i| 0.3 + 0.001 * (i % 97) as f64).collect();
         let w: Vec<f64> = (0..n).map(|i| 1.0 + 0.01 * (i % 13) as f64).collect();
         let t: Vec<f64> = (0..n).map(|i| (i as f64).cos()).collect();
         let (mut g1, mut g2) = (vec![0.0; n], vec![0.0; n]);
+        let ctx = (Constant(&w[..]),);
 
         let mut tape = Tape::new();
-        let mut prep =
-            prepare_gradient(Loss, &AutoShade::REVERSE, &x, (Constant(&w[..]),)).unwrap();
-        let mut direct = || {
-            tape.gradient_into(&Loss, black_box(&x), (Const(&w[..]),), &mut g1)
-                .unwrap();
-            black_box(&g1);
-        };
-        let mut interface = || {
-            prep.gradient_into(black_box(&x), (Constant(&w[..]),), &mut g2)
-                .unwrap();
-            black_box(&g2);
-        };
-        let p = paired_ratio(&mut direct, &mut interface, budget);
-        assert_eq!(g1, g2, "the tape's gradients differ");
-        report_paired(
-            &format!("interface/paired/tape-gradient/n{n}"),
-            "direct",
-            "interface",
-            &p,
+        let mut prep = prepare_gradient(Loss, &AutoShade::REVERSE, &x, ctx).unwrap();
+        interleaved(
+            "tape-gradient",
+            n,
+            budget,
+            || {
+                tape.gradient_into(&Loss, black_box(&x), (Const(&w[..]),), &mut g1)
+                    .unwrap();
+                black_box(&g1);
+            },
+            || {
+                prep.gradient_into(black_box(&x), ctx, &mut g2).unwrap();
+                black_box(&g2);
+            },
         );
+        assert_eq!(g1, g2, "the tape's gradients differ");
 
-        let ctx = (Constant(&w[..]),);
         let mut prep =
             prepare_gradient(Compiled(d_sin_loss {}), &AutoShade::REVERSE, &x, ctx).unwrap();
-        let mut direct = || {
-            zero(&mut g1);
-            black_box(d_sin_loss(black_box(&x), &mut g1, &w, 1.0));
-            black_box(&g1);
-        };
-        let mut interface = || {
-            black_box(
-                prep.value_and_gradient_into(black_box(&x), ctx, &mut g2)
-                    .unwrap(),
-            );
-            black_box(&g2);
-        };
-        let p = paired_ratio(&mut direct, &mut interface, budget);
-        assert_eq!(g1, g2, "the generated gradients differ");
-        report_paired(
-            &format!("interface/paired/compiled-gradient/n{n}"),
-            "direct",
-            "interface",
-            &p,
+        interleaved(
+            "compiled-gradient",
+            n,
+            budget,
+            || {
+                zero(&mut g1);
+                black_box(d_sin_loss(black_box(&x), &mut g1, &w, 1.0));
+                black_box(&g1);
+            },
+            || {
+                black_box(
+                    prep.value_and_gradient_into(black_box(&x), ctx, &mut g2)
+                        .unwrap(),
+                );
+                black_box(&g2);
+            },
         );
+        assert_eq!(g1, g2, "the generated gradients differ");
 
         let mut prep =
             prepare_pushforward(Compiled(t_sin_loss {}), &AutoShade::FORWARD, &x, ctx).unwrap();
-        let (mut y, mut dy) = ([0.0], [0.0]);
-        let mut d = (0.0, 0.0);
-        let mut direct = || d = black_box(t_sin_loss(black_box(&x), &t, &w));
-        let mut interface = || {
-            prep.value_and_pushforward_into(black_box(&x), &t, ctx, &mut y, &mut dy)
-                .unwrap();
-            black_box((y, dy));
-        };
-        let p = paired_ratio(&mut direct, &mut interface, budget);
-        assert_eq!(d, (y[0], dy[0]), "the generated pushforwards differ");
-        report_paired(
-            &format!("interface/paired/compiled-pushforward/n{n}"),
-            "direct",
-            "interface",
-            &p,
+        let (mut y, mut dy, mut d) = ([0.0], [0.0], (0.0, 0.0));
+        interleaved(
+            "compiled-pushforward",
+            n,
+            budget,
+            || d = black_box(t_sin_loss(black_box(&x), &t, &w)),
+            || {
+                prep.value_and_pushforward_into(black_box(&x), &t, ctx, &mut y, &mut dy)
+                    .unwrap();
+                black_box((y, dy));
+            },
         );
+        assert_eq!(d, (y[0], dy[0]), "the generated pushforwards differ");
     }
 }
 
