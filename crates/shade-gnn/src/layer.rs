@@ -81,8 +81,9 @@ impl<'a, T: Float> Input<'a, T> {
         Ok(match self {
             Input::Dense(x) => t.linear(x, w.var, b)?,
             Input::Sparse(x) => {
-                let wt = t.transpose(w.var)?;
-                let y = t.spmm(x, wt)?;
+                // `X · Wᵀ` with the weight read as it is stored (no transposed copy on
+                // the tape).
+                let y = t.spmm_t(x, w.var)?;
                 match b {
                     Some(b) => t.add(y, b)?,
                     None => y,

@@ -315,21 +315,42 @@ impl Optimiser {
                     let c1 = T::cst(1.0 - beta1.powi(k));
                     let c2 = T::cst(1.0 - beta2.powi(k)).sqrt();
                     let v = &mut st.v.values_mut()[i];
-                    ndarray::Zip::from(p)
-                        .and(g)
-                        .and(m)
-                        .and(v)
-                        .for_each(|p, &g, m, v| {
-                            let g = if decoupled {
-                                *p -= lr * wd * *p;
-                                g
-                            } else {
-                                g + wd * *p
-                            };
-                            *m = b1 * *m + (T::one() - b1) * g;
-                            *v = b2 * *v + (T::one() - b2) * g * g;
-                            *p -= lr * (*m / c1) / ((*v).sqrt() / c2 + e);
-                        });
+                    let adam = |p: &mut T, g: T, m: &mut T, v: &mut T| {
+                        let g = if decoupled {
+                            *p -= lr * wd * *p;
+                            g
+                        } else {
+                            g + wd * *p
+                        };
+                        *m = b1 * *m + (T::one() - b1) * g;
+                        *v = b2 * *v + (T::one() - b2) * g * g;
+                        *p -= lr * (*m / c1) / ((*v).sqrt() / c2 + e);
+                    };
+                    let same = g.strides() == p.strides()
+                        && m.strides() == p.strides()
+                        && v.strides() == p.strides();
+                    match (
+                        p.as_slice_mut(),
+                        g.as_slice(),
+                        m.as_slice_mut(),
+                        v.as_slice_mut(),
+                    ) {
+                        // Contiguous arrays of one layout (always, for the stores of a
+                        // model): one flat loop the compiler vectorises (a 4-way
+                        // `Zip` over dynamic dimensions ran element by element, 2.7 %
+                        // of a Cora step). The same operations per element, so the
+                        // same bits.
+                        (Some(p), Some(g), Some(m), Some(v)) if same => {
+                            for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m).zip(v) {
+                                adam(p, g, m, v);
+                            }
+                        }
+                        _ => ndarray::Zip::from(&mut params.values_mut()[i])
+                            .and(&grads.values()[i])
+                            .and(&mut st.m.values_mut()[i])
+                            .and(&mut st.v.values_mut()[i])
+                            .for_each(|p, &g, m, v| adam(p, g, m, v)),
+                    }
                 }
             }
         }

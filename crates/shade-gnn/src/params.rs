@@ -158,6 +158,12 @@ impl<T: Clone> Store<T> {
     }
 
     /// Euclidean norm of all entries together.
+    ///
+    /// The squares of a contiguous array are summed in eight interleaved partial sums
+    /// (element `i` into sum `i mod 8`, the sums then added pairwise): eight
+    /// independent chains of adds the compiler vectorises, instead of one add per
+    /// element waiting on the previous one (2 % of a Cora step). The norm can differ
+    /// from the one-chain sum in its last bits.
     pub fn global_norm(&self) -> T
     where
         T: Element,
@@ -165,7 +171,7 @@ impl<T: Clone> Store<T> {
         self.values
             .iter()
             .map(|v| match v.as_slice() {
-                Some(s) => s.iter().map(|&x| x * x).sum::<T>(),
+                Some(s) => sum_of_squares(s),
                 None => v.iter().map(|&x| x * x).sum::<T>(),
             })
             .sum::<T>()
@@ -420,6 +426,22 @@ impl<'s, T> StateScope<'s, T> {
     }
 }
 
+/// `Σ x²` over `s` in eight interleaved partial sums, added pairwise at the end.
+fn sum_of_squares<T: Element>(s: &[T]) -> T {
+    let mut acc = [T::zero(); 8];
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += x * x;
+        }
+    }
+    for (a, &x) in acc.iter_mut().zip(chunks.remainder()) {
+        *a += x * x;
+    }
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
+    ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -495,5 +517,36 @@ mod tests {
             assert_eq!(bn.get("running_mean").unwrap().sum(), 0.0);
         }
         assert_eq!(s.get("bn.running_var").unwrap().sum(), 2.0);
+    }
+
+    /// The norm of contiguous arrays of every length around the eight partial sums
+    /// (and of a non-contiguous one) agrees with the sum taken in `f64`; non-finite
+    /// entries give a non-finite norm.
+    #[test]
+    fn global_norm_matches_the_definition() {
+        for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 100, 1001] {
+            let a = ArrayD::from_shape_fn(vec![n], |i| (i[0] as f32 * 0.37).sin() * 3.0);
+            let b = ndarray::Array2::from_shape_fn((3, 5), |(i, j)| i as f32 - j as f32 * 0.5)
+                .reversed_axes()
+                .into_dyn();
+            let want: f64 = a
+                .iter()
+                .chain(b.iter())
+                .map(|&x| f64::from(x) * f64::from(x))
+                .sum::<f64>()
+                .sqrt();
+            let s = Store::new().with("a", a).with("b", b);
+            let got = f64::from(s.global_norm());
+            assert!(
+                (got - want).abs() <= 1e-5 * want.max(1.0),
+                "n = {n}: {got} vs {want}"
+            );
+        }
+        let mut a = ArrayD::<f32>::zeros(vec![20]);
+        a[[13]] = f32::NAN;
+        assert!(Store::new().with("a", a).global_norm().is_nan());
+        let mut a = ArrayD::<f32>::zeros(vec![20]);
+        a[[19]] = f32::INFINITY;
+        assert!(Store::new().with("a", a).global_norm().is_infinite());
     }
 }

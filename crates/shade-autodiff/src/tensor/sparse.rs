@@ -392,11 +392,55 @@ fn dense_csr_t<T: Element>(g: &[T], a: &SparseMatrix<T>, out: &mut [T]) {
     }
 }
 
+/// How [`transpose_short`] writes an element.
+#[derive(Clone, Copy, Debug)]
+enum Put {
+    /// `d = v`.
+    Copy,
+    /// `d = 0 + v`: a fresh adjoint, the bits of adding into zeros (`-0` becomes `+0`).
+    Fresh,
+    /// `d += v`.
+    Add,
+}
+
+/// `dst (=|+=) srcᵀ` for a row-major `r × c` `src` and a `c × r` `dst`, the loop over
+/// the longer side outside: each step reads (or writes) one contiguous row of the
+/// shorter side and touches one element of each of the other's rows, which advance
+/// together (a weight of 16 × 1433: 16 streams, no tile bookkeeping). The copy is
+/// exact, so it is the bits of any other transpose.
+fn transpose_short<T: Element>(src: &[T], r: usize, c: usize, dst: &mut [T], put: Put) {
+    debug_assert!(src.len() == r * c && dst.len() == r * c);
+    if r == 0 || c == 0 {
+        return;
+    }
+    let put = |d: &mut T, v: T| match put {
+        Put::Copy => *d = v,
+        Put::Fresh => *d = T::zero() + v,
+        Put::Add => *d += v,
+    };
+    if r <= c {
+        // Row `j` of `dst` is column `j` of `src`.
+        for (j, drow) in dst.chunks_exact_mut(r).enumerate() {
+            for (d, srow) in drow.iter_mut().zip(src.chunks_exact(c)) {
+                put(d, srow[j]);
+            }
+        }
+    } else {
+        for (i, srow) in src.chunks_exact(c).enumerate() {
+            for (&v, drow) in srow.iter().zip(dst.chunks_exact_mut(r)) {
+                put(&mut drow[i], v);
+            }
+        }
+    }
+}
+
 /// Which product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// `A · X`.
     Left,
+    /// `A · Wᵀ` (`spmm_t`).
+    LeftT,
     /// `X · A`.
     Right,
     /// `A(v) · X`.
@@ -438,6 +482,7 @@ impl<T: Element> Rec<'_, T> {
     pub(crate) fn name(&self) -> &'static str {
         match self.kind {
             Kind::Left => "spmm",
+            Kind::LeftT => "spmm_t",
             Kind::Right => "dense_spmm",
             Kind::Values => "spmm_values",
         }
@@ -472,6 +517,23 @@ impl<T: Element> Rec<'_, T> {
         let g = g.as_standard_layout();
         let gs = std_slice(&g);
         let a = self.a;
+        if self.kind == Kind::LeftT {
+            // dW += (Aᵀ G)ᵀ: `Aᵀ G` (`[k, n]`) into a scratch buffer, then its transpose
+            // into the adjoint (written when fresh).
+            if !bw.gs.wants(self.x) {
+                return;
+            }
+            let ws = bw.vals[self.x].view().raw_dim();
+            let (n, k) = (ws[0], ws[1]);
+            let mut s = bw.gs.pool.overwritten_vec(k * n);
+            a.transpose_mm(gs, n, Start::Zero, &mut s);
+            if let Some((mut gw, fresh)) = bw.gs.acc_or_fresh(self.x, ws.slice()) {
+                let d = gw.as_slice_mut().expect("adjoints are in standard layout");
+                transpose_short(&s, k, n, d, if fresh { Put::Fresh } else { Put::Add });
+            }
+            bw.gs.pool.give_vec(s);
+            return;
+        }
         let x = bw.vals[self.x].view();
         let f: usize = x.shape().iter().skip(1).product();
         if let Some(ib) = self.bias
@@ -518,7 +580,7 @@ impl<T: Element> Rec<'_, T> {
         // A fresh adjoint is written (the kernel starts from zeros), not added to.
         let start = if fresh { Start::Zero } else { Start::Out };
         match self.kind {
-            Kind::Left => a.transpose_mm(gs, f, start, d),
+            Kind::Left | Kind::LeftT => a.transpose_mm(gs, f, start, d),
             Kind::Right => {
                 if fresh {
                     d.fill(T::zero());
@@ -693,6 +755,54 @@ impl<'a, T: Element> Tape<'a, T> {
         Ok(self.push(out, tracked, Op::Sparse(rec), tan))
     }
 
+    /// `A · Wᵀ` for a constant `A` (`[m, k]`) and a weight `W` of PyTorch's layout
+    /// (`[n, k]`): the value of `t.spmm(a, t.transpose(w)?)`, bit for bit, without the
+    /// transposed weight on the tape (its node, buffer and adjoint); `Wᵀ` is written
+    /// into a scratch buffer for the product and `(Aᵀ G)ᵀ` added into `dW` directly.
+    ///
+    /// Errors with [`AdError::ShapeMismatch`] naming both shapes when `W` is not 2-D
+    /// with `k` columns.
+    #[track_caller]
+    pub fn spmm_t(&mut self, a: &'a SparseMatrix<T>, w: Var) -> AdResult<Var> {
+        let iw = self.index(w)?;
+        let wv = self.vals[iw].view();
+        if wv.ndim() != 2 || wv.shape()[1] != a.cols() {
+            return Err(AdError::ShapeMismatch {
+                op: "spmm_t",
+                left: vec![a.rows(), a.cols()],
+                right: wv.shape().to_vec(),
+            });
+        }
+        let (n, k) = (wv.shape()[0], wv.shape()[1]);
+        let (ip, ind, data) = (a.indptr(), a.mat.indices(), a.mat.data());
+        let mut wt = self.pool.overwritten_vec(k * n);
+        let product = |pool: &mut Pool<T>, src: ArrayViewD<'_, T>, wt: &mut Vec<T>| {
+            let src = src.as_standard_layout();
+            transpose_short(std_slice(&src), n, k, wt, Put::Copy);
+            let mut out = pool.overwritten(&[a.rows(), n]);
+            let o = out.as_slice_mut().expect("standard layout");
+            csr_mm(ip, ind, |p| data[p], wt, n, Start::Zero, o);
+            out
+        };
+        let out = product(&mut self.pool, wv, &mut wt);
+        let tracked = self.tracked[iw];
+        let mut tan = Tan::None;
+        if self.forward()
+            && let Some(tw) = self.tans[iw].view()
+        {
+            tan = Tan::Own(product(&mut self.pool, tw, &mut wt));
+        }
+        self.pool.give_vec(wt);
+        let rec = Rec {
+            kind: Kind::LeftT,
+            a,
+            x: iw,
+            v: iw,
+            bias: None,
+        };
+        Ok(self.push(out, tracked, Op::Sparse(rec), tan))
+    }
+
     /// Dense × sparse `X · A`: `X` is `[m, k]`, the constant `A` is `[k, n]`.
     ///
     /// Errors with [`AdError::ShapeMismatch`] naming both shapes.
@@ -790,5 +900,95 @@ mod tests {
                 .unwrap();
             assert_eq!(got, want);
         }
+    }
+
+    /// `spmm_t(a, w)` is `spmm(a, transpose(w))` bit for bit: its value, its gradient
+    /// (reverse, with `dW` fresh and accumulated into) and its tangent (forward), on a
+    /// matrix that is not its own transpose; the gradient also matches the dense
+    /// `Gᵀ A` it stands for; a weight of the wrong width is a shape error.
+    #[test]
+    fn spmm_t_is_spmm_of_the_transpose_bit_for_bit() {
+        use crate::tensor::{self, TapeBuffers};
+        use crate::{Const, Duplicated};
+        let entries: Vec<(usize, usize, f64)> = (0..40)
+            .map(|q| ((q * 7) % 9, (q * 5 + 3) % 11, (q as f64 * 0.37).sin()))
+            .collect();
+        let mut tri = sprs::TriMat::new((9, 11));
+        for &(r, c, v) in &entries {
+            tri.add_triplet(r, c, v);
+        }
+        let a = SparseMatrix::new(tri.to_csr());
+        let w = Array2::from_shape_fn((5, 11), |(i, j)| ((i * 11 + j) as f64 * 0.61).cos());
+        let sq = Array2::from_shape_fn((9, 5), |(i, j)| (i + 2 * j) as f64 * 0.1 - 0.4);
+        let run = |fused: bool, twice: bool| {
+            let mut dw = Array2::zeros((5, 11));
+            let v = tensor::gradient(
+                &mut TapeBuffers::new(),
+                |t, (w, sq)| {
+                    let y = if fused {
+                        t.spmm_t(&a, w)?
+                    } else {
+                        let wt = t.transpose(w)?;
+                        t.spmm(&a, wt)?
+                    };
+                    let mut l = t.mul(y, sq)?;
+                    if twice {
+                        // A second use, so that `dW` is accumulated into.
+                        let y2 = if fused {
+                            t.spmm_t(&a, w)?
+                        } else {
+                            let wt = t.transpose(w)?;
+                            t.spmm(&a, wt)?
+                        };
+                        l = t.add(l, y2)?;
+                    }
+                    t.sum(l)
+                },
+                (Duplicated(&w, &mut dw), Const(&sq)),
+            )
+            .unwrap();
+            (v.to_bits(), dw.mapv(f64::to_bits))
+        };
+        for twice in [false, true] {
+            assert_eq!(run(true, twice), run(false, twice), "twice = {twice}");
+        }
+        // dW = (Aᵀ · sq)ᵀ for the single use.
+        let (_, dw) = run(true, false);
+        let want = a.csr().to_dense().t().dot(&sq).reversed_axes();
+        for (g, w) in dw.iter().zip(&want) {
+            assert!((f64::from_bits(*g) - w).abs() < 1e-12);
+        }
+        let tw = w.mapv(|v| v * 0.5 - 0.1);
+        let fwd = |fused: bool| {
+            let mut tw = tw.clone();
+            tensor::pushforward(
+                &mut TapeBuffers::new(),
+                |t, (w,)| {
+                    if fused {
+                        t.spmm_t(&a, w)
+                    } else {
+                        let wt = t.transpose(w)?;
+                        t.spmm(&a, wt)
+                    }
+                },
+                (Duplicated(&w, &mut tw),),
+            )
+            .unwrap()
+        };
+        let ((y1, t1), (y2, t2)) = (fwd(true), fwd(false));
+        assert_eq!(
+            (y1.mapv(f64::to_bits), t1.mapv(f64::to_bits)),
+            (y2.mapv(f64::to_bits), t2.mapv(f64::to_bits))
+        );
+        let bad = Array2::<f64>::zeros((5, 10));
+        let e = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (w,)| t.spmm_t(&a, w),
+            (Const(&bad),),
+        );
+        assert!(
+            matches!(e, Err(AdError::ShapeMismatch { op: "spmm_t", .. })),
+            "{e:?}"
+        );
     }
 }

@@ -11,7 +11,6 @@
 //! multiplies and adds: the same bits as one element at a time, on every vector width.
 
 use super::super::{Element, par};
-use rayon::prelude::*;
 
 /// Work (multiply-adds) below which the kernel stays on the calling thread (the
 /// small-op rule, [`par::split`]).
@@ -108,16 +107,49 @@ pub(crate) fn csr_mm<T, V>(
             csr_rows_at::<T, V, false>(wide, &k, r0, chunk);
         }
     };
-    let work = (ip[rows] - ip[0]) * f;
-    if !par::split(work, PAR_MIN) {
+    let work = (ip[rows] - ip[0] + rows) * f;
+    if !par::split_here(work, PAR_MIN) {
         body(0, out);
     } else {
-        let blocks = rayon::current_num_threads() * 16;
-        let per = rows.div_ceil(blocks).max(1);
-        out.par_chunks_mut(per * f)
-            .enumerate()
-            .for_each(|(c, chunk)| body(c * per, chunk));
+        // Blocks of about a sixteenth of a thread's share, and never of only a few µs.
+        let threads = rayon::current_num_threads();
+        let leaf = (work / (threads * 16)).max(par::SPLIT_MIN_IN_POOL / 8);
+        split_rows(ip, f, leaf, 0, out, &body);
     }
+}
+
+/// Runs `body` on the rows `r0..` held by `out` (whole rows of `f`), halved by work
+/// (nonzeros plus rows, so that a block of a few heavy rows costs as much as one of
+/// many light ones) with `rayon::join`, down to blocks of about `leaf` multiply-adds.
+fn split_rows<T, B>(ip: &[usize], f: usize, leaf: usize, r0: usize, out: &mut [T], body: &B)
+where
+    T: Send,
+    B: Fn(usize, &mut [T]) + Sync,
+{
+    let n = out.len() / f;
+    let r1 = r0 + n;
+    let work = (ip[r1] - ip[r0] + n) * f;
+    if n < 2 || work < 2 * leaf {
+        body(r0, out);
+        return;
+    }
+    // The first row at which the work before it reaches half (`ip[r] + r` grows with `r`).
+    let half = (ip[r0] + r0 + ip[r1] + r1) / 2;
+    let (mut lo, mut hi) = (r0, r1);
+    while lo < hi {
+        let m = (lo + hi) / 2;
+        if ip[m] + m < half {
+            lo = m + 1;
+        } else {
+            hi = m;
+        }
+    }
+    let mid = lo.clamp(r0 + 1, r1 - 1);
+    let (a, b) = out.split_at_mut((mid - r0) * f);
+    rayon::join(
+        || split_rows(ip, f, leaf, r0, a, body),
+        || split_rows(ip, f, leaf, mid, b, body),
+    );
 }
 
 /// The operands of one [`csr_mm`] call, as the row kernel reads them.
@@ -436,5 +468,59 @@ mod tests {
                 assert_eq!(whole, want, "csr_mm, f = {f}");
             }
         }
+    }
+
+    /// A product split over two threads (called on a worker of a two-thread pool, so
+    /// the in-pool threshold applies), rows of very different lengths balanced by work,
+    /// equals the serial product bit for bit.
+    #[test]
+    fn split_rows_equal_the_serial_product_bit_for_bit() {
+        let (rows, cols, f) = (3000, 500, 16);
+        let mut ip = vec![0];
+        let mut ind = Vec::new();
+        for r in 0..rows {
+            // A few heavy rows among light ones and empty ones.
+            let n = match r % 97 {
+                0 => 300,
+                q if q % 5 == 0 => 0,
+                q => 1 + q % 6,
+            };
+            let mut row: Vec<usize> = (0..n).map(|q| (r * 31 + q * 17) % cols).collect();
+            row.sort_unstable();
+            row.dedup();
+            ind.extend(row);
+            ip.push(ind.len());
+        }
+        let data: Vec<f32> = (0..ind.len())
+            .map(|p| ((p * 37) % 11) as f32 / 7.0 - 0.6)
+            .collect();
+        let x: Vec<f32> = (0..cols * f)
+            .map(|i| ((i * 13) % 29) as f32 / 9.0 - 1.4)
+            .collect();
+        assert!((ind.len() + rows) * f >= par::SPLIT_MIN_IN_POOL);
+        let mut serial = vec![0.0f32; rows * f];
+        let k = Rows {
+            ip: &ip,
+            ind: &ind,
+            val: &|p: usize| data[p],
+            x: &x,
+            f,
+            start: Start::Zero,
+        };
+        csr_rows::<f32, _, false>(&k, 0, &mut serial);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let split = pool.install(|| {
+            assert!(par::split_here((ind.len() + rows) * f, PAR_MIN));
+            let mut out = vec![f32::NAN; rows * f];
+            csr_mm(&ip, &ind, |p| data[p], &x, f, Start::Zero, &mut out);
+            out
+        });
+        assert_eq!(
+            split.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            serial.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
     }
 }
