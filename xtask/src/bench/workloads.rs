@@ -95,12 +95,18 @@ pub(super) const WORKLOADS: &[Workload] = &[
                   multiply-adds per second when timed alone, reading `X` at 10–12 GB/s on one \
                   core); the finiteness check of the features now runs once while they do not \
                   change (`shade_gnn::Checked`). `step` (sparse features, 98.7 % of Cora's \
-                  features are zeros): the sparse row kernel about 50 %, `H·W₂` 7 %, the \
-                  transpose of `W₁` forward and back 5 %, zeroed adjoints of the dense \
-                  products 3 %; its products are below the 2^20 split threshold, so 2 threads \
-                  run as 1. What would close it: reading `W₁` untransposed in the \
-                  sparse-input product, and a split of the sparse products that pays at this \
-                  size.",
+                  features are zeros; 1 thread, perf and callgrind): the sparse row kernel \
+                  about 60 % (`X·W₁ᵀ` and `Xᵀ·G` ~2 ns a nonzero, one 16-wide strip per row; \
+                  the 7-wide `Â` products ~3.5 ns, short rows), `H·W₂` 7 %; the weight's \
+                  transpose is no longer a tape node (`Tape::spmm_t`), Adam runs over flat \
+                  slices, the gradient norm in eight partial sums and the bias column sums in \
+                  register strips: 7.38 M instructions a step, 8.7 % fewer than 8.09 M. Two \
+                  rows in lockstep (two chains of adds) measured no faster (2.09 against 1.93 \
+                  ns a nonzero, min of 30 batches). The sparse products are split by work \
+                  (nonzeros + rows) with `rayon::join`, from 2^16 on the pool's own threads \
+                  and 2^20 from outside it, so Cora's still run on one thread when called \
+                  from the user's; what would close 2 threads: running the step on a pool \
+                  thread, measured on an idle machine.",
     },
     Workload {
         id: "cora_gat",
@@ -201,12 +207,15 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: true,
         pair: None,
         bandwidth_bytes: None,
-        profile: "2026-12-01, 1 thread: the sparse products `Â·H` and `Âᵀ·G` 37 %, the dense \
-                  products 24 % (sgemm kernel 14 %, packing 10 %: `X·W₁` with 128 inputs), \
-                  `memset` 6 % and page faults 4 % (gradient buffers zeroed and touched \
-                  again every step), the bias rule 3 %, `expf` 3 %. What would close it: \
-                  reusing the step's buffers without zeroing and fusing bias + relu; the \
-                  sparse products are at the memory floor already.",
+        profile: "2026-12-02, 1 thread (`perf record -e cpu-clock` of `gcn_large 100000 \
+                  1000000 8 1`, set-up included): the sparse products `Â·H` and `Âᵀ·G` 42 %, \
+                  the narrow dense products 22 % (`nn` 14 %, `tn` 9 %) and their copies \
+                  (`memmove`) 4 %, the elementwise and dropout reverse rules 6 %, page faults \
+                  2 %, the bias column sums 1.6 % (memory-bound: `G` read once); `memset` \
+                  3.1 % → 0.6 %: `linear`'s output and a fresh `dx` are written by the \
+                  product (`β = 0`) instead of zero-filled first. What would close it: bias \
+                  and relu fused into the sparse product (one `[N, 64]` buffer and pass \
+                  fewer), a vectorised `expf` in the cross-entropy.",
     },
     Workload {
         id: "synth_gcn_1m",

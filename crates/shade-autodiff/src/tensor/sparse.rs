@@ -24,7 +24,9 @@ use sprs::CsMat;
 use std::sync::OnceLock;
 
 mod kernel;
+mod rows;
 use kernel::{Start, csr_mm};
+use rows::{Put, col_sums, transpose_short};
 
 /// Work (multiply-adds) below which kernels stay on the calling thread (the small-op
 /// rule, [`par::split`]).
@@ -392,91 +394,6 @@ fn dense_csr_t<T: Element>(g: &[T], a: &SparseMatrix<T>, out: &mut [T]) {
     }
 }
 
-/// `d[j] += Σ_rows g[row, j]` for a row-major `g` with rows of `f = d.len()`: each
-/// column summed over the rows in order (the bits of one add per row and column), in
-/// strips of 16, 4 and 1 columns whose sums stay in registers over a block of rows
-/// (a load, an add and a store of `d` per row waited on the previous row's store: 3 %
-/// of a Cora step), block by block so that a wide `g` is read from memory once.
-fn col_sums<T: Element>(g: &[T], f: usize, d: &mut [T]) {
-    /// Rows per block: 64 KiB of `f32` at 64 columns, in L2 for every strip.
-    const BLOCK_ROWS: usize = 256;
-    if f == 0 {
-        return;
-    }
-    debug_assert_eq!(d.len(), f);
-    for block in g.chunks(BLOCK_ROWS * f) {
-        let mut j = 0;
-        while j + 16 <= f {
-            strip_sum::<T, 16>(block, f, j, d);
-            j += 16;
-        }
-        while j + 4 <= f {
-            strip_sum::<T, 4>(block, f, j, d);
-            j += 4;
-        }
-        while j < f {
-            strip_sum::<T, 1>(block, f, j, d);
-            j += 1;
-        }
-    }
-}
-
-/// Columns `j..j + W` of [`col_sums`] over the whole rows of `block`.
-#[inline(always)]
-fn strip_sum<T: Element, const W: usize>(block: &[T], f: usize, j: usize, d: &mut [T]) {
-    let out: &mut [T; W] = (&mut d[j..j + W]).try_into().expect("a strip of W columns");
-    let mut acc = *out;
-    for row in block.chunks_exact(f) {
-        let r: &[T; W] = row[j..j + W].try_into().expect("a strip of W columns");
-        for (a, &v) in acc.iter_mut().zip(r) {
-            *a += v;
-        }
-    }
-    *out = acc;
-}
-
-/// How [`transpose_short`] writes an element.
-#[derive(Clone, Copy, Debug)]
-enum Put {
-    /// `d = v`.
-    Copy,
-    /// `d = 0 + v`: a fresh adjoint, the bits of adding into zeros (`-0` becomes `+0`).
-    Fresh,
-    /// `d += v`.
-    Add,
-}
-
-/// `dst (=|+=) srcᵀ` for a row-major `r × c` `src` and a `c × r` `dst`, the loop over
-/// the longer side outside: each step reads (or writes) one contiguous row of the
-/// shorter side and touches one element of each of the other's rows, which advance
-/// together (a weight of 16 × 1433: 16 streams, no tile bookkeeping). The copy is
-/// exact, so it is the bits of any other transpose.
-fn transpose_short<T: Element>(src: &[T], r: usize, c: usize, dst: &mut [T], put: Put) {
-    debug_assert!(src.len() == r * c && dst.len() == r * c);
-    if r == 0 || c == 0 {
-        return;
-    }
-    let put = |d: &mut T, v: T| match put {
-        Put::Copy => *d = v,
-        Put::Fresh => *d = T::zero() + v,
-        Put::Add => *d += v,
-    };
-    if r <= c {
-        // Row `j` of `dst` is column `j` of `src`.
-        for (j, drow) in dst.chunks_exact_mut(r).enumerate() {
-            for (d, srow) in drow.iter_mut().zip(src.chunks_exact(c)) {
-                put(d, srow[j]);
-            }
-        }
-    } else {
-        for (i, srow) in src.chunks_exact(c).enumerate() {
-            for (&v, drow) in srow.iter().zip(dst.chunks_exact_mut(r)) {
-                put(&mut drow[i], v);
-            }
-        }
-    }
-}
-
 /// Which product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -834,14 +751,27 @@ impl<'a, T: Element> Tape<'a, T> {
             tan = Tan::Own(product(&mut self.pool, tw, &mut wt));
         }
         self.pool.give_vec(wt);
+        Ok(self.push_product(Kind::LeftT, a, iw, out, tracked, tan))
+    }
+
+    /// Records a product of `a` with the one tape operand `x` (no values, no bias).
+    fn push_product(
+        &mut self,
+        kind: Kind,
+        a: &'a SparseMatrix<T>,
+        x: usize,
+        out: ArrayD<T>,
+        tracked: bool,
+        tan: Tan<'a, T>,
+    ) -> Var {
         let rec = Rec {
-            kind: Kind::LeftT,
+            kind,
             a,
-            x: iw,
-            v: iw,
+            x,
+            v: x,
             bias: None,
         };
-        Ok(self.push(out, tracked, Op::Sparse(rec), tan))
+        self.push(out, tracked, Op::Sparse(rec), tan)
     }
 
     /// Dense × sparse `X · A`: `X` is `[m, k]`, the constant `A` is `[k, n]`.
@@ -882,14 +812,7 @@ impl<'a, T: Element> Tape<'a, T> {
             );
             tan = Tan::Own(t);
         }
-        let rec = Rec {
-            kind: Kind::Right,
-            a,
-            x: ix,
-            v: ix,
-            bias: None,
-        };
-        Ok(self.push(out, tracked, Op::Sparse(rec), tan))
+        Ok(self.push_product(Kind::Right, a, ix, out, tracked, tan))
     }
 }
 
@@ -1031,30 +954,5 @@ mod tests {
             matches!(e, Err(AdError::ShapeMismatch { op: "spmm_t", .. })),
             "{e:?}"
         );
-    }
-
-    /// The strip column sums equal one add per row and column in row order, bit for
-    /// bit, for every width from 1 to 70 and row counts around the block size.
-    #[test]
-    fn column_sums_equal_the_row_order_sum_bit_for_bit() {
-        for f in 1..=70 {
-            for rows in [0, 1, 3, 255, 256, 257, 600] {
-                let g: Vec<f32> = (0..rows * f)
-                    .map(|i| ((i * 37) % 101) as f32 / 13.0 - 3.7)
-                    .collect();
-                let start: Vec<f32> = (0..f).map(|j| j as f32 * 0.25 - 1.0).collect();
-                let mut want = start.clone();
-                for row in g.chunks_exact(f) {
-                    want.iter_mut().zip(row).for_each(|(d, &v)| *d += v);
-                }
-                let mut got = start.clone();
-                col_sums(&g, f, &mut got);
-                assert_eq!(
-                    got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                    "f = {f}, rows = {rows}"
-                );
-            }
-        }
     }
 }
