@@ -304,12 +304,13 @@ fn tail<T: Element, V: Fn(usize) -> T, const W: usize, const PF: bool>(
         Start::Row(b) => &b[j..],
     };
     let mut acc: [T; W] = std::array::from_fn(|q| first.get(q).copied().unwrap_or(T::zero()));
+    // The last dense row: its `n` values, zeros in the dropped lanes (filled when that
+    // row is met; outside the loop, so that it is not zeroed again for every nonzero).
+    let mut last = [T::zero(); W];
     for (p, &c) in (lo..hi).zip(&k.ind[lo..hi]) {
         prefetch_ahead::<T, V, PF>(k, p, j);
         let v = (k.val)(p);
         let at = c * f + j;
-        // The last dense row: its `n` values, zeros in the dropped lanes.
-        let mut last = [T::zero(); W];
         let xr: &[T; W] = match x.get(at..at + W) {
             Some(xr) => xr.try_into().expect("a strip of W columns"),
             None => {
