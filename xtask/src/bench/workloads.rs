@@ -100,7 +100,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
                   the 7-wide `Â` products ~3.5 ns, short rows), `H·W₂` 7 %; the weight's \
                   transpose is no longer a tape node (`Tape::spmm_t`), Adam runs over flat \
                   slices, the gradient norm in eight partial sums and the bias column sums in \
-                  register strips: 7.38 M instructions a step, 8.7 % fewer than 8.09 M. Two \
+                  register strips: 7.34 M instructions a step, 9.3 % fewer than 8.09 M. Two \
                   rows in lockstep (two chains of adds) measured no faster (2.09 against 1.93 \
                   ns a nonzero, min of 30 batches). The sparse products are split by work \
                   (nonzeros + rows) with `rayon::join`, from 2^16 on the pool's own threads \
