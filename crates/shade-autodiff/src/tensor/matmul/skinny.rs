@@ -10,7 +10,9 @@
 //! thread in one order, so the bits do not depend on the thread count); `Aᵀ·G` sums the
 //! rows of `A` in [`parts`] parts, a number fixed by `m` alone, each into its own
 //! partial result, and adds the partials in order: again the same bits on any number of
-//! threads. The order differs from `matrixmultiply`'s (and fused multiply-adds round
+//! threads. A wide `Aᵀ·G` with a wide `G` (Cora's `[1433, 64]` weight gradient) splits
+//! instead by blocks of columns of `A` ([`tn_blocks`]), each block owning its rows of
+//! `C`: no partial results, the same bits on any number of threads. The order differs from `matrixmultiply`'s (and fused multiply-adds round
 //! once), so results agree with it to f32/f64 rounding only.
 //!
 //! On x86-64 the same loops are compiled for AVX-512F or for AVX2 and FMA when the
@@ -33,11 +35,16 @@ const B_MAX: usize = 1 << 17;
 const MR: usize = 4;
 
 /// Rows of `A` per part of `Aᵀ·G`: [`parts`] makes at most [`MAX_PARTS`] parts of at
-/// least this many rows.
-const PART_ROWS: usize = 512;
+/// least this many rows (Cora's 2708 nodes in 10 parts, 5 per thread on 2 threads:
+/// with 512 rows, 5 parts ran as 3 against 2, a 1.67× bound on the split).
+const PART_ROWS: usize = 256;
 
-/// The most parts of `Aᵀ·G` (enough to balance 2–4 threads).
-const MAX_PARTS: usize = 8;
+/// The most parts of `Aᵀ·G`: enough to balance 2–4 threads, and fine enough that a
+/// thread slowed by another process leaves parts to the others.
+const MAX_PARTS: usize = 16;
+
+/// The fewest rows of `A` (the inner dimension) taken by [`takes_tn`].
+const TN_MIN_ROWS: usize = 16;
 
 /// How many parts `Aᵀ·G` over `m` rows is summed in: depends on `m` only.
 pub(super) fn parts(m: usize) -> usize {
@@ -70,7 +77,7 @@ pub(super) fn takes_tn<T>(
     let a = at.t();
     n <= N_MAX
         && k * n.next_multiple_of(32) <= B_MAX
-        && m >= PART_ROWS
+        && m >= TN_MIN_ROWS
         && g.nrows() == m
         && c.dim() == (k, n)
         && unit_rows(a.strides(), a.dim())
@@ -437,6 +444,10 @@ fn tn_w<T: Element, const W: usize>(
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
+    if takes_blocks::<T>(at.nrows(), g.ncols()) {
+        tn_blocks::<T, W>(level, threads, alpha, at, g, beta, c);
+        return;
+    }
     let a = at.t();
     let (m, k) = a.dim();
     let n = g.ncols();
@@ -472,7 +483,85 @@ fn tn_w<T: Element, const W: usize>(
     for p in rest.chunks_exact(len) {
         first.iter_mut().zip(p).for_each(|(x, &y)| *x += y);
     }
-    for (q, panel) in first.chunks_exact(k * W).enumerate() {
+    store_panels::<T, W>(alpha, first, beta, c);
+}
+
+/// Whether [`tn`] of a `[k, m]·[m, n]` product runs in [`tn_blocks`] (a choice by
+/// shape alone): `A` wide enough for two blocks at least, and `G` at least two vectors
+/// wide, so that each element of `A` copied into a block serves two or more
+/// vector multiply-adds (Cora's `[1433, 64]` gradient of a GAT layer: 1.2–2× faster
+/// than the parts of rows on one thread, measured with `perf stat -e task-clock`; at
+/// `n = 16` the copy costs as much as the product, and the parts of rows are 1.6× faster).
+fn takes_blocks<T>(k: usize, n: usize) -> bool {
+    k >= 2 * K_BLOCK && n * std::mem::size_of::<T>() >= 128
+}
+
+/// Columns of `A` (rows of `C`) per block of [`tn_blocks`]: Cora's 1433 features in 6
+/// blocks, 3 per thread on 2 threads.
+const K_BLOCK: usize = 256;
+
+/// [`tn`] for a wide `A` and `G` (see [`takes_blocks`]): split by blocks
+/// of [`K_BLOCK`] columns of `A`, each block the rows of `C` it owns, summed over all
+/// `m` rows by one thread (no partial results to add, `A` read once over all blocks);
+/// the blocks depend on `k` alone, so the bits do not depend on `threads`.
+#[allow(clippy::too_many_arguments)]
+fn tn_blocks<T: Element, const W: usize>(
+    level: Level,
+    threads: usize,
+    alpha: T,
+    at: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let a = at.t();
+    let n = g.ncols();
+    let np = n.div_ceil(W);
+    let m = a.nrows();
+    let job = |p0: usize, mut cb: ArrayViewMut2<'_, T>| {
+        let kb = cb.nrows();
+        let mut out = vec![T::zero(); np * kb * W];
+        // The block's columns of a chunk of rows, copied together (rows of `A` read
+        // in order, the prefetcher's pattern; the strided block read in place is
+        // latency-bound), then summed from the L2 cache.
+        let ib = chunk_rows::<T, W>(kb, m);
+        let mut pk = vec![T::zero(); ib * kb];
+        for i0 in (0..m).step_by(ib) {
+            let i1 = (i0 + ib).min(m);
+            for (d, i) in pk.chunks_exact_mut(kb).zip(i0..i1) {
+                d.copy_from_slice(&row(&a, i)[p0..p0 + kb]);
+            }
+            let ai = ArrayView2::from_shape((i1 - i0, kb), &pk[..(i1 - i0) * kb])
+                .expect("a chunk of whole rows");
+            let gi = g.slice(ndarray::s![i0..i1, ..]);
+            tn_rows::<T, W>(level, &ai, &gi, &mut out);
+        }
+        store_panels::<T, W>(alpha, &out, beta, &mut cb);
+    };
+    if threads <= 1 {
+        for (b, cb) in c.axis_chunks_iter_mut(Axis(0), K_BLOCK).enumerate() {
+            job(b * K_BLOCK, cb);
+        }
+        return;
+    }
+    rayon::scope(|s| {
+        for (b, cb) in c.axis_chunks_iter_mut(Axis(0), K_BLOCK).enumerate() {
+            let job = &job;
+            s.spawn(move |_| job(b * K_BLOCK, cb));
+        }
+    });
+}
+
+/// `C = β·C + α·V` for `V` `[k, n]` in panels of `W` columns (panel `q`, row `p` at
+/// `(q·k + p)·W`), `C` of any layout.
+fn store_panels<T: Element, const W: usize>(
+    alpha: T,
+    v: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (k, n) = c.dim();
+    for (q, panel) in v.chunks_exact(k * W).enumerate() {
         let (j0, w) = (q * W, W.min(n - q * W));
         for (p, v) in panel.chunks_exact(W).enumerate() {
             let mut cr = c.slice_mut(ndarray::s![p, j0..j0 + w]);
@@ -506,6 +595,15 @@ const CHUNK_BYTES: usize = 1 << 18;
 /// L2 made `Aᵀ·G` 1.5× slower than `A·B` at `k = 128`).
 const G_CHUNK_BYTES: usize = 1 << 14;
 
+/// Rows of `A` (`k` columns, `m` rows) per chunk of [`tn_rows_body`]: at most
+/// [`CHUNK_BYTES`] of `A` and [`G_CHUNK_BYTES`] of a panel of `G`.
+fn chunk_rows<T, const W: usize>(k: usize, m: usize) -> usize {
+    let size = std::mem::size_of::<T>();
+    (CHUNK_BYTES / (k * size).max(1))
+        .min(G_CHUNK_BYTES / (W * size))
+        .clamp(1, m.max(1))
+}
+
 /// `out += Aᵀ·G` over the rows of `a`: chunks of rows that fit in the L2 cache; in a
 /// chunk, for each panel of `G` (copied, zero-padded) and each 4 columns `p..p+4` of
 /// `A`, a `4 × W` tile summed in registers over the chunk's rows, then added to `out`.
@@ -521,10 +619,7 @@ fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
 ) {
     let (m, k) = a.dim();
     let n = g.ncols();
-    let size = std::mem::size_of::<T>();
-    let ib = (CHUNK_BYTES / (k * size).max(1))
-        .min(G_CHUNK_BYTES / (W * size))
-        .clamp(1, m.max(1));
+    let ib = chunk_rows::<T, W>(k, m);
     let mut rows: Vec<&[T]> = Vec::with_capacity(ib);
     let mut gbuf = vec![T::zero(); ib * W];
     for i0 in (0..m).step_by(ib) {
@@ -714,7 +809,7 @@ mod tests {
                     }
                 }
                 // Aᵀ·G.
-                if m >= PART_ROWS {
+                if m >= TN_MIN_ROWS {
                     let c0 = Array2::<T>::from_shape_fn((k, n), |(i, j)| value(i, j, 4));
                     let mut first: Option<Array2<T>> = None;
                     for (level, threads) in runs() {
@@ -751,7 +846,8 @@ mod tests {
     /// Shapes with remainders everywhere: rows not a multiple of the tile, columns
     /// below, at and above a panel, one column, several parts of `Aᵀ·G`; the 8-row and
     /// 8-column tiles of one-vector panels (`n ≤ 16` for f32, `≤ 8` for f64, with
-    /// AVX-512) with `k` not a multiple of 8.
+    /// AVX-512) with `k` not a multiple of 8; one row; the fewest rows `Aᵀ·G` takes;
+    /// the blocks of columns of a wide `Aᵀ·G` (`k ≥ 512`, a short last block).
     const SHAPES: &[(usize, usize, usize)] = &[
         (700, 12, 5),
         (1100, 21, 16),
@@ -761,10 +857,16 @@ mod tests {
         (1031, 17, 23),
         (2050, 9, 64),
         (600, 5, 128),
+        (1, 40, 9),
+        (17, 600, 35),
+        (300, 530, 33),
     ];
 
     #[test]
     fn f32_products_match_the_definition_on_any_thread_count() {
+        // Both splits of `Aᵀ·G` are among the shapes.
+        assert!(SHAPES.iter().any(|&(_, k, n)| takes_blocks::<f32>(k, n)));
+        assert!(SHAPES.iter().any(|&(_, k, n)| !takes_blocks::<f32>(k, n)));
         check::<f32>(f32::EPSILON as f64 * 4.0, SHAPES);
     }
 
