@@ -288,9 +288,34 @@ fn store_row<T: Element>(alpha: T, v: &[T], beta: T, c: &mut [T]) {
     }
 }
 
+/// Rows of `A` up to this many bytes are prefetched [`PREFETCH_ROWS`] rows ahead by
+/// [`nn_rows_body`]: 8 rows of 512 bytes read across by columns are 8 streams too
+/// short for the hardware prefetcher (the loads of a 100k × 128 `A` waited on memory);
+/// longer rows are streams it follows.
+const PREFETCH_ROW_BYTES: usize = 1024;
+
+/// How far ahead [`nn_rows_body`] prefetches short rows of `A` (two tiles of 8).
+const PREFETCH_ROWS: usize = 16;
+
+/// Asks for the cache line holding `x[0]` (a hint: no effect on results).
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch<T>(x: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: `_mm_prefetch` needs SSE, part of every x86-64 processor (the
+        // baseline the crate is compiled for); a prefetch reads nothing into the
+        // program and does not fault, whatever the address (here one of `x`'s).
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(x.as_ptr().cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 #[inline(always)]
 ///
-/// With `E` (AVX-512's 32 registers) and one-vector panels, tiles of 8 rows: 8 sums in
+/// With `E` (AVX-512's 32 registers) and panels of one or two vectors, tiles of 8 rows: 8 sums in
 /// flight where 4 rows of one vector each would leave the multiply-add units waiting.
 fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
     alpha: T,
@@ -301,9 +326,10 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
 ) {
     let (m, k) = a.dim();
     let n = c.ncols();
+    let short = k * std::mem::size_of::<T>() <= PREFETCH_ROW_BYTES;
     let mut i = 0;
     while i < m {
-        let eight = E && W * std::mem::size_of::<T>() == 64;
+        let eight = E && W * std::mem::size_of::<T>() <= 128;
         let r = if eight && i + 8 <= m {
             8
         } else if i + MR <= m {
@@ -311,22 +337,31 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
         } else {
             1
         };
+        if short {
+            // The lines of the rows [`PREFETCH_ROWS`] ahead, while this tile sums.
+            for t in i + PREFETCH_ROWS..(i + PREFETCH_ROWS + r).min(m) {
+                for line in row(a, t)[..k].chunks(64 / std::mem::size_of::<T>()) {
+                    prefetch(line);
+                }
+            }
+        }
+        let rw = |t: usize| -> &[T] { &row(a, i + t)[..k] };
         for (q, panel) in bp.chunks_exact(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
             if r == 8 {
-                let rows: [&[T]; 8] = std::array::from_fn(|t| &row(a, i + t)[..k]);
+                let rows: [&[T]; 8] = std::array::from_fn(rw);
                 let acc = tile_nn8::<T, W, F>(&rows, panel, k);
                 for (t, at) in acc.iter().enumerate() {
                     store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
                 }
             } else if r == MR {
-                let rows: [&[T]; MR] = std::array::from_fn(|t| &row(a, i + t)[..k]);
+                let rows: [&[T]; MR] = std::array::from_fn(rw);
                 let acc = tile_nn::<T, W, MR, F>(&rows, panel, k);
                 for (t, at) in acc.iter().enumerate() {
                     store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
                 }
             } else {
-                let acc = tile_nn::<T, W, 1, F>(&[&row(a, i)[..k]], panel, k);
+                let acc = tile_nn::<T, W, 1, F>(&[rw(0)], panel, k);
                 store_row(alpha, &acc[0][..w], beta, &mut row_mut(c, i)[j0..j0 + w]);
             }
         }
@@ -634,7 +669,7 @@ fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
             let gs = &gbuf[..(i1 - i0) * W];
             let mut p = 0;
             while p < k {
-                let eight = E && W * std::mem::size_of::<T>() == 64;
+                let eight = E && W * std::mem::size_of::<T>() <= 128;
                 let r = if eight && p + 8 <= k {
                     8
                 } else if p + MR <= k {
