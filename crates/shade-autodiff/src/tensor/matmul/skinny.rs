@@ -657,10 +657,20 @@ fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
     let ib = chunk_rows::<T, W>(k, m);
     let mut rows: Vec<&[T]> = Vec::with_capacity(ib);
     let mut gbuf = vec![T::zero(); ib * W];
+    // Short rows: the next chunk's lines are prefetched while the first panel sums,
+    // a share of them per tile (read down its columns, a chunk of short rows is as
+    // many streams too short for the hardware prefetcher as it has rows).
+    let line = 64 / std::mem::size_of::<T>();
+    let short = k * std::mem::size_of::<T>() <= PREFETCH_ROW_BYTES;
+    let per_row = k.div_ceil(line);
     for i0 in (0..m).step_by(ib) {
         let i1 = (i0 + ib).min(m);
         rows.clear();
         rows.extend((i0..i1).map(|i| &row(a, i)[..k]));
+        let (n0, n1) = (i1, (i1 + ib).min(m));
+        let next_lines = if short { (n1 - n0) * per_row } else { 0 };
+        let per_tile = next_lines.div_ceil(k.div_ceil(MR));
+        let mut sent = 0;
         for (q, panel) in out.chunks_exact_mut(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
             for (gw, i) in gbuf.chunks_exact_mut(W).zip(i0..i1) {
@@ -669,6 +679,12 @@ fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
             let gs = &gbuf[..(i1 - i0) * W];
             let mut p = 0;
             while p < k {
+                let upto = (sent + per_tile).min(next_lines);
+                for l in sent..upto {
+                    let r = &row(a, n0 + l / per_row)[(l % per_row) * line..];
+                    prefetch(r);
+                }
+                sent = upto;
                 let eight = E && W * std::mem::size_of::<T>() <= 128;
                 let r = if eight && p + 8 <= k {
                     8
