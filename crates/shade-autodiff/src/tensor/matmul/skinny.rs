@@ -35,9 +35,8 @@ const B_MAX: usize = 1 << 17;
 const MR: usize = 4;
 
 /// Rows of `A` per part of `Aᵀ·G`: [`parts`] makes at most [`MAX_PARTS`] parts of at
-/// least this many rows (Cora's 2708 nodes in 10 parts, 5 per thread on 2 threads:
-/// with 512 rows, 5 parts ran as 3 against 2, a 1.67× bound on the split).
-const PART_ROWS: usize = 256;
+/// least this many rows.
+const PART_ROWS: usize = 512;
 
 /// The most parts of `Aᵀ·G`: enough to balance 2–4 threads, and fine enough that a
 /// thread slowed by another process leaves parts to the others.
@@ -46,9 +45,13 @@ const MAX_PARTS: usize = 16;
 /// The fewest rows of `A` (the inner dimension) taken by [`takes_tn`].
 const TN_MIN_ROWS: usize = 16;
 
-/// How many parts `Aᵀ·G` over `m` rows is summed in: depends on `m` only.
+/// How many parts `Aᵀ·G` over `m` rows is summed in: depends on `m` only; an even
+/// number from 2, so that 2 threads take equal shares (Cora's 2708 rows in 4 parts:
+/// as 5 parts they ran as 3 against 2, a 1.67× bound on the split; as 10, the
+/// partial results to zero and add cost more than the balance gained).
 pub(super) fn parts(m: usize) -> usize {
-    (m / PART_ROWS).clamp(1, MAX_PARTS)
+    let p = (m / PART_ROWS).clamp(1, MAX_PARTS);
+    if p >= 2 { p & !1 } else { 1 }
 }
 
 /// Whether `A·B` (`A` `[m, k]`, `B` `[k, n]`, `C` `[m, n]`) runs here: `A` and `C`
@@ -480,7 +483,7 @@ fn tn_w<T: Element, const W: usize>(
     c: &mut ArrayViewMut2<'_, T>,
 ) {
     if takes_blocks::<T>(at.nrows(), g.ncols()) {
-        tn_blocks::<T, W>(level, threads, alpha, at, g, beta, c);
+        tn_blocks::<T, W>((level, threads), (alpha, beta), &at.t(), g, c);
         return;
     }
     let a = at.t();
@@ -535,24 +538,20 @@ fn takes_blocks<T>(k: usize, n: usize) -> bool {
 /// blocks, 3 per thread on 2 threads.
 const K_BLOCK: usize = 256;
 
-/// [`tn`] for a wide `A` and `G` (see [`takes_blocks`]): split by blocks
-/// of [`K_BLOCK`] columns of `A`, each block the rows of `C` it owns, summed over all
-/// `m` rows by one thread (no partial results to add, `A` read once over all blocks);
-/// the blocks depend on `k` alone, so the bits do not depend on `threads`.
-#[allow(clippy::too_many_arguments)]
+/// [`tn`] for a wide `A` and `G` (see [`takes_blocks`]; `a` is `A` itself, `(alpha,
+/// beta)` the scalars): split by blocks of [`K_BLOCK`] columns of `A`, each block the
+/// rows of `C` it owns, summed over all `m` rows by one thread (no partial results to
+/// add, `A` read once over all blocks); the blocks depend on `k` alone, so the bits do
+/// not depend on `threads`.
 fn tn_blocks<T: Element, const W: usize>(
-    level: Level,
-    threads: usize,
-    alpha: T,
-    at: &ArrayView2<'_, T>,
+    (level, threads): (Level, usize),
+    (alpha, beta): (T, T),
+    a: &ArrayView2<'_, T>,
     g: &ArrayView2<'_, T>,
-    beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    let a = at.t();
-    let n = g.ncols();
+    let (m, n) = (a.nrows(), g.ncols());
     let np = n.div_ceil(W);
-    let m = a.nrows();
     let job = |p0: usize, mut cb: ArrayViewMut2<'_, T>| {
         let kb = cb.nrows();
         let mut out = vec![T::zero(); np * kb * W];
@@ -564,7 +563,7 @@ fn tn_blocks<T: Element, const W: usize>(
         for i0 in (0..m).step_by(ib) {
             let i1 = (i0 + ib).min(m);
             for (d, i) in pk.chunks_exact_mut(kb).zip(i0..i1) {
-                d.copy_from_slice(&row(&a, i)[p0..p0 + kb]);
+                d.copy_from_slice(&row(a, i)[p0..p0 + kb]);
             }
             let ai = ArrayView2::from_shape((i1 - i0, kb), &pk[..(i1 - i0) * kb])
                 .expect("a chunk of whole rows");
@@ -929,7 +928,10 @@ mod tests {
     #[test]
     fn parts_depend_on_rows_only() {
         assert_eq!(parts(10), 1);
-        assert_eq!(parts(3 * PART_ROWS), 3);
+        assert_eq!(parts(PART_ROWS - 1), 1);
+        assert_eq!(parts(3 * PART_ROWS), 2);
+        assert_eq!(parts(4 * PART_ROWS), 4);
+        assert_eq!(parts(5 * PART_ROWS + 100), 4);
         assert_eq!(parts(1 << 30), MAX_PARTS);
     }
 }
