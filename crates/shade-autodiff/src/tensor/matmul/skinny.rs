@@ -235,10 +235,15 @@ fn nn_w<T: Element, const W: usize>(
     c: &mut ArrayViewMut2<'_, T>,
 ) {
     let m = a.nrows();
+    let short = a.ncols() * std::mem::size_of::<T>() <= PREFETCH_ROW_BYTES;
     let bp = pack_panels::<T, W>(b);
     let job = |r0: usize, mut ci: ArrayViewMut2<'_, T>| {
         let ai = a.slice(ndarray::s![r0..r0 + ci.nrows(), ..]);
-        nn_rows::<T, W>(level, alpha, &ai, &bp, beta, &mut ci);
+        if short {
+            nn_rows_pf::<T, W>(level, alpha, &ai, &bp, beta, &mut ci);
+        } else {
+            nn_rows::<T, W>(level, alpha, &ai, &bp, beta, &mut ci);
+        }
     };
     if threads <= 1 {
         job(0, c.view_mut());
@@ -264,6 +269,18 @@ at_level! {
         beta: T,
         c: &mut ArrayViewMut2<'_, T>,
     ) => nn_rows_body
+}
+
+at_level! {
+    /// [`nn_rows`] for short rows of `A`, prefetched ahead (a kernel of its own: a
+    /// test in the loop of [`nn_rows`] slowed the kernel of long rows by a quarter).
+    fn nn_rows_pf(
+        alpha: T,
+        a: &ArrayView2<'_, T>,
+        bp: &[T],
+        beta: T,
+        c: &mut ArrayViewMut2<'_, T>,
+    ) => nn_rows_pf_body
 }
 
 /// `acc + x·y`, fused (one rounding) when `F`.
@@ -300,6 +317,16 @@ const PREFETCH_ROW_BYTES: usize = 1024;
 /// How far ahead [`nn_rows_body`] prefetches short rows of `A` (two tiles of 8).
 const PREFETCH_ROWS: usize = 16;
 
+/// Prefetches the lines of `rows` of `a`.
+#[inline(never)]
+fn prefetch_rows<T>(a: &ArrayView2<'_, T>, rows: std::ops::Range<usize>) {
+    for t in rows {
+        for line in row(a, t).chunks(64 / std::mem::size_of::<T>()) {
+            prefetch(line);
+        }
+    }
+}
+
 /// Asks for the cache line holding `x[0]` (a hint: no effect on results).
 #[inline(always)]
 #[allow(unsafe_code)]
@@ -327,9 +354,32 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
+    nn_tiles::<T, W, F, E, false>(alpha, a, bp, beta, c);
+}
+
+/// [`nn_rows_body`] with the prefetch of short rows.
+#[inline(always)]
+fn nn_rows_pf_body<T: Element, const W: usize, const F: bool, const E: bool>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    bp: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    nn_tiles::<T, W, F, E, true>(alpha, a, bp, beta, c);
+}
+
+/// The tiles of [`nn_rows_body`], prefetching short rows ahead when `PF`.
+#[inline(always)]
+fn nn_tiles<T: Element, const W: usize, const F: bool, const E: bool, const PF: bool>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    bp: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
     let (m, k) = a.dim();
     let n = c.ncols();
-    let short = k * std::mem::size_of::<T>() <= PREFETCH_ROW_BYTES;
     let mut i = 0;
     while i < m {
         let eight = E && W * std::mem::size_of::<T>() <= 128;
@@ -340,31 +390,26 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
         } else {
             1
         };
-        if short {
-            // The lines of the rows [`PREFETCH_ROWS`] ahead, while this tile sums.
-            for t in i + PREFETCH_ROWS..(i + PREFETCH_ROWS + r).min(m) {
-                for line in row(a, t)[..k].chunks(64 / std::mem::size_of::<T>()) {
-                    prefetch(line);
-                }
-            }
+        if PF {
+            // The rows [`PREFETCH_ROWS`] ahead, while this tile sums.
+            prefetch_rows(a, i + PREFETCH_ROWS..(i + PREFETCH_ROWS + r).min(m));
         }
-        let rw = |t: usize| -> &[T] { &row(a, i + t)[..k] };
         for (q, panel) in bp.chunks_exact(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
             if r == 8 {
-                let rows: [&[T]; 8] = std::array::from_fn(rw);
+                let rows: [&[T]; 8] = std::array::from_fn(|t| &row(a, i + t)[..k]);
                 let acc = tile_nn8::<T, W, F>(&rows, panel, k);
                 for (t, at) in acc.iter().enumerate() {
                     store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
                 }
             } else if r == MR {
-                let rows: [&[T]; MR] = std::array::from_fn(rw);
+                let rows: [&[T]; MR] = std::array::from_fn(|t| &row(a, i + t)[..k]);
                 let acc = tile_nn::<T, W, MR, F>(&rows, panel, k);
                 for (t, at) in acc.iter().enumerate() {
                     store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
                 }
             } else {
-                let acc = tile_nn::<T, W, 1, F>(&[rw(0)], panel, k);
+                let acc = tile_nn::<T, W, 1, F>(&[&row(a, i)[..k]], panel, k);
                 store_row(alpha, &acc[0][..w], beta, &mut row_mut(c, i)[j0..j0 + w]);
             }
         }
