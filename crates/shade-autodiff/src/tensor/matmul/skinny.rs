@@ -138,7 +138,9 @@ fn row<'v, T>(a: &ArrayView2<'v, T>, i: usize) -> &'v [T] {
         .expect("rows are contiguous (checked by takes_*)")
 }
 
-/// `fn $name<T, const W: usize>(level, args…)`: runs `$body::<T, W, F, E>(args…)`
+/// `fn $name<T, const W: usize, const P: bool>(level, args…)`: runs `$body::<T, W, F,
+/// E, P>(args…)` (`P` a variant of the body, e.g. with prefetches: each `P` its own
+/// function)
 /// compiled for `level` (`Plain`, or what [`Level::detect`] found): through a
 /// `#[target_feature]` wrapper for AVX2 and FMA (`F`) or AVX-512F (`F` and `E`, 32
 /// vector registers), into which the `#[inline(always)]` body is compiled.
@@ -146,15 +148,15 @@ macro_rules! at_level {
     ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:ident) => {
         $(#[$m])*
         #[allow(unsafe_code)]
-        fn $name<T: Element, const W: usize>(level: Level, $($arg: $ty),*) {
+        fn $name<T: Element, const W: usize, const P: bool>(level: Level, $($arg: $ty),*) {
             /// The body with fused multiply-adds over 256-bit vectors.
             ///
             /// # Safety
             /// The processor must support AVX2 and FMA.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
-            unsafe fn fma<T: Element, const W: usize>($($arg: $ty),*) {
-                $body::<T, W, true, false>($($arg),*);
+            unsafe fn fma<T: Element, const W: usize, const P: bool>($($arg: $ty),*) {
+                $body::<T, W, true, false, P>($($arg),*);
             }
             /// The body with fused multiply-adds over 512-bit vectors.
             ///
@@ -162,19 +164,19 @@ macro_rules! at_level {
             /// The processor must support AVX-512F.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f,avx2,fma")]
-            unsafe fn avx512<T: Element, const W: usize>($($arg: $ty),*) {
-                $body::<T, W, true, true>($($arg),*);
+            unsafe fn avx512<T: Element, const W: usize, const P: bool>($($arg: $ty),*) {
+                $body::<T, W, true, true, P>($($arg),*);
             }
             match level {
                 // SAFETY: `Level::detect` found AVX-512F, the only requirement of
                 // `avx512`.
                 #[cfg(target_arch = "x86_64")]
-                Level::Avx512 => unsafe { avx512::<T, W>($($arg),*) },
+                Level::Avx512 => unsafe { avx512::<T, W, P>($($arg),*) },
                 // SAFETY: `Level::detect` found AVX2 and FMA, the only requirement of
                 // `fma`.
                 #[cfg(target_arch = "x86_64")]
-                Level::Fma => unsafe { fma::<T, W>($($arg),*) },
-                _ => $body::<T, W, false, false>($($arg),*),
+                Level::Fma => unsafe { fma::<T, W, P>($($arg),*) },
+                _ => $body::<T, W, false, false, P>($($arg),*),
             }
         }
     };
@@ -240,9 +242,9 @@ fn nn_w<T: Element, const W: usize>(
     let job = |r0: usize, mut ci: ArrayViewMut2<'_, T>| {
         let ai = a.slice(ndarray::s![r0..r0 + ci.nrows(), ..]);
         if short {
-            nn_rows_pf::<T, W>(level, alpha, &ai, &bp, beta, &mut ci);
+            nn_rows::<T, W, true>(level, alpha, &ai, &bp, beta, &mut ci);
         } else {
-            nn_rows::<T, W>(level, alpha, &ai, &bp, beta, &mut ci);
+            nn_rows::<T, W, false>(level, alpha, &ai, &bp, beta, &mut ci);
         }
     };
     if threads <= 1 {
@@ -261,7 +263,9 @@ fn nn_w<T: Element, const W: usize>(
 }
 
 at_level! {
-    /// One thread's rows of [`nn`], compiled for `level`.
+    /// One thread's rows of [`nn`], compiled for `level`; short rows of `A` prefetched
+    /// ahead when `P` (a function of its own: a test in the loop slowed the kernel
+    /// of long rows by a quarter).
     fn nn_rows(
         alpha: T,
         a: &ArrayView2<'_, T>,
@@ -269,18 +273,6 @@ at_level! {
         beta: T,
         c: &mut ArrayViewMut2<'_, T>,
     ) => nn_rows_body
-}
-
-at_level! {
-    /// [`nn_rows`] for short rows of `A`, prefetched ahead (a kernel of its own: a
-    /// test in the loop of [`nn_rows`] slowed the kernel of long rows by a quarter).
-    fn nn_rows_pf(
-        alpha: T,
-        a: &ArrayView2<'_, T>,
-        bp: &[T],
-        beta: T,
-        c: &mut ArrayViewMut2<'_, T>,
-    ) => nn_rows_pf_body
 }
 
 /// `acc + x·y`, fused (one rounding) when `F`.
@@ -343,35 +335,14 @@ fn prefetch<T>(x: &[T]) {
     let _ = x;
 }
 
-#[inline(always)]
+/// The body of [`nn_rows`]: tiles of rows of `A` times the panels of `B`, short rows
+/// prefetched [`PREFETCH_ROWS`] ahead when `PF`.
 ///
-/// With `E` (AVX-512's 32 registers) and panels of one or two vectors, tiles of 8 rows: 8 sums in
-/// flight where 4 rows of one vector each would leave the multiply-add units waiting.
-fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
-    alpha: T,
-    a: &ArrayView2<'_, T>,
-    bp: &[T],
-    beta: T,
-    c: &mut ArrayViewMut2<'_, T>,
-) {
-    nn_tiles::<T, W, F, E, false>(alpha, a, bp, beta, c);
-}
-
-/// [`nn_rows_body`] with the prefetch of short rows.
+/// With `E` (AVX-512's 32 registers) and panels of one or two vectors, tiles of 8 rows:
+/// 8 or 16 sums in flight where 4 rows of one vector each would leave the
+/// multiply-add units waiting.
 #[inline(always)]
-fn nn_rows_pf_body<T: Element, const W: usize, const F: bool, const E: bool>(
-    alpha: T,
-    a: &ArrayView2<'_, T>,
-    bp: &[T],
-    beta: T,
-    c: &mut ArrayViewMut2<'_, T>,
-) {
-    nn_tiles::<T, W, F, E, true>(alpha, a, bp, beta, c);
-}
-
-/// The tiles of [`nn_rows_body`], prefetching short rows ahead when `PF`.
-#[inline(always)]
-fn nn_tiles<T: Element, const W: usize, const F: bool, const E: bool, const PF: bool>(
+fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool, const PF: bool>(
     alpha: T,
     a: &ArrayView2<'_, T>,
     bp: &[T],
@@ -546,7 +517,7 @@ fn tn_w<T: Element, const W: usize>(
         if r0 < r1 {
             let ai = a.slice(ndarray::s![r0..r1, ..]);
             let gi = g.slice(ndarray::s![r0..r1, ..]);
-            tn_rows::<T, W>(level, &ai, &gi, out);
+            tn_rows::<T, W, false>(level, &ai, &gi, out);
         }
     };
     if threads <= 1 {
@@ -613,7 +584,7 @@ fn tn_blocks<T: Element, const W: usize>(
             let ai = ArrayView2::from_shape((i1 - i0, kb), &pk[..(i1 - i0) * kb])
                 .expect("a chunk of whole rows");
             let gi = g.slice(ndarray::s![i0..i1, ..]);
-            tn_rows::<T, W>(level, &ai, &gi, &mut out);
+            tn_rows::<T, W, false>(level, &ai, &gi, &mut out);
         }
         store_panels::<T, W>(alpha, &out, beta, &mut cb);
     };
@@ -691,7 +662,7 @@ fn chunk_rows<T, const W: usize>(k: usize, m: usize) -> usize {
 #[inline(always)]
 ///
 /// With `E` and one-vector panels, tiles of 8 columns of `A` (8 sums in flight).
-fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
+fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool, const _P: bool>(
     a: &ArrayView2<'_, T>,
     g: &ArrayView2<'_, T>,
     out: &mut [T],
