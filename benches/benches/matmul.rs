@@ -1,7 +1,9 @@
 //! Dense products of the tensor layer on one thread and on two, interleaved in the
 //! same run: `sum(X · W)` and its gradient with respect to `W` (forward `X · W`,
 //! reverse `Xᵀ · G`), f32, for Cora's dense features (2708 × 1433 times 1433 × 16)
-//! and a hidden layer of a 20k-node graph (20000 × 128 times 128 × 64).
+//! Cora's GAT input layer (× 1433 × 64), a hidden layer of a 20k-node graph (20000 × 128
+//! times 128 × 64), the two layers of the 100k-node GCN step (100000 × 128 × 64 and
+//! 100000 × 64 × 16) and the policy model's products (100 × 50 × 50, 100 × 50 × 100).
 //!
 //! Floor: `2 m k n` multiply-adds per step (one product each way): 124 M for Cora,
 //! 328 M for the hidden layer. The 1-thread run is the single-threaded ndarray
@@ -36,7 +38,12 @@ fn matmul_threads(c: &mut Criterion) {
     group.sample_size(20);
     for (name, m, k, n) in [
         ("cora-dense", 2708, 1433, 16),
+        ("cora-gat", 2708, 1433, 64),
         ("hidden-20k", 20_000, 128, 64),
+        ("gcn-100k-in", 100_000, 128, 64),
+        ("gcn-100k-out", 100_000, 64, 16),
+        ("policy-50", 100, 50, 50),
+        ("policy-100", 100, 50, 100),
     ] {
         let x = random_dense(m, k, 1);
         let w = random_dense(k, n, 2) * 0.05;

@@ -10,7 +10,9 @@
 //! thread in one order, so the bits do not depend on the thread count); `Aᵀ·G` sums the
 //! rows of `A` in [`parts`] parts, a number fixed by `m` alone, each into its own
 //! partial result, and adds the partials in order: again the same bits on any number of
-//! threads. The order differs from `matrixmultiply`'s (and fused multiply-adds round
+//! threads. A wide `Aᵀ·G` with a wide `G` (Cora's `[1433, 64]` weight gradient) splits
+//! instead by blocks of columns of `A` ([`tn_blocks`]), each block owning its rows of
+//! `C`: no partial results, the same bits on any number of threads. The order differs from `matrixmultiply`'s (and fused multiply-adds round
 //! once), so results agree with it to f32/f64 rounding only.
 //!
 //! On x86-64 the same loops are compiled for AVX-512F or for AVX2 and FMA when the
@@ -36,12 +38,20 @@ const MR: usize = 4;
 /// least this many rows.
 const PART_ROWS: usize = 512;
 
-/// The most parts of `Aᵀ·G` (enough to balance 2–4 threads).
-const MAX_PARTS: usize = 8;
+/// The most parts of `Aᵀ·G`: enough to balance 2–4 threads, and fine enough that a
+/// thread slowed by another process leaves parts to the others.
+const MAX_PARTS: usize = 16;
 
-/// How many parts `Aᵀ·G` over `m` rows is summed in: depends on `m` only.
+/// The fewest rows of `A` (the inner dimension) taken by [`takes_tn`].
+const TN_MIN_ROWS: usize = 16;
+
+/// How many parts `Aᵀ·G` over `m` rows is summed in: depends on `m` only; an even
+/// number from 2, so that 2 threads take equal shares (Cora's 2708 rows in 4 parts:
+/// as 5 parts they ran as 3 against 2, a 1.67× bound on the split; as 10, the
+/// partial results to zero and add cost more than the balance gained).
 pub(super) fn parts(m: usize) -> usize {
-    (m / PART_ROWS).clamp(1, MAX_PARTS)
+    let p = (m / PART_ROWS).clamp(1, MAX_PARTS);
+    if p >= 2 { p & !1 } else { 1 }
 }
 
 /// Whether `A·B` (`A` `[m, k]`, `B` `[k, n]`, `C` `[m, n]`) runs here: `A` and `C`
@@ -70,7 +80,7 @@ pub(super) fn takes_tn<T>(
     let a = at.t();
     n <= N_MAX
         && k * n.next_multiple_of(32) <= B_MAX
-        && m >= PART_ROWS
+        && m >= TN_MIN_ROWS
         && g.nrows() == m
         && c.dim() == (k, n)
         && unit_rows(a.strides(), a.dim())
@@ -128,7 +138,9 @@ fn row<'v, T>(a: &ArrayView2<'v, T>, i: usize) -> &'v [T] {
         .expect("rows are contiguous (checked by takes_*)")
 }
 
-/// `fn $name<T, const W: usize>(level, args…)`: runs `$body::<T, W, F, E>(args…)`
+/// `fn $name<T, const W: usize, const P: bool>(level, args…)`: runs `$body::<T, W, F,
+/// E, P>(args…)` (`P` a variant of the body, e.g. with prefetches: each `P` its own
+/// function)
 /// compiled for `level` (`Plain`, or what [`Level::detect`] found): through a
 /// `#[target_feature]` wrapper for AVX2 and FMA (`F`) or AVX-512F (`F` and `E`, 32
 /// vector registers), into which the `#[inline(always)]` body is compiled.
@@ -136,15 +148,15 @@ macro_rules! at_level {
     ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:ident) => {
         $(#[$m])*
         #[allow(unsafe_code)]
-        fn $name<T: Element, const W: usize>(level: Level, $($arg: $ty),*) {
+        fn $name<T: Element, const W: usize, const P: bool>(level: Level, $($arg: $ty),*) {
             /// The body with fused multiply-adds over 256-bit vectors.
             ///
             /// # Safety
             /// The processor must support AVX2 and FMA.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
-            unsafe fn fma<T: Element, const W: usize>($($arg: $ty),*) {
-                $body::<T, W, true, false>($($arg),*);
+            unsafe fn fma<T: Element, const W: usize, const P: bool>($($arg: $ty),*) {
+                $body::<T, W, true, false, P>($($arg),*);
             }
             /// The body with fused multiply-adds over 512-bit vectors.
             ///
@@ -152,19 +164,19 @@ macro_rules! at_level {
             /// The processor must support AVX-512F.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f,avx2,fma")]
-            unsafe fn avx512<T: Element, const W: usize>($($arg: $ty),*) {
-                $body::<T, W, true, true>($($arg),*);
+            unsafe fn avx512<T: Element, const W: usize, const P: bool>($($arg: $ty),*) {
+                $body::<T, W, true, true, P>($($arg),*);
             }
             match level {
                 // SAFETY: `Level::detect` found AVX-512F, the only requirement of
                 // `avx512`.
                 #[cfg(target_arch = "x86_64")]
-                Level::Avx512 => unsafe { avx512::<T, W>($($arg),*) },
+                Level::Avx512 => unsafe { avx512::<T, W, P>($($arg),*) },
                 // SAFETY: `Level::detect` found AVX2 and FMA, the only requirement of
                 // `fma`.
                 #[cfg(target_arch = "x86_64")]
-                Level::Fma => unsafe { fma::<T, W>($($arg),*) },
-                _ => $body::<T, W, false, false>($($arg),*),
+                Level::Fma => unsafe { fma::<T, W, P>($($arg),*) },
+                _ => $body::<T, W, false, false, P>($($arg),*),
             }
         }
     };
@@ -225,10 +237,15 @@ fn nn_w<T: Element, const W: usize>(
     c: &mut ArrayViewMut2<'_, T>,
 ) {
     let m = a.nrows();
+    let short = a.ncols() * std::mem::size_of::<T>() <= PREFETCH_ROW_BYTES;
     let bp = pack_panels::<T, W>(b);
     let job = |r0: usize, mut ci: ArrayViewMut2<'_, T>| {
         let ai = a.slice(ndarray::s![r0..r0 + ci.nrows(), ..]);
-        nn_rows::<T, W>(level, alpha, &ai, &bp, beta, &mut ci);
+        if short {
+            nn_rows::<T, W, true>(level, alpha, &ai, &bp, beta, &mut ci);
+        } else {
+            nn_rows::<T, W, false>(level, alpha, &ai, &bp, beta, &mut ci);
+        }
     };
     if threads <= 1 {
         job(0, c.view_mut());
@@ -246,7 +263,9 @@ fn nn_w<T: Element, const W: usize>(
 }
 
 at_level! {
-    /// One thread's rows of [`nn`], compiled for `level`.
+    /// One thread's rows of [`nn`], compiled for `level`; short rows of `A` prefetched
+    /// ahead when `P` (a function of its own: a test in the loop slowed the kernel
+    /// of long rows by a quarter).
     fn nn_rows(
         alpha: T,
         a: &ArrayView2<'_, T>,
@@ -281,11 +300,49 @@ fn store_row<T: Element>(alpha: T, v: &[T], beta: T, c: &mut [T]) {
     }
 }
 
+/// Rows of `A` up to this many bytes are prefetched [`PREFETCH_ROWS`] rows ahead by
+/// [`nn_rows_body`]: 8 rows of 512 bytes read across by columns are 8 streams too
+/// short for the hardware prefetcher (the loads of a 100k × 128 `A` waited on memory);
+/// longer rows are streams it follows.
+const PREFETCH_ROW_BYTES: usize = 1024;
+
+/// How far ahead [`nn_rows_body`] prefetches short rows of `A` (two tiles of 8).
+const PREFETCH_ROWS: usize = 16;
+
+/// Prefetches the lines of `rows` of `a`.
+#[inline(never)]
+fn prefetch_rows<T>(a: &ArrayView2<'_, T>, rows: std::ops::Range<usize>) {
+    for t in rows {
+        for line in row(a, t).chunks(64 / std::mem::size_of::<T>()) {
+            prefetch(line);
+        }
+    }
+}
+
+/// Asks for the cache line holding `x[0]` (a hint: no effect on results).
 #[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch<T>(x: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: `_mm_prefetch` needs SSE, part of every x86-64 processor (the
+        // baseline the crate is compiled for); a prefetch reads nothing into the
+        // program and does not fault, whatever the address (here one of `x`'s).
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(x.as_ptr().cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// The body of [`nn_rows`]: tiles of rows of `A` times the panels of `B`, short rows
+/// prefetched [`PREFETCH_ROWS`] ahead when `PF`.
 ///
-/// With `E` (AVX-512's 32 registers) and one-vector panels, tiles of 8 rows: 8 sums in
-/// flight where 4 rows of one vector each would leave the multiply-add units waiting.
-fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
+/// With `E` (AVX-512's 32 registers) and panels of one or two vectors, tiles of 8 rows:
+/// 8 or 16 sums in flight where 4 rows of one vector each would leave the
+/// multiply-add units waiting.
+#[inline(always)]
+fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool, const PF: bool>(
     alpha: T,
     a: &ArrayView2<'_, T>,
     bp: &[T],
@@ -296,7 +353,7 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
     let n = c.ncols();
     let mut i = 0;
     while i < m {
-        let eight = E && W * std::mem::size_of::<T>() == 64;
+        let eight = E && W * std::mem::size_of::<T>() <= 128;
         let r = if eight && i + 8 <= m {
             8
         } else if i + MR <= m {
@@ -304,6 +361,10 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
         } else {
             1
         };
+        if PF {
+            // The rows [`PREFETCH_ROWS`] ahead, while this tile sums.
+            prefetch_rows(a, i + PREFETCH_ROWS..(i + PREFETCH_ROWS + r).min(m));
+        }
         for (q, panel) in bp.chunks_exact(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
             if r == 8 {
@@ -437,6 +498,10 @@ fn tn_w<T: Element, const W: usize>(
     beta: T,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
+    if takes_blocks::<T>(at.nrows(), g.ncols()) {
+        tn_blocks::<T, W>((level, threads), (alpha, beta), &at.t(), g, c);
+        return;
+    }
     let a = at.t();
     let (m, k) = a.dim();
     let n = g.ncols();
@@ -452,7 +517,7 @@ fn tn_w<T: Element, const W: usize>(
         if r0 < r1 {
             let ai = a.slice(ndarray::s![r0..r1, ..]);
             let gi = g.slice(ndarray::s![r0..r1, ..]);
-            tn_rows::<T, W>(level, &ai, &gi, out);
+            tn_rows::<T, W, false>(level, &ai, &gi, out);
         }
     };
     if threads <= 1 {
@@ -472,7 +537,81 @@ fn tn_w<T: Element, const W: usize>(
     for p in rest.chunks_exact(len) {
         first.iter_mut().zip(p).for_each(|(x, &y)| *x += y);
     }
-    for (q, panel) in first.chunks_exact(k * W).enumerate() {
+    store_panels::<T, W>(alpha, first, beta, c);
+}
+
+/// Whether [`tn`] of a `[k, m]·[m, n]` product runs in [`tn_blocks`] (a choice by
+/// shape alone): `A` wide enough for two blocks at least, and `G` at least two vectors
+/// wide, so that each element of `A` copied into a block serves two or more
+/// vector multiply-adds (Cora's `[1433, 64]` gradient of a GAT layer: 1.2–2× faster
+/// than the parts of rows on one thread, measured with `perf stat -e task-clock`; at
+/// `n = 16` the copy costs as much as the product, and the parts of rows are 1.6× faster).
+fn takes_blocks<T>(k: usize, n: usize) -> bool {
+    k >= 2 * K_BLOCK && n * std::mem::size_of::<T>() >= 128
+}
+
+/// Columns of `A` (rows of `C`) per block of [`tn_blocks`]: Cora's 1433 features in 6
+/// blocks, 3 per thread on 2 threads.
+const K_BLOCK: usize = 256;
+
+/// [`tn`] for a wide `A` and `G` (see [`takes_blocks`]; `a` is `A` itself, `(alpha,
+/// beta)` the scalars): split by blocks of [`K_BLOCK`] columns of `A`, each block the
+/// rows of `C` it owns, summed over all `m` rows by one thread (no partial results to
+/// add, `A` read once over all blocks); the blocks depend on `k` alone, so the bits do
+/// not depend on `threads`.
+fn tn_blocks<T: Element, const W: usize>(
+    (level, threads): (Level, usize),
+    (alpha, beta): (T, T),
+    a: &ArrayView2<'_, T>,
+    g: &ArrayView2<'_, T>,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (m, n) = (a.nrows(), g.ncols());
+    let np = n.div_ceil(W);
+    let job = |p0: usize, mut cb: ArrayViewMut2<'_, T>| {
+        let kb = cb.nrows();
+        let mut out = vec![T::zero(); np * kb * W];
+        // The block's columns of a chunk of rows, copied together (rows of `A` read
+        // in order, the prefetcher's pattern; the strided block read in place is
+        // latency-bound), then summed from the L2 cache.
+        let ib = chunk_rows::<T, W>(kb, m);
+        let mut pk = vec![T::zero(); ib * kb];
+        for i0 in (0..m).step_by(ib) {
+            let i1 = (i0 + ib).min(m);
+            for (d, i) in pk.chunks_exact_mut(kb).zip(i0..i1) {
+                d.copy_from_slice(&row(a, i)[p0..p0 + kb]);
+            }
+            let ai = ArrayView2::from_shape((i1 - i0, kb), &pk[..(i1 - i0) * kb])
+                .expect("a chunk of whole rows");
+            let gi = g.slice(ndarray::s![i0..i1, ..]);
+            tn_rows::<T, W, false>(level, &ai, &gi, &mut out);
+        }
+        store_panels::<T, W>(alpha, &out, beta, &mut cb);
+    };
+    if threads <= 1 {
+        for (b, cb) in c.axis_chunks_iter_mut(Axis(0), K_BLOCK).enumerate() {
+            job(b * K_BLOCK, cb);
+        }
+        return;
+    }
+    rayon::scope(|s| {
+        for (b, cb) in c.axis_chunks_iter_mut(Axis(0), K_BLOCK).enumerate() {
+            let job = &job;
+            s.spawn(move |_| job(b * K_BLOCK, cb));
+        }
+    });
+}
+
+/// `C = β·C + α·V` for `V` `[k, n]` in panels of `W` columns (panel `q`, row `p` at
+/// `(q·k + p)·W`), `C` of any layout.
+fn store_panels<T: Element, const W: usize>(
+    alpha: T,
+    v: &[T],
+    beta: T,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (k, n) = c.dim();
+    for (q, panel) in v.chunks_exact(k * W).enumerate() {
         let (j0, w) = (q * W, W.min(n - q * W));
         for (p, v) in panel.chunks_exact(W).enumerate() {
             let mut cr = c.slice_mut(ndarray::s![p, j0..j0 + w]);
@@ -506,6 +645,15 @@ const CHUNK_BYTES: usize = 1 << 18;
 /// L2 made `Aᵀ·G` 1.5× slower than `A·B` at `k = 128`).
 const G_CHUNK_BYTES: usize = 1 << 14;
 
+/// Rows of `A` (`k` columns, `m` rows) per chunk of [`tn_rows_body`]: at most
+/// [`CHUNK_BYTES`] of `A` and [`G_CHUNK_BYTES`] of a panel of `G`.
+fn chunk_rows<T, const W: usize>(k: usize, m: usize) -> usize {
+    let size = std::mem::size_of::<T>();
+    (CHUNK_BYTES / (k * size).max(1))
+        .min(G_CHUNK_BYTES / (W * size))
+        .clamp(1, m.max(1))
+}
+
 /// `out += Aᵀ·G` over the rows of `a`: chunks of rows that fit in the L2 cache; in a
 /// chunk, for each panel of `G` (copied, zero-padded) and each 4 columns `p..p+4` of
 /// `A`, a `4 × W` tile summed in registers over the chunk's rows, then added to `out`.
@@ -514,23 +662,30 @@ const G_CHUNK_BYTES: usize = 1 << 14;
 #[inline(always)]
 ///
 /// With `E` and one-vector panels, tiles of 8 columns of `A` (8 sums in flight).
-fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
+fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool, const _P: bool>(
     a: &ArrayView2<'_, T>,
     g: &ArrayView2<'_, T>,
     out: &mut [T],
 ) {
     let (m, k) = a.dim();
     let n = g.ncols();
-    let size = std::mem::size_of::<T>();
-    let ib = (CHUNK_BYTES / (k * size).max(1))
-        .min(G_CHUNK_BYTES / (W * size))
-        .clamp(1, m.max(1));
+    let ib = chunk_rows::<T, W>(k, m);
     let mut rows: Vec<&[T]> = Vec::with_capacity(ib);
     let mut gbuf = vec![T::zero(); ib * W];
+    // Short rows: the next chunk's lines are prefetched while the first panel sums,
+    // a share of them per tile (read down its columns, a chunk of short rows is as
+    // many streams too short for the hardware prefetcher as it has rows).
+    let line = 64 / std::mem::size_of::<T>();
+    let short = k * std::mem::size_of::<T>() <= PREFETCH_ROW_BYTES;
+    let per_row = k.div_ceil(line);
     for i0 in (0..m).step_by(ib) {
         let i1 = (i0 + ib).min(m);
         rows.clear();
         rows.extend((i0..i1).map(|i| &row(a, i)[..k]));
+        let (n0, n1) = (i1, (i1 + ib).min(m));
+        let next_lines = if short { (n1 - n0) * per_row } else { 0 };
+        let per_tile = next_lines.div_ceil(k.div_ceil(MR));
+        let mut sent = 0;
         for (q, panel) in out.chunks_exact_mut(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
             for (gw, i) in gbuf.chunks_exact_mut(W).zip(i0..i1) {
@@ -539,7 +694,13 @@ fn tn_rows_body<T: Element, const W: usize, const F: bool, const E: bool>(
             let gs = &gbuf[..(i1 - i0) * W];
             let mut p = 0;
             while p < k {
-                let eight = E && W * std::mem::size_of::<T>() == 64;
+                let upto = (sent + per_tile).min(next_lines);
+                for l in sent..upto {
+                    let r = &row(a, n0 + l / per_row)[(l % per_row) * line..];
+                    prefetch(r);
+                }
+                sent = upto;
+                let eight = E && W * std::mem::size_of::<T>() <= 128;
                 let r = if eight && p + 8 <= k {
                     8
                 } else if p + MR <= k {
@@ -714,7 +875,7 @@ mod tests {
                     }
                 }
                 // Aᵀ·G.
-                if m >= PART_ROWS {
+                if m >= TN_MIN_ROWS {
                     let c0 = Array2::<T>::from_shape_fn((k, n), |(i, j)| value(i, j, 4));
                     let mut first: Option<Array2<T>> = None;
                     for (level, threads) in runs() {
@@ -751,7 +912,8 @@ mod tests {
     /// Shapes with remainders everywhere: rows not a multiple of the tile, columns
     /// below, at and above a panel, one column, several parts of `Aᵀ·G`; the 8-row and
     /// 8-column tiles of one-vector panels (`n ≤ 16` for f32, `≤ 8` for f64, with
-    /// AVX-512) with `k` not a multiple of 8.
+    /// AVX-512) with `k` not a multiple of 8; one row; the fewest rows `Aᵀ·G` takes;
+    /// the blocks of columns of a wide `Aᵀ·G` (`k ≥ 512`, a short last block).
     const SHAPES: &[(usize, usize, usize)] = &[
         (700, 12, 5),
         (1100, 21, 16),
@@ -761,10 +923,16 @@ mod tests {
         (1031, 17, 23),
         (2050, 9, 64),
         (600, 5, 128),
+        (1, 40, 9),
+        (17, 600, 35),
+        (300, 530, 33),
     ];
 
     #[test]
     fn f32_products_match_the_definition_on_any_thread_count() {
+        // Both splits of `Aᵀ·G` are among the shapes.
+        assert!(SHAPES.iter().any(|&(_, k, n)| takes_blocks::<f32>(k, n)));
+        assert!(SHAPES.iter().any(|&(_, k, n)| !takes_blocks::<f32>(k, n)));
         check::<f32>(f32::EPSILON as f64 * 4.0, SHAPES);
     }
 
@@ -776,7 +944,10 @@ mod tests {
     #[test]
     fn parts_depend_on_rows_only() {
         assert_eq!(parts(10), 1);
-        assert_eq!(parts(3 * PART_ROWS), 3);
+        assert_eq!(parts(PART_ROWS - 1), 1);
+        assert_eq!(parts(3 * PART_ROWS), 2);
+        assert_eq!(parts(4 * PART_ROWS), 4);
+        assert_eq!(parts(5 * PART_ROWS + 100), 4);
         assert_eq!(parts(1 << 30), MAX_PARTS);
     }
 }
