@@ -264,11 +264,16 @@ impl Kern<'_> {
 
     fn spmm_dyn<T: Element>(self, c: usize, v: &[T], x: &[T], out: &mut [T]) {
         let (f, g) = (self.f, self.groups);
+        // As `spmm`: the values spread over the row, one multiply-add over it.
+        let mut w = vec![T::zero(); f];
         for ((&r, &s), vk) in self.rows.iter().zip(self.cols).zip(v.chunks_exact(g)) {
+            for (w, &a) in w.chunks_exact_mut(c).zip(vk) {
+                w.fill(a);
+            }
             let o = &mut out[r * f..(r + 1) * f];
             let xi = &x[s * f..(s + 1) * f];
-            for ((o, xi), &w) in o.chunks_exact_mut(c).zip(xi.chunks_exact(c)).zip(vk) {
-                o.iter_mut().zip(xi).for_each(|(o, &x)| *o += w * x);
+            for ((o, &x), &w) in o.iter_mut().zip(xi).zip(&w) {
+                *o += w * x;
             }
         }
     }

@@ -142,6 +142,16 @@ fn gather_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w:
     }
 }
 
+/// `out[e] = src[idx[e]]` (rows of length `f`), every element of `out` written.
+fn copy_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T]) {
+    if f == 0 {
+        return;
+    }
+    for (o, &k) in out.chunks_exact_mut(f).zip(idx) {
+        o.copy_from_slice(&src[k * f..(k + 1) * f]);
+    }
+}
+
 /// Per-segment softmax of `x` (rows of length `f`): `y = exp(x - max) / Σ exp(x - max)`.
 ///
 /// Row by row over slices (no index arithmetic per element), the shifted scores
@@ -243,7 +253,7 @@ impl<T: Element> Rec<'_, T> {
         }
         let mut scratch = if self.kind == Kind::SegmentSoftmax {
             let n = idx.iter().copied().max().map_or(0, |m| m + 1);
-            Some(bw.gs.pool.zeros(&[n * f]))
+            Some(bw.gs.pool.overwritten(&[n * f]))
         } else {
             None
         };
@@ -322,12 +332,16 @@ impl<'a, T: Element> Tape<'a, T> {
         }
         let xs = x.as_standard_layout();
         let xf = flat(&xs);
-        let mut out = self.pool.zeros(shape.slice());
+        // A gather and the softmax write every element: no zero fill first.
+        let mut out = match kind {
+            Kind::Select | Kind::SegmentSoftmax => self.pool.overwritten(shape.slice()),
+            _ => self.pool.zeros(shape.slice()),
+        };
         let o = out.as_slice_mut().expect("standard layout");
         let mut inv = Vec::new();
         let mut arg = Vec::new();
         match kind {
-            Kind::Select => gather_rows(xf, idx, f, o, None),
+            Kind::Select => copy_rows(xf, idx, f, o),
             Kind::ScatterAdd => scatter_rows(xf, idx, f, o, None),
             Kind::ScatterMean => {
                 inv = self.pool.vec(n);
@@ -357,8 +371,8 @@ impl<'a, T: Element> Tape<'a, T> {
                 }
             }
             Kind::SegmentSoftmax => {
-                let mut m = self.pool.zeros(&[n * f]);
-                let mut s = self.pool.zeros(&[n * f]);
+                let mut m = self.pool.overwritten(&[n * f]);
+                let mut s = self.pool.overwritten(&[n * f]);
                 seg_softmax(
                     xf,
                     idx,
@@ -392,7 +406,7 @@ impl<'a, T: Element> Tape<'a, T> {
                     }
                 }
                 Kind::SegmentSoftmax => {
-                    let mut s = self.pool.zeros(&[n * f]);
+                    let mut s = self.pool.overwritten(&[n * f]);
                     let sv = s.as_slice_mut().expect("standard layout");
                     let yv = out.as_slice().expect("standard layout");
                     seg_softmax_apply(yv, tf, idx, f, tv, sv);
