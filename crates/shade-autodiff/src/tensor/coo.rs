@@ -289,7 +289,7 @@ impl Kern<'_> {
                 let xi: &[T; C] = xi.try_into().expect("chunks of C");
                 let mut acc = T::zero();
                 for j in 0..C {
-                    acc = acc + gr[j] * xi[j];
+                    acc += gr[j] * xi[j];
                 }
                 *d += acc;
             }
@@ -585,7 +585,7 @@ mod tests {
                         for q in 0..groups {
                             let mut acc = T::zero();
                             for j in 0..c {
-                                acc = acc + g[rows[e] * f + q * c + j] * x[cols[e] * f + q * c + j];
+                                acc += g[rows[e] * f + q * c + j] * x[cols[e] * f + q * c + j];
                             }
                             want[e * groups + q] += acc;
                         }

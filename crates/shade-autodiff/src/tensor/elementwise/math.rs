@@ -102,7 +102,7 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0;
-    let far = !(x.abs() <= 16.0);
+    let far = x.abs() > 16.0 || x.is_nan();
     let xc = if far { 0.0 } else { x };
     let t = xc * LOG2E + MAGIC;
     let n = t - MAGIC;
@@ -131,7 +131,7 @@ pub(crate) fn expm1_f64(x: f64) -> f64 {
     const LN2_HI: f64 = 0.693_145_751_953_125;
     const LN2_LO: f64 = 1.428_606_820_309_417_2e-6;
     const MAGIC: f64 = 6_755_399_441_055_744.0;
-    let far = !(x.abs() <= 36.0);
+    let far = x.abs() > 36.0 || x.is_nan();
     let xc = if far { 0.0 } else { x };
     let t = xc * LOG2E + MAGIC;
     let n = t - MAGIC;
