@@ -141,61 +141,39 @@ fn std<'v, T: Element>(v: &'v ndarray::CowArray<'_, T, ndarray::IxDyn>) -> &'v [
 
 /// `out[rows[k], g, :] += v[k, g] · x[cols[k], g, :]` for `x` rows of `f = groups · c`.
 ///
-/// The row of `x` and the row of `out` are walked as `groups` chunks of `c`, with `c`
-/// a compile-time constant for the usual widths per head (1, 2, 4, 8, 16: the inner
-/// loop unrolled into packed multiply-adds, no bounds checks per element), and the
-/// whole loop compiled for AVX2 where the processor has it. Per element the same
-/// operations in the same order as the plain loop (no fused multiply-add): the
-/// result is identical bit for bit on every path.
+/// Each pair's values are spread over a row buffer (`c` copies each, `c` a
+/// compile-time constant for the usual widths per head 1, 2, 4, 8, 16), then one
+/// contiguous multiply-add runs over the row, compiled for AVX2 where the processor
+/// has it. Per element the same operations in the same order as the plain loop (no
+/// fused multiply-add): the result is identical bit for bit on every path.
 fn spmm_into<T: Element>(
-    (rows, cols, groups): (&[usize], &[usize], usize),
+    structure: (&[usize], &[usize], usize),
     v: &[T],
     x: &[T],
     f: usize,
     out: &mut [T],
 ) {
-    let c = f / groups;
-    let k = Kern {
-        rows,
-        cols,
-        groups,
-        f,
-    };
-    match c {
-        1 => k.spmm_at::<T, 1>(v, x, out),
-        2 => k.spmm_at::<T, 2>(v, x, out),
-        4 => k.spmm_at::<T, 4>(v, x, out),
-        8 => k.spmm_at::<T, 8>(v, x, out),
-        16 => k.spmm_at::<T, 16>(v, x, out),
-        _ => k.spmm_dyn(c, v, x, out),
-    }
+    Kern::new(structure, f).run(Pass::Spmm, v, x, out);
 }
 
 /// `d[k, g] += ⟨G[rows[k], g, :], x[cols[k], g, :]⟩`: the adjoint of the values, as
 /// [`spmm_into`] (the same widths unrolled, AVX2 where the processor has it, the
 /// products summed left to right as the plain loop).
 fn values_adjoint<T: Element>(
-    (rows, cols, groups): (&[usize], &[usize], usize),
+    structure: (&[usize], &[usize], usize),
     gv: &[T],
     x: &[T],
     f: usize,
     d: &mut [T],
 ) {
-    let c = f / groups;
-    let k = Kern {
-        rows,
-        cols,
-        groups,
-        f,
-    };
-    match c {
-        1 => k.dots_at::<T, 1>(gv, x, d),
-        2 => k.dots_at::<T, 2>(gv, x, d),
-        4 => k.dots_at::<T, 4>(gv, x, d),
-        8 => k.dots_at::<T, 8>(gv, x, d),
-        16 => k.dots_at::<T, 16>(gv, x, d),
-        _ => k.dots_dyn(c, gv, x, d),
-    }
+    Kern::new(structure, f).run(Pass::Dots, gv, x, d);
+}
+
+/// Which kernel of [`Kern`]: the product, or the values' adjoint.
+#[derive(Clone, Copy)]
+enum Pass {
+    Spmm,
+    Dots,
 }
 
 /// The structure of a coordinate-list product: pairs `(rows[k], cols[k])`, `groups`
@@ -208,7 +186,7 @@ struct Kern<'s> {
     f: usize,
 }
 
-impl Kern<'_> {
+impl<'s> Kern<'s> {
     #[inline(always)]
     fn spmm<T: Element, const C: usize>(self, v: &[T], x: &[T], out: &mut [T]) {
         let (f, g) = (self.f, self.groups);
@@ -228,38 +206,61 @@ impl Kern<'_> {
         }
     }
 
-    /// [`Kern::spmm`] compiled for AVX2 when the processor has it.
+    fn new((rows, cols, groups): (&'s [usize], &'s [usize], usize), f: usize) -> Self {
+        Kern {
+            rows,
+            cols,
+            groups,
+            f,
+        }
+    }
+
+    /// `pass` with `a` the values (product) or the output adjoint (dots), the width
+    /// per group unrolled where it is a usual one.
+    fn run<T: Element>(self, pass: Pass, a: &[T], x: &[T], out: &mut [T]) {
+        match self.f / self.groups {
+            1 => self.at::<T, 1>(pass, a, x, out),
+            2 => self.at::<T, 2>(pass, a, x, out),
+            4 => self.at::<T, 4>(pass, a, x, out),
+            8 => self.at::<T, 8>(pass, a, x, out),
+            16 => self.at::<T, 16>(pass, a, x, out),
+            c => match pass {
+                Pass::Spmm => self.spmm_dyn(c, a, x, out),
+                Pass::Dots => self.dots_dyn(c, a, x, out),
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn fixed<T: Element, const C: usize>(self, pass: Pass, a: &[T], x: &[T], out: &mut [T]) {
+        match pass {
+            Pass::Spmm => self.spmm::<T, C>(a, x, out),
+            Pass::Dots => self.dots::<T, C>(a, x, out),
+        }
+    }
+
+    /// [`Kern::fixed`] compiled for AVX2 when the processor has it.
     #[allow(unsafe_code)]
-    fn spmm_at<T: Element, const C: usize>(self, v: &[T], x: &[T], out: &mut [T]) {
+    fn at<T: Element, const C: usize>(self, pass: Pass, a: &[T], x: &[T], out: &mut [T]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             #[target_feature(enable = "avx2")]
-            fn run<T: Element, const C: usize>(k: Kern<'_>, v: &[T], x: &[T], out: &mut [T]) {
-                k.spmm::<T, C>(v, x, out);
+            fn run<T: Element, const C: usize>(
+                k: Kern<'_>,
+                pass: Pass,
+                a: &[T],
+                x: &[T],
+                out: &mut [T],
+            ) {
+                k.fixed::<T, C>(pass, a, x, out);
             }
             // SAFETY: the processor said it executes AVX2 instructions (checked just
             // above), the only requirement of calling a function compiled with that
             // target feature; `run` touches memory only through safe slices.
-            unsafe { run::<T, C>(self, v, x, out) };
+            unsafe { run::<T, C>(self, pass, a, x, out) };
             return;
         }
-        self.spmm::<T, C>(v, x, out);
-    }
-
-    /// [`Kern::dots`] compiled for AVX2 when the processor has it.
-    #[allow(unsafe_code)]
-    fn dots_at<T: Element, const C: usize>(self, gv: &[T], x: &[T], d: &mut [T]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            #[target_feature(enable = "avx2")]
-            fn run<T: Element, const C: usize>(k: Kern<'_>, gv: &[T], x: &[T], d: &mut [T]) {
-                k.dots::<T, C>(gv, x, d);
-            }
-            // SAFETY: as in `spmm_at`: AVX2 checked just above, safe slices only.
-            unsafe { run::<T, C>(self, gv, x, d) };
-            return;
-        }
-        self.dots::<T, C>(gv, x, d);
+        self.fixed::<T, C>(pass, a, x, out);
     }
 
     fn spmm_dyn<T: Element>(self, c: usize, v: &[T], x: &[T], out: &mut [T]) {

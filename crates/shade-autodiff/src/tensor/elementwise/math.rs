@@ -20,22 +20,65 @@
 //! Accuracy against std's functions over a dense sweep, edges included (±0, subnormal
 //! results, overflow, ±inf, NaN): the tests below state the measured bounds in ulp.
 
-/// `e^x` for `f32`.
+/// `x = n ln2 + r` with `n` rounded to the nearest integer (the `1.5 · 2^23` trick,
+/// `ln2` split in two so that `n · ln2_hi` is exact): `(n, r)`, for `|x|` within the
+/// range of `exp`.
 #[inline(always)]
-pub(crate) fn exp_f32(x: f32) -> f32 {
+fn reduce_f32(x: f32) -> (i32, f32) {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     // ln 2 = LN2_HI + LN2_LO, LN2_HI with 9 significant bits: `n · LN2_HI` is exact.
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     // 1.5 · 2^23: adding it rounds to an integer, held in the low mantissa bits.
     const MAGIC: f32 = 12_582_912.0;
-    // e^-104 rounds to 0, e^89 to inf; NaN passes both comparisons unchanged.
-    let x = if x < -104.0 { -104.0 } else { x };
-    let x = if x > 89.0 { 89.0 } else { x };
     let t = x * LOG2E + MAGIC;
     let n = t - MAGIC;
     let k = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
-    let r = (x - n * LN2_HI) - n * LN2_LO;
+    (k, (x - n * LN2_HI) - n * LN2_LO)
+}
+
+/// [`reduce_f32`] for `f64`.
+#[inline(always)]
+fn reduce_f64(x: f64) -> (i64, f64) {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    // LN2_HI with 16 significant bits: `n · LN2_HI` is exact for |n| < 2^37.
+    const LN2_HI: f64 = 0.693_145_751_953_125;
+    const LN2_LO: f64 = 1.428_606_820_309_417_2e-6;
+    // 1.5 · 2^52.
+    const MAGIC: f64 = 6_755_399_441_055_744.0;
+    let t = x * LOG2E + MAGIC;
+    let n = t - MAGIC;
+    let k = (t.to_bits() as i64).wrapping_sub(0x4338_0000_0000_0000);
+    (k, (x - n * LN2_HI) - n * LN2_LO)
+}
+
+/// `1 / j!` for `j = 0..=14`: the Taylor coefficients of `e^r` (and, from `j = 1`, of
+/// `(e^r - 1) / r`).
+const INV_FACT: [f64; 15] = [
+    1.0,
+    1.0,
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5_040.0,
+    1.0 / 40_320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+    1.0 / 6_227_020_800.0,
+    1.0 / 87_178_291_200.0,
+];
+
+/// `e^x` for `f32`.
+#[inline(always)]
+pub(crate) fn exp_f32(x: f32) -> f32 {
+    // e^-104 rounds to 0, e^89 to inf; NaN passes both comparisons unchanged.
+    let x = if x < -104.0 { -104.0 } else { x };
+    let x = if x > 89.0 { 89.0 } else { x };
+    let (k, r) = reduce_f32(x);
     let p = 1.0
         + r * (1.0
             + r * (0.5
@@ -52,37 +95,12 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
 /// `e^x` for `f64`.
 #[inline(always)]
 pub(crate) fn exp_f64(x: f64) -> f64 {
-    const LOG2E: f64 = std::f64::consts::LOG2_E;
-    // LN2_HI with 16 significant bits: `n · LN2_HI` is exact for |n| < 2^37.
-    const LN2_HI: f64 = 0.693_145_751_953_125;
-    const LN2_LO: f64 = 1.428_606_820_309_417_2e-6;
-    // 1.5 · 2^52.
-    const MAGIC: f64 = 6_755_399_441_055_744.0;
     let x = if x < -746.0 { -746.0 } else { x };
     let x = if x > 710.0 { 710.0 } else { x };
-    let t = x * LOG2E + MAGIC;
-    let n = t - MAGIC;
-    let k = (t.to_bits() as i64).wrapping_sub(0x4338_0000_0000_0000);
-    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let (k, r) = reduce_f64(x);
     // Taylor to degree 13: the remainder is below 1e-17 on |r| ≤ ln2 / 2.
-    const C: [f64; 14] = [
-        1.0,
-        1.0,
-        1.0 / 2.0,
-        1.0 / 6.0,
-        1.0 / 24.0,
-        1.0 / 120.0,
-        1.0 / 720.0,
-        1.0 / 5_040.0,
-        1.0 / 40_320.0,
-        1.0 / 362_880.0,
-        1.0 / 3_628_800.0,
-        1.0 / 39_916_800.0,
-        1.0 / 479_001_600.0,
-        1.0 / 6_227_020_800.0,
-    ];
-    let mut p = C[13];
-    for &c in C[..13].iter().rev() {
+    let mut p = INV_FACT[13];
+    for &c in INV_FACT[..13].iter().rev() {
         p = p * r + c;
     }
     let k1 = k >> 1;
@@ -98,16 +116,8 @@ pub(crate) fn exp_f64(x: f64) -> f64 {
 /// `|n| ≤ 24`); beyond that, where the `- 1` no longer cancels, `e^x - 1` itself.
 #[inline(always)]
 pub(crate) fn expm1_f32(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    const MAGIC: f32 = 12_582_912.0;
     let far = x.abs() > 16.0 || x.is_nan();
-    let xc = if far { 0.0 } else { x };
-    let t = xc * LOG2E + MAGIC;
-    let n = t - MAGIC;
-    let k = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
-    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let (k, r) = reduce_f32(if far { 0.0 } else { x });
     let p = 1.0
         + r * (0.5
             + r * (1.0 / 6.0
@@ -127,35 +137,11 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
 /// (remainder below 1e-17) and `|n| ≤ 53`.
 #[inline(always)]
 pub(crate) fn expm1_f64(x: f64) -> f64 {
-    const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 0.693_145_751_953_125;
-    const LN2_LO: f64 = 1.428_606_820_309_417_2e-6;
-    const MAGIC: f64 = 6_755_399_441_055_744.0;
     let far = x.abs() > 36.0 || x.is_nan();
-    let xc = if far { 0.0 } else { x };
-    let t = xc * LOG2E + MAGIC;
-    let n = t - MAGIC;
-    let k = (t.to_bits() as i64).wrapping_sub(0x4338_0000_0000_0000);
-    let r = (xc - n * LN2_HI) - n * LN2_LO;
-    // 1/(j+1)! for j = 0..14: e^r - 1 = r · Σ r^j / (j+1)!.
-    const C: [f64; 14] = [
-        1.0,
-        1.0 / 2.0,
-        1.0 / 6.0,
-        1.0 / 24.0,
-        1.0 / 120.0,
-        1.0 / 720.0,
-        1.0 / 5_040.0,
-        1.0 / 40_320.0,
-        1.0 / 362_880.0,
-        1.0 / 3_628_800.0,
-        1.0 / 39_916_800.0,
-        1.0 / 479_001_600.0,
-        1.0 / 6_227_020_800.0,
-        1.0 / 87_178_291_200.0,
-    ];
-    let mut p = C[13];
-    for &c in C[..13].iter().rev() {
+    let (k, r) = reduce_f64(if far { 0.0 } else { x });
+    // e^r - 1 = r · Σ_j r^j / (j+1)!, to degree 14.
+    let mut p = INV_FACT[14];
+    for &c in INV_FACT[1..14].iter().rev() {
         p = p * r + c;
     }
     let em = r * p;
