@@ -218,6 +218,10 @@ impl<'s> Kern<'s> {
     /// `pass` with `a` the values (product) or the output adjoint (dots), the width
     /// per group unrolled where it is a usual one.
     fn run<T: Element>(self, pass: Pass, a: &[T], x: &[T], out: &mut [T]) {
+        if self.f == 0 {
+            // Rows of width 0: nothing to add (and no chunks to walk).
+            return;
+        }
         match self.f / self.groups {
             1 => self.at::<T, 1>(pass, a, x, out),
             2 => self.at::<T, 2>(pass, a, x, out),
@@ -562,7 +566,7 @@ mod tests {
             let cols: Vec<usize> = (0..k).map(|i| (i * 7 + 1) % m).collect();
             let val = |i: usize| T::cst(((i as f64) * 0.731).sin() * 1.7);
             for groups in [1, 2, 3] {
-                for c in 1..=17 {
+                for c in 0..=17 {
                     let f = groups * c;
                     let v: Vec<T> = (0..k * groups).map(val).collect();
                     let x: Vec<T> = (0..m * f).map(|i| val(i + 1000)).collect();
