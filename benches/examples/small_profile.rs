@@ -1,8 +1,9 @@
 //! Runs the small-graph workloads of `gnn_step` and `policy` `reps` times, for `perf
 //! record` / `perf stat` (this process only, steadier than wall time on a busy machine)
 //! or `valgrind --tool=callgrind` (instructions, independent of the load):
-//! `small_profile {cora-step|cora-infer|policy} [reps]`. Cora is the `peers/cora_gcn`
-//! step (shade-gnn's `single_train_step`, sparse features); `policy` is the
+//! `small_profile {cora-step|cora-infer|gat-step|gat-infer|gat-step-dense|gat-infer-dense|policy} [reps]`.
+//! Cora is the `peers/cora_gcn` step (shade-gnn's `single_train_step`, sparse features),
+//! `gat-*` the `peers/cora_gat` variants (sparse features, or dense with `-dense`); `policy` is the
 //! `peers/policy` gradient. It prints a checksum of the results (the bits of the losses
 //! and of every gradient after the last call), so that two builds can be checked to
 //! give bit-identical results at a fixed thread count; compare two runs' counts at two
@@ -41,11 +42,21 @@ fn main() {
     let reps: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
     let mut h = 0xcbf2_9ce4_8422_2325_u64;
     match what {
-        "cora-step" | "cora-infer" => {
+        "cora-step" | "cora-infer" | "gat-step" | "gat-infer" | "gat-step-dense"
+        | "gat-infer-dense" => {
             let (ds, split, ctx) = shade_benches::small::cora();
-            let x = Features::<f32>::sparse_from_f32(ds.features());
+            let x = if what.ends_with("-dense") {
+                Features::<f32>::dense(ds.features().to_dense())
+            } else {
+                Features::<f32>::sparse_from_f32(ds.features())
+            };
             let target = NodeTargets::new(&ds.labels, &split.train);
-            let cfg = NodeConfig::standard(Model::Gcn);
+            let kind = if what.starts_with("gat") {
+                Model::Gat
+            } else {
+                Model::Gcn
+            };
+            let cfg = NodeConfig::standard(kind);
             let model = cfg.build::<f32>(x.cols(), ds.num_classes);
             let mut ts = TrainState::new(&model, cfg.optimiser(), 0).expect("train state");
             let data = Data {
@@ -53,7 +64,7 @@ fn main() {
                 target: &target,
             };
             for _ in 0..reps {
-                if what == "cora-step" {
+                if what.contains("-step") {
                     let l = single_train_step(
                         &AutoShade::REVERSE,
                         &model,
@@ -87,7 +98,9 @@ fn main() {
             }
             grads(&mut h, &ts);
         }
-        _ => panic!("small_profile {{cora-step|cora-infer|policy}} [reps]"),
+        _ => panic!(
+            "small_profile {{cora-step|cora-infer|gat-step|gat-infer|gat-step-dense|gat-infer-dense|policy}} [reps]"
+        ),
     }
     println!("{what} x{reps}: checksum {h:016x}");
 }

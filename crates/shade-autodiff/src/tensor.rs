@@ -106,6 +106,8 @@ mod sealed {
     pub trait Sealed: Copy {
         /// `e^x`, branch-free so that maps over slices vectorise.
         fn exp_v(self) -> Self;
+        /// `e^x - 1`, as [`Sealed::exp_v`].
+        fn expm1_v(self) -> Self;
         /// `tanh x`, as [`Sealed::exp_v`].
         fn tanh_v(self) -> Self;
         /// `1 / (1 + e^-x)`, as [`Sealed::exp_v`].
@@ -116,6 +118,10 @@ mod sealed {
         #[inline(always)]
         fn exp_v(self) -> Self {
             math::exp_f32(self)
+        }
+        #[inline(always)]
+        fn expm1_v(self) -> Self {
+            math::expm1_f32(self)
         }
         #[inline(always)]
         fn tanh_v(self) -> Self {
@@ -131,6 +137,10 @@ mod sealed {
         #[inline(always)]
         fn exp_v(self) -> Self {
             math::exp_f64(self)
+        }
+        #[inline(always)]
+        fn expm1_v(self) -> Self {
+            math::expm1_f64(self)
         }
         // No vectorised `f64` tanh yet (a polynomial to 1 ulp below 0.625 needs a
         // rational form): libm's.

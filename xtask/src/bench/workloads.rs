@@ -147,12 +147,14 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
-        profile: "2026-12-02, `step-dense`, 1 thread (`perf record -e cpu-clock`): `Xᵀ·G` \
-                  31 %, `X·W₁` 23 % (2708 × 1433 × 64, the narrow-product kernel; the weight \
-                  gradient `Gᵀ·X` now runs there too, as `Cᵀ = Xᵀ·G`, where matrixmultiply \
-                  took 32 %), the dropout draw 6.4 %, sorts 5.1 %, `expm1f` 3.8 %, the COO \
-                  product 3.5 %, `memset` 3.1 %. Two threads were no faster than one in every \
-                  run of this session.",
+        profile: "2026-12-02, `step-dense`, 1 thread (`perf record -e cpu-clock`), after the \
+                  attention kernels' rework: `Xᵀ·G` 36 %, `X·W₁` 30 % (2708 × 1433 × 64, the \
+                  narrow-product kernel), `memset` 2.7 %; the attention path (COO product \
+                  forward and backward 5 %, segment softmax 2 %, the per-head dots 3 %, \
+                  dropout 1 %) about 11 % in all; libm's `expm1f` (4.5 % before, the ELU) is \
+                  gone, vectorised. `step` (sparse features), callgrind: 58 M instructions \
+                  a step, from 89 M. The attention kernels run on one thread; two threads \
+                  gained little over one in this session's runs (a loaded machine).",
     },
     Workload {
         id: "policy",

@@ -69,7 +69,7 @@ impl<T: Element> Unary<T> {
                 if x > z {
                     x
                 } else {
-                    a * x.exp_m1()
+                    a * x.expm1_v()
                 }
             }
             Unary::Gelu => {
@@ -310,6 +310,32 @@ fn map_plain<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
     for (o, &x) in o.iter_mut().zip(s) {
         *o = k.f(x);
     }
+}
+
+/// `y[i] = e^{y[i]}` with the vectorised `exp` ([`math`]), AVX2 where the processor
+/// has it (for the kernels that exponentiate a buffer of their own, e.g. the segment
+/// softmax).
+pub(crate) fn exp_in_place<T: Element>(y: &mut [T]) {
+    #[inline(always)]
+    fn plain<T: Element>(y: &mut [T]) {
+        y.iter_mut().for_each(|v| *v = v.exp_v());
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        fn run<T: Element>(y: &mut [T]) {
+            plain(y);
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: the processor said it executes AVX2 instructions (checked just
+        // above), the only requirement of calling a function compiled with that
+        // target feature; `run` touches memory only through its safe slice.
+        unsafe {
+            run(y)
+        };
+        return;
+    }
+    plain(y);
 }
 
 /// Backward record of an elementwise map.

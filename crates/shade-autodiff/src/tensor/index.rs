@@ -142,7 +142,21 @@ fn gather_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w:
     }
 }
 
+/// `out[e] = src[idx[e]]` (rows of length `f`), every element of `out` written.
+fn copy_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T]) {
+    if f == 0 {
+        return;
+    }
+    for (o, &k) in out.chunks_exact_mut(f).zip(idx) {
+        o.copy_from_slice(&src[k * f..(k + 1) * f]);
+    }
+}
+
 /// Per-segment softmax of `x` (rows of length `f`): `y = exp(x - max) / Σ exp(x - max)`.
+///
+/// Row by row over slices (no index arithmetic per element), the shifted scores
+/// exponentiated in one vectorised pass ([`Element`]'s `exp_v`, within 1 ulp of libm's),
+/// the same divisions as the definition.
 fn seg_softmax<T: Element>(
     x: &[T],
     idx: &[usize],
@@ -151,24 +165,29 @@ fn seg_softmax<T: Element>(
     m: &mut [T],
     s: &mut [T],
 ) {
+    if f == 0 {
+        return;
+    }
     m.fill(T::neg_infinity());
     s.fill(T::zero());
-    for (e, &k) in idx.iter().enumerate() {
-        for j in 0..f {
-            m[k * f + j] = m[k * f + j].max(x[e * f + j]);
+    for (xr, &k) in x.chunks_exact(f).zip(idx) {
+        let mr = &mut m[k * f..(k + 1) * f];
+        mr.iter_mut().zip(xr).for_each(|(m, &x)| *m = m.max(x));
+    }
+    for ((yr, xr), &k) in y.chunks_exact_mut(f).zip(x.chunks_exact(f)).zip(idx) {
+        let mr = &m[k * f..(k + 1) * f];
+        for ((y, &x), &m) in yr.iter_mut().zip(xr).zip(mr) {
+            *y = x - m;
         }
     }
-    for (e, &k) in idx.iter().enumerate() {
-        for j in 0..f {
-            let v = (x[e * f + j] - m[k * f + j]).exp();
-            y[e * f + j] = v;
-            s[k * f + j] += v;
-        }
+    super::elementwise::exp_in_place(y);
+    for (yr, &k) in y.chunks_exact(f).zip(idx) {
+        let sr = &mut s[k * f..(k + 1) * f];
+        sr.iter_mut().zip(yr).for_each(|(s, &y)| *s += y);
     }
-    for (e, &k) in idx.iter().enumerate() {
-        for j in 0..f {
-            y[e * f + j] = y[e * f + j] / s[k * f + j];
-        }
+    for (yr, &k) in y.chunks_exact_mut(f).zip(idx) {
+        let sr = &s[k * f..(k + 1) * f];
+        yr.iter_mut().zip(sr).for_each(|(y, &s)| *y = *y / s);
     }
 }
 
@@ -181,16 +200,21 @@ fn seg_softmax_apply<T: Element>(
     out: &mut [T],
     s: &mut [T],
 ) {
+    if f == 0 {
+        return;
+    }
     s.fill(T::zero());
-    for (e, &k) in idx.iter().enumerate() {
-        for j in 0..f {
-            s[k * f + j] += y[e * f + j] * v[e * f + j];
+    for ((yr, vr), &k) in y.chunks_exact(f).zip(v.chunks_exact(f)).zip(idx) {
+        let sr = &mut s[k * f..(k + 1) * f];
+        for ((s, &y), &v) in sr.iter_mut().zip(yr).zip(vr) {
+            *s += y * v;
         }
     }
-    for (e, &k) in idx.iter().enumerate() {
-        for j in 0..f {
-            let p = e * f + j;
-            out[p] += y[p] * (v[p] - s[k * f + j]);
+    let rows = out.chunks_exact_mut(f).zip(y.chunks_exact(f));
+    for (((or, yr), vr), &k) in rows.zip(v.chunks_exact(f)).zip(idx) {
+        let sr = &s[k * f..(k + 1) * f];
+        for (((o, &y), &v), &s) in or.iter_mut().zip(yr).zip(vr).zip(sr) {
+            *o += y * (v - s);
         }
     }
 }
@@ -229,7 +253,7 @@ impl<T: Element> Rec<'_, T> {
         }
         let mut scratch = if self.kind == Kind::SegmentSoftmax {
             let n = idx.iter().copied().max().map_or(0, |m| m + 1);
-            Some(bw.gs.pool.zeros(&[n * f]))
+            Some(bw.gs.pool.overwritten(&[n * f]))
         } else {
             None
         };
@@ -308,12 +332,16 @@ impl<'a, T: Element> Tape<'a, T> {
         }
         let xs = x.as_standard_layout();
         let xf = flat(&xs);
-        let mut out = self.pool.zeros(shape.slice());
+        // A gather and the softmax write every element: no zero fill first.
+        let mut out = match kind {
+            Kind::Select | Kind::SegmentSoftmax => self.pool.overwritten(shape.slice()),
+            _ => self.pool.zeros(shape.slice()),
+        };
         let o = out.as_slice_mut().expect("standard layout");
         let mut inv = Vec::new();
         let mut arg = Vec::new();
         match kind {
-            Kind::Select => gather_rows(xf, idx, f, o, None),
+            Kind::Select => copy_rows(xf, idx, f, o),
             Kind::ScatterAdd => scatter_rows(xf, idx, f, o, None),
             Kind::ScatterMean => {
                 inv = self.pool.vec(n);
@@ -343,8 +371,8 @@ impl<'a, T: Element> Tape<'a, T> {
                 }
             }
             Kind::SegmentSoftmax => {
-                let mut m = self.pool.zeros(&[n * f]);
-                let mut s = self.pool.zeros(&[n * f]);
+                let mut m = self.pool.overwritten(&[n * f]);
+                let mut s = self.pool.overwritten(&[n * f]);
                 seg_softmax(
                     xf,
                     idx,
@@ -378,7 +406,7 @@ impl<'a, T: Element> Tape<'a, T> {
                     }
                 }
                 Kind::SegmentSoftmax => {
-                    let mut s = self.pool.zeros(&[n * f]);
+                    let mut s = self.pool.overwritten(&[n * f]);
                     let sv = s.as_slice_mut().expect("standard layout");
                     let yv = out.as_slice().expect("standard layout");
                     seg_softmax_apply(yv, tf, idx, f, tv, sv);

@@ -1,4 +1,4 @@
-//! Branch-free `exp`, `tanh` and `sigmoid` that the compiler vectorises: the maps of
+//! Branch-free `exp`, `expm1`, `tanh` and `sigmoid` that the compiler vectorises: the maps of
 //! the activations run over whole slices, where libm's scalar calls (one call per
 //! element, no SIMD) cost more than the products of a small model.
 //!
@@ -20,22 +20,65 @@
 //! Accuracy against std's functions over a dense sweep, edges included (±0, subnormal
 //! results, overflow, ±inf, NaN): the tests below state the measured bounds in ulp.
 
-/// `e^x` for `f32`.
+/// `x = n ln2 + r` with `n` rounded to the nearest integer (the `1.5 · 2^23` trick,
+/// `ln2` split in two so that `n · ln2_hi` is exact): `(n, r)`, for `|x|` within the
+/// range of `exp`.
 #[inline(always)]
-pub(crate) fn exp_f32(x: f32) -> f32 {
+fn reduce_f32(x: f32) -> (i32, f32) {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     // ln 2 = LN2_HI + LN2_LO, LN2_HI with 9 significant bits: `n · LN2_HI` is exact.
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     // 1.5 · 2^23: adding it rounds to an integer, held in the low mantissa bits.
     const MAGIC: f32 = 12_582_912.0;
-    // e^-104 rounds to 0, e^89 to inf; NaN passes both comparisons unchanged.
-    let x = if x < -104.0 { -104.0 } else { x };
-    let x = if x > 89.0 { 89.0 } else { x };
     let t = x * LOG2E + MAGIC;
     let n = t - MAGIC;
     let k = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
-    let r = (x - n * LN2_HI) - n * LN2_LO;
+    (k, (x - n * LN2_HI) - n * LN2_LO)
+}
+
+/// [`reduce_f32`] for `f64`.
+#[inline(always)]
+fn reduce_f64(x: f64) -> (i64, f64) {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    // LN2_HI with 16 significant bits: `n · LN2_HI` is exact for |n| < 2^37.
+    const LN2_HI: f64 = 0.693_145_751_953_125;
+    const LN2_LO: f64 = 1.428_606_820_309_417_2e-6;
+    // 1.5 · 2^52.
+    const MAGIC: f64 = 6_755_399_441_055_744.0;
+    let t = x * LOG2E + MAGIC;
+    let n = t - MAGIC;
+    let k = (t.to_bits() as i64).wrapping_sub(0x4338_0000_0000_0000);
+    (k, (x - n * LN2_HI) - n * LN2_LO)
+}
+
+/// `1 / j!` for `j = 0..=14`: the Taylor coefficients of `e^r` (and, from `j = 1`, of
+/// `(e^r - 1) / r`).
+const INV_FACT: [f64; 15] = [
+    1.0,
+    1.0,
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5_040.0,
+    1.0 / 40_320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+    1.0 / 6_227_020_800.0,
+    1.0 / 87_178_291_200.0,
+];
+
+/// `e^x` for `f32`.
+#[inline(always)]
+pub(crate) fn exp_f32(x: f32) -> f32 {
+    // e^-104 rounds to 0, e^89 to inf; NaN passes both comparisons unchanged.
+    let x = if x < -104.0 { -104.0 } else { x };
+    let x = if x > 89.0 { 89.0 } else { x };
+    let (k, r) = reduce_f32(x);
     let p = 1.0
         + r * (1.0
             + r * (0.5
@@ -52,37 +95,12 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
 /// `e^x` for `f64`.
 #[inline(always)]
 pub(crate) fn exp_f64(x: f64) -> f64 {
-    const LOG2E: f64 = std::f64::consts::LOG2_E;
-    // LN2_HI with 16 significant bits: `n · LN2_HI` is exact for |n| < 2^37.
-    const LN2_HI: f64 = 0.693_145_751_953_125;
-    const LN2_LO: f64 = 1.428_606_820_309_417_2e-6;
-    // 1.5 · 2^52.
-    const MAGIC: f64 = 6_755_399_441_055_744.0;
     let x = if x < -746.0 { -746.0 } else { x };
     let x = if x > 710.0 { 710.0 } else { x };
-    let t = x * LOG2E + MAGIC;
-    let n = t - MAGIC;
-    let k = (t.to_bits() as i64).wrapping_sub(0x4338_0000_0000_0000);
-    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let (k, r) = reduce_f64(x);
     // Taylor to degree 13: the remainder is below 1e-17 on |r| ≤ ln2 / 2.
-    const C: [f64; 14] = [
-        1.0,
-        1.0,
-        1.0 / 2.0,
-        1.0 / 6.0,
-        1.0 / 24.0,
-        1.0 / 120.0,
-        1.0 / 720.0,
-        1.0 / 5_040.0,
-        1.0 / 40_320.0,
-        1.0 / 362_880.0,
-        1.0 / 3_628_800.0,
-        1.0 / 39_916_800.0,
-        1.0 / 479_001_600.0,
-        1.0 / 6_227_020_800.0,
-    ];
-    let mut p = C[13];
-    for &c in C[..13].iter().rev() {
+    let mut p = INV_FACT[13];
+    for &c in INV_FACT[..13].iter().rev() {
         p = p * r + c;
     }
     let k1 = k >> 1;
@@ -90,6 +108,47 @@ pub(crate) fn exp_f64(x: f64) -> f64 {
     let s1 = f64::from_bits((k1.wrapping_add(1023) as u64) << 52);
     let s2 = f64::from_bits((k2.wrapping_add(1023) as u64) << 52);
     p * s1 * s2
+}
+
+/// `e^x - 1` for `f32`, accurate near 0: `x = n ln2 + r` as in [`exp_f32`], `e^r - 1` by
+/// its Taylor polynomial `r + r²/2 + … + r⁸/8!` (remainder below 0.3 ulp on
+/// `|r| ≤ ln2 / 2`), then `2^n (e^r - 1) + (2^n - 1)` (both terms exact in `2^n` for
+/// `|n| ≤ 24`); beyond that, where the `- 1` no longer cancels, `e^x - 1` itself.
+#[inline(always)]
+pub(crate) fn expm1_f32(x: f32) -> f32 {
+    let far = x.abs() > 16.0 || x.is_nan();
+    let (k, r) = reduce_f32(if far { 0.0 } else { x });
+    let p = 1.0
+        + r * (0.5
+            + r * (1.0 / 6.0
+                + r * (1.0 / 24.0
+                    + r * (1.0 / 120.0
+                        + r * (1.0 / 720.0 + r * (1.0 / 5040.0 + r * (1.0 / 40_320.0)))))));
+    let em = r * p;
+    let s = f32::from_bits((k.wrapping_add(127) as u32) << 23);
+    let near = s * em + (s - 1.0);
+    let near = if k == 0 { em } else { near };
+    // ±0 unchanged (the reduction gives +0 for -0).
+    let near = if x == 0.0 { x } else { near };
+    if far { exp_f32(x) - 1.0 } else { near }
+}
+
+/// `e^x - 1` for `f64`, as [`expm1_f32`] with the Taylor polynomial to degree 14
+/// (remainder below 1e-17) and `|n| ≤ 53`.
+#[inline(always)]
+pub(crate) fn expm1_f64(x: f64) -> f64 {
+    let far = x.abs() > 36.0 || x.is_nan();
+    let (k, r) = reduce_f64(if far { 0.0 } else { x });
+    // e^r - 1 = r · Σ_j r^j / (j+1)!, to degree 14.
+    let mut p = INV_FACT[14];
+    for &c in INV_FACT[1..14].iter().rev() {
+        p = p * r + c;
+    }
+    let em = r * p;
+    let s = f64::from_bits((k.wrapping_add(1023) as u64) << 52);
+    let near = s * em + (s - 1.0);
+    let near = if k == 0 { em } else { near };
+    if far { exp_f64(x) - 1.0 } else { near }
 }
 
 /// `tanh x` for `f32`.
@@ -199,6 +258,36 @@ mod tests {
         assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
         assert_eq!(exp_f32(88.8), f32::INFINITY);
         assert!(exp_f32(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn expm1_f32_is_within_2_ulp_of_std() {
+        let (d, x) = sweep32(expm1_f32, f32::exp_m1);
+        assert!(d <= 2, "expm1_f32({x:e}) is {d} ulp from std");
+        assert_eq!(expm1_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(expm1_f32(f32::INFINITY), f32::INFINITY);
+        assert_eq!(expm1_f32(f32::NEG_INFINITY), -1.0);
+        assert!(expm1_f32(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn expm1_f64_is_within_2_ulp_of_std() {
+        let mut worst = (0, 0.0);
+        for x in sweep64() {
+            let d = ulps64(expm1_f64(x), x.exp_m1());
+            if d > worst.0 {
+                worst = (d, x);
+            }
+        }
+        assert!(
+            worst.0 <= 2,
+            "expm1_f64({:e}) is {} ulp from std",
+            worst.1,
+            worst.0
+        );
+        assert_eq!(expm1_f64(-0.0).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(expm1_f64(f64::NEG_INFINITY), -1.0);
+        assert!(expm1_f64(f64::NAN).is_nan());
     }
 
     #[test]
