@@ -13,6 +13,7 @@ use shade_benches::{CoraLike, random_dense};
 use std::hint::black_box;
 
 fn gcn_step(c: &mut Criterion) {
+    shade_benches::pool();
     let p = CoraLike::new(1);
     p.adj.prepare_transpose();
     p.features.prepare_transpose();

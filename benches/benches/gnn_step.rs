@@ -81,10 +81,12 @@ fn cora_variant(c: &mut Criterion, workload: &str, model: Model, suffix: &str) {
 }
 
 fn gnn_step(c: &mut Criterion) {
+    shade_benches::pool();
     cora_step(c, "cora_gcn", Model::Gcn);
 }
 
 fn gat_step(c: &mut Criterion) {
+    shade_benches::pool();
     cora_step(c, "cora_gat", Model::Gat);
 }
 

@@ -18,6 +18,7 @@ use shade_interface::AutoShade;
 use std::hint::black_box;
 
 fn policy(c: &mut Criterion) {
+    shade_benches::pool();
     let (ctx, x) = policy_graph();
     let model = policy_model();
     let mut ts = policy_state(&model);

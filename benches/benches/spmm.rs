@@ -17,6 +17,7 @@ use shade_benches::{peer_data, spmm_bytes};
 use std::hint::black_box;
 
 fn spmm(c: &mut Criterion) {
+    shade_benches::pool();
     let (n, per_row, f) = (100_000, 10, 64);
     let a = peer_data::csr(n, n, per_row, 42);
     let x = Array2::from_shape_vec((n, f), peer_data::dense_f32(n, f, 7)).expect("shape");

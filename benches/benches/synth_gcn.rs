@@ -116,6 +116,7 @@ fn step(c: &mut Criterion, workload: &str, nodes: usize, edges: usize) {
 }
 
 fn synth_gcn(c: &mut Criterion) {
+    shade_benches::pool();
     step(c, "synth_gcn_100k", 100_000, 1_000_000);
     step(c, "synth_gcn_1m", 1_000_000, 10_000_000);
 }

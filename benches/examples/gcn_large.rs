@@ -43,6 +43,7 @@ fn main() {
     let (n, m, steps, threads) = (arg(1, 1_000_000), arg(2, 10_000_000), arg(3, 5), arg(4, 2));
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
+        .use_current_thread()
         .build_global()
         .expect("the global pool is built once");
     let (f_in, hidden, classes) = (128, 64, 16);

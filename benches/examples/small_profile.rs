@@ -41,6 +41,7 @@ fn main() {
     let what = a.get(1).map_or("cora-step", String::as_str);
     let reps: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
     let mut h = 0xcbf2_9ce4_8422_2325_u64;
+    shade_benches::pool();
     match what {
         "cora-step" | "cora-infer" | "gat-step" | "gat-infer" | "gat-step-dense"
         | "gat-infer-dense" => {

@@ -7,6 +7,15 @@
 //! gradient, ~2.7 M multiply-adds in some twenty kernels, ran twice as slow on two
 //! threads as on one with the threshold at 2¹⁵). Every parallel entry point of the
 //! tensor layer asks [`split`] with its work and its threshold.
+//!
+//! A program whose calling thread is one of the pool's workers (rayon's
+//! `ThreadPoolBuilder::use_current_thread`, as the examples' `--threads` and the
+//! benches build it) pays one wake-up per split instead of three (its own sleep and
+//! wake, and the first worker's): Cora's GAT step with dense features, 15.3 ms on one
+//! thread, took 14.3 ms on two threads from outside the pool and 10.1 ms with the
+//! calling thread in it. Splitting smaller kernels there does not pay either: with the
+//! threshold at 2¹⁶ or 2¹⁸ for a caller in the pool, the policy gradient and Cora's
+//! GCN step were slower on two threads than on one (`small_profile`, min of 5 runs).
 
 /// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
 /// hundred µs of work on one core, where the saved half is several times a hand-off.
@@ -23,31 +32,4 @@ pub(crate) const SPLIT_MIN: usize = 1 << 20;
 #[inline]
 pub(crate) fn split(work: usize, min: usize) -> bool {
     work >= min && rayon::current_num_threads() > 1
-}
-
-/// Work (multiply-adds) from which a kernel called on one of rayon's own threads splits
-/// ([`split_here`]): a step run inside the pool (`shade_gnn`'s training step) hands its
-/// halves to the other worker by work stealing, without the calling thread's wake-up
-/// and sleep, and a half no one has stolen yet is taken back by the caller, so a split
-/// costs a few hundred nanoseconds instead of a hand-off.
-pub(crate) const SPLIT_MIN_IN_POOL: usize = 1 << 16;
-
-/// Whether the calling thread is one of the current pool's workers.
-#[inline]
-pub(crate) fn in_pool() -> bool {
-    rayon::current_thread_index().is_some()
-}
-
-/// [`split`] with the threshold of where the kernel runs: `min` on a thread outside
-/// the pool (the hand-off to rayon), [`SPLIT_MIN_IN_POOL`] on one of its workers.
-#[inline]
-pub(crate) fn split_here(work: usize, min: usize) -> bool {
-    let threads = rayon::current_num_threads();
-    threads > 1
-        && work
-            >= if in_pool() {
-                SPLIT_MIN_IN_POOL.min(min)
-            } else {
-                min
-            }
 }

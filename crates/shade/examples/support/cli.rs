@@ -232,18 +232,23 @@ impl Args {
             .map_or_else(|| output_path(file), PathBuf::from)
     }
 
-    /// Applies `--threads` to the sparse kernels' thread pool.
+    /// Builds the tensor kernels' thread pool: `--threads` workers (else rayon's
+    /// default), the calling thread one of them, so that a kernel's split is a
+    /// work-stealing `join` and not a hand-off (see `shade_autodiff`'s small-op rule).
     pub(crate) fn threads(&self) -> Result<(), String> {
-        if let Some(t) = self.opt::<usize>("threads")? {
-            if t == 0 {
-                return Err("option `--threads` must be at least 1".into());
-            }
-            rayon::ThreadPoolBuilder::new()
+        let pool = rayon::ThreadPoolBuilder::new().use_current_thread();
+        match self.opt::<usize>("threads")? {
+            Some(0) => Err("option `--threads` must be at least 1".into()),
+            Some(t) => pool
                 .num_threads(t)
                 .build_global()
-                .map_err(|e| format!("cannot start {t} threads: {e}"))?;
+                .map_err(|e| format!("cannot start {t} threads: {e}")),
+            // A pool that already exists (an earlier run in this process) serves as it is.
+            None => {
+                let _ = pool.build_global();
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 

@@ -108,12 +108,12 @@ pub(crate) fn csr_mm<T, V>(
         }
     };
     let work = (ip[rows] - ip[0] + rows) * f;
-    if !par::split_here(work, PAR_MIN) {
+    if !par::split(work, PAR_MIN) {
         body(0, out);
     } else {
         // Blocks of about a sixteenth of a thread's share, and never of only a few µs.
         let threads = rayon::current_num_threads();
-        let leaf = (work / (threads * 16)).max(par::SPLIT_MIN_IN_POOL / 8);
+        let leaf = (work / (threads * 16)).max(PAR_MIN / 64);
         split_rows(ip, f, leaf, 0, out, &body);
     }
 }
@@ -471,12 +471,11 @@ mod tests {
         }
     }
 
-    /// A product split over two threads (called on a worker of a two-thread pool, so
-    /// the in-pool threshold applies), rows of very different lengths balanced by work,
-    /// equals the serial product bit for bit.
+    /// A product split over two threads, rows of very different lengths balanced by
+    /// work, equals the serial product bit for bit.
     #[test]
     fn split_rows_equal_the_serial_product_bit_for_bit() {
-        let (rows, cols, f) = (3000, 500, 16);
+        let (rows, cols, f) = (3000, 500, 64);
         let mut ip = vec![0];
         let mut ind = Vec::new();
         for r in 0..rows {
@@ -498,7 +497,7 @@ mod tests {
         let x: Vec<f32> = (0..cols * f)
             .map(|i| ((i * 13) % 29) as f32 / 9.0 - 1.4)
             .collect();
-        assert!((ind.len() + rows) * f >= par::SPLIT_MIN_IN_POOL);
+        assert!((ind.len() + rows) * f >= PAR_MIN);
         let mut serial = vec![0.0f32; rows * f];
         let k = Rows {
             ip: &ip,
@@ -514,7 +513,7 @@ mod tests {
             .build()
             .unwrap();
         let split = pool.install(|| {
-            assert!(par::split_here((ind.len() + rows) * f, PAR_MIN));
+            assert!(par::split((ind.len() + rows) * f, PAR_MIN));
             let mut out = vec![f32::NAN; rows * f];
             csr_mm(&ip, &ind, |p| data[p], &x, f, Start::Zero, &mut out);
             out
