@@ -81,6 +81,7 @@ mod matmul;
 mod par;
 mod reduce;
 mod shape;
+mod simd;
 mod softmax;
 mod sparse;
 mod tape;

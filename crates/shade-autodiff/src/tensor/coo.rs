@@ -187,25 +187,6 @@ struct Kern<'s> {
 }
 
 impl<'s> Kern<'s> {
-    #[inline(always)]
-    fn spmm<T: Element, const C: usize>(self, v: &[T], x: &[T], out: &mut [T]) {
-        let (f, g) = (self.f, self.groups);
-        // Each pair's values spread over its row (`C` copies each), then one
-        // contiguous multiply-add over the row: packed, without shuffles.
-        let mut w = vec![T::zero(); f];
-        for ((&r, &s), vk) in self.rows.iter().zip(self.cols).zip(v.chunks_exact(g)) {
-            for (w, &a) in w.chunks_exact_mut(C).zip(vk) {
-                let w: &mut [T; C] = w.try_into().expect("chunks of C");
-                *w = [a; C];
-            }
-            let o = &mut out[r * f..(r + 1) * f];
-            let xi = &x[s * f..(s + 1) * f];
-            for ((o, &x), &w) in o.iter_mut().zip(xi).zip(&w) {
-                *o += w * x;
-            }
-        }
-    }
-
     fn new((rows, cols, groups): (&'s [usize], &'s [usize], usize), f: usize) -> Self {
         Kern {
             rows,
@@ -228,86 +209,52 @@ impl<'s> Kern<'s> {
             4 => self.at::<T, 4>(pass, a, x, out),
             8 => self.at::<T, 8>(pass, a, x, out),
             16 => self.at::<T, 16>(pass, a, x, out),
-            c => match pass {
-                Pass::Spmm => self.spmm_dyn(c, a, x, out),
-                Pass::Dots => self.dots_dyn(c, a, x, out),
-            },
+            c => self.pass(pass, c, a, x, out),
         }
     }
 
-    #[inline(always)]
-    fn fixed<T: Element, const C: usize>(self, pass: Pass, a: &[T], x: &[T], out: &mut [T]) {
-        match pass {
-            Pass::Spmm => self.spmm::<T, C>(a, x, out),
-            Pass::Dots => self.dots::<T, C>(a, x, out),
-        }
-    }
-
-    /// [`Kern::fixed`] compiled for AVX2 when the processor has it.
-    #[allow(unsafe_code)]
+    /// [`Kern::pass`] at the width `C`, a constant once inlined, compiled for AVX2 where
+    /// the processor has it.
     fn at<T: Element, const C: usize>(self, pass: Pass, a: &[T], x: &[T], out: &mut [T]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            #[target_feature(enable = "avx2")]
-            fn run<T: Element, const C: usize>(
-                k: Kern<'_>,
-                pass: Pass,
-                a: &[T],
-                x: &[T],
-                out: &mut [T],
-            ) {
-                k.fixed::<T, C>(pass, a, x, out);
-            }
-            // SAFETY: the processor said it executes AVX2 instructions (checked just
-            // above), the only requirement of calling a function compiled with that
-            // target feature; `run` touches memory only through safe slices.
-            unsafe { run::<T, C>(self, pass, a, x, out) };
-            return;
-        }
-        self.fixed::<T, C>(pass, a, x, out);
+        super::simd::avx2(
+            #[inline(always)]
+            || self.pass(pass, C, a, x, out),
+        );
     }
 
-    fn spmm_dyn<T: Element>(self, c: usize, v: &[T], x: &[T], out: &mut [T]) {
-        let (f, g) = (self.f, self.groups);
-        // As `spmm`: the values spread over the row, one multiply-add over it.
-        let mut w = vec![T::zero(); f];
-        for ((&r, &s), vk) in self.rows.iter().zip(self.cols).zip(v.chunks_exact(g)) {
-            for (w, &a) in w.chunks_exact_mut(c).zip(vk) {
-                w.fill(a);
-            }
-            let o = &mut out[r * f..(r + 1) * f];
-            let xi = &x[s * f..(s + 1) * f];
-            for ((o, &x), &w) in o.iter_mut().zip(xi).zip(&w) {
-                *o += w * x;
-            }
-        }
-    }
-
+    /// One pass with `c` elements per group (`f = groups · c`).
     #[inline(always)]
-    fn dots<T: Element, const C: usize>(self, gv: &[T], x: &[T], d: &mut [T]) {
+    fn pass<T: Element>(self, pass: Pass, c: usize, a: &[T], x: &[T], out: &mut [T]) {
         let (f, g) = (self.f, self.groups);
-        for ((&r, &s), dk) in self.rows.iter().zip(self.cols).zip(d.chunks_exact_mut(g)) {
-            let gr = &gv[r * f..(r + 1) * f];
-            let xi = &x[s * f..(s + 1) * f];
-            for ((gr, xi), d) in gr.chunks_exact(C).zip(xi.chunks_exact(C)).zip(dk) {
-                let gr: &[T; C] = gr.try_into().expect("chunks of C");
-                let xi: &[T; C] = xi.try_into().expect("chunks of C");
-                let mut acc = T::zero();
-                for j in 0..C {
-                    acc += gr[j] * xi[j];
+        let pairs = self.rows.iter().zip(self.cols);
+        match pass {
+            Pass::Spmm => {
+                // Each pair's values spread over its row (`c` copies each), then one
+                // contiguous multiply-add over the row: packed, without shuffles.
+                let mut w = vec![T::zero(); f];
+                for ((&r, &s), vk) in pairs.zip(a.chunks_exact(g)) {
+                    for (w, &a) in w.chunks_exact_mut(c).zip(vk) {
+                        w.fill(a);
+                    }
+                    let o = &mut out[r * f..(r + 1) * f];
+                    let xi = &x[s * f..(s + 1) * f];
+                    for ((o, &x), &w) in o.iter_mut().zip(xi).zip(&w) {
+                        *o += w * x;
+                    }
                 }
-                *d += acc;
             }
-        }
-    }
-
-    fn dots_dyn<T: Element>(self, c: usize, gv: &[T], x: &[T], d: &mut [T]) {
-        let (f, g) = (self.f, self.groups);
-        for ((&r, &s), dk) in self.rows.iter().zip(self.cols).zip(d.chunks_exact_mut(g)) {
-            let gr = &gv[r * f..(r + 1) * f];
-            let xi = &x[s * f..(s + 1) * f];
-            for ((gr, xi), d) in gr.chunks_exact(c).zip(xi.chunks_exact(c)).zip(dk) {
-                *d += gr.iter().zip(xi).map(|(&p, &q)| p * q).sum::<T>();
+            Pass::Dots => {
+                for ((&r, &s), dk) in pairs.zip(out.chunks_exact_mut(g)) {
+                    let gr = &a[r * f..(r + 1) * f];
+                    let xi = &x[s * f..(s + 1) * f];
+                    for ((gr, xi), d) in gr.chunks_exact(c).zip(xi.chunks_exact(c)).zip(dk) {
+                        // From zero, left to right, as the plain loop.
+                        *d += gr
+                            .iter()
+                            .zip(xi)
+                            .fold(T::zero(), |acc, (&p, &q)| acc + p * q);
+                    }
+                }
             }
         }
     }

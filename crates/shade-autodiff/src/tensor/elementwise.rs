@@ -7,6 +7,7 @@
 
 pub(crate) mod math;
 
+use super::simd;
 use super::tape::{Bwd, Op, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
@@ -272,37 +273,18 @@ macro_rules! unswitch {
     };
 }
 
-/// `o[i] = k.f(s[i])`: the loop compiled twice, for the baseline target and for AVX2
-/// (eight `f32` lanes instead of SSE2's four), chosen at run time.
+/// `o[i] = k.f(s[i])`: the loop compiled for AVX2 where the processor has it
+/// ([`simd::avx2`]: eight `f32` lanes instead of SSE2's four, the same results bit for
+/// bit).
 ///
 /// The vectorised activations ([`math`]) are arithmetic-bound: twice the lanes halve
-/// their time (the maps were 14% of the policy model's gradient on SSE2). The two
-/// loops perform the same IEEE operations in the same order per element (no fused
-/// multiply-add is enabled), so their results are identical bit for bit.
+/// their time (the maps were 14% of the policy model's gradient on SSE2).
 #[inline]
 fn map_into<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        map_avx2(k, s, o);
-        return;
-    }
-    map_plain(k, s, o);
-}
-
-/// [`map_plain`] compiled with AVX2; callable only after the processor said it has it.
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-fn map_avx2<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
-    #[target_feature(enable = "avx2")]
-    fn run<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
-        map_plain(k, s, o);
-    }
-    debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
-    // SAFETY: the one caller, `map_into`, checked `is_x86_feature_detected!("avx2")`:
-    // this processor executes AVX2 instructions, the only requirement of calling a
-    // function compiled with that target feature (`run` touches memory only through
-    // its safe slices).
-    unsafe { run(k, s, o) }
+    simd::avx2(
+        #[inline(always)]
+        || map_plain(k, s, o),
+    );
 }
 
 #[inline(always)]
@@ -316,26 +298,10 @@ fn map_plain<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
 /// has it (for the kernels that exponentiate a buffer of their own, e.g. the segment
 /// softmax).
 pub(crate) fn exp_in_place<T: Element>(y: &mut [T]) {
-    #[inline(always)]
-    fn plain<T: Element>(y: &mut [T]) {
-        y.iter_mut().for_each(|v| *v = v.exp_v());
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        fn run<T: Element>(y: &mut [T]) {
-            plain(y);
-        }
-        #[allow(unsafe_code)]
-        // SAFETY: the processor said it executes AVX2 instructions (checked just
-        // above), the only requirement of calling a function compiled with that
-        // target feature; `run` touches memory only through its safe slice.
-        unsafe {
-            run(y)
-        };
-        return;
-    }
-    plain(y);
+    simd::avx2(
+        #[inline(always)]
+        || y.iter_mut().for_each(|v| *v = kernels::Exp.f(*v)),
+    );
 }
 
 /// Backward record of an elementwise map.
