@@ -7,11 +7,14 @@
 //! n` per selected row. `bce_with_logits` uses the stable form
 //! `max(x, 0) - x t + ln(1 + e^-|x|)`.
 
+use super::elementwise::exp_in_place;
 use super::index::Rows;
+use super::par;
 use super::tape::{Bwd, Op, Pool, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayView2, ArrayViewD, Ix2, Zip};
+use rayon::prelude::*;
 
 /// Which loss.
 #[derive(Debug)]
@@ -29,13 +32,114 @@ pub(crate) struct Rec<'a, T> {
     b: usize,
     kind: Kind<'a>,
     n: usize,
-    _t: std::marker::PhantomData<T>,
+    /// `cross_entropy`: the log-sum-exp of each selected row, in the order of the
+    /// selection, kept from the forward pass for the reverse rule (one value per
+    /// row; empty for the other losses).
+    lse: Vec<T>,
 }
 
-fn lse<T: Element>(row: ndarray::ArrayView1<'_, T>) -> T {
-    let m = row.iter().copied().fold(T::neg_infinity(), T::max);
+/// Rows of the logits per task of the row-wise cross-entropy kernels: from the split
+/// threshold (2^20 logits) on, at least 16 tasks for 256 classes or fewer, enough to
+/// balance two to four threads.
+const ROWS: usize = 256;
+
+/// `buf[j] = e^{x[j] - shift}` for one row, with the vectorised `exp`.
+#[inline]
+fn shifted_exp<T: Element>(x: &[T], shift: T, buf: &mut [T]) {
+    buf.iter_mut().zip(x).for_each(|(b, &v)| *b = v - shift);
+    exp_in_place(buf);
+}
+
+/// The log-sum-exp of a row (its maximum subtracted first; a row of `-inf` or with a
+/// non-finite maximum is shifted by zero, so that it gives `-inf`, `inf` or NaN as
+/// its arithmetic does). `buf` is scratch of the row's length.
+fn lse_row<T: Element>(x: &[T], buf: &mut [T]) -> T {
+    let m = x.iter().copied().fold(T::neg_infinity(), T::max);
     let m = if m.is_finite() { m } else { T::zero() };
-    m + row.iter().map(|&v| (v - m).exp()).sum::<T>().ln()
+    shifted_exp(x, m, buf);
+    m + buf.iter().copied().sum::<T>().ln()
+}
+
+/// The log-sum-exp of every selected row of `x` (`[n, c]`, standard layout) into
+/// `out` (one value per selected row, in the selection's order): over rayon's threads
+/// from [`par::SPLIT_MIN`] values, in tasks of [`ROWS`] rows (each value computed alone,
+/// so the bits do not depend on the thread count). `scratch` holds `c` values per task
+/// ([`scratch_len`]).
+fn selected_lse<T: Element>(
+    x: &[T],
+    c: usize,
+    sel: &Selected<'_>,
+    out: &mut [T],
+    scratch: &mut [T],
+) {
+    let task = |k0: usize, os: &mut [T], buf: &mut [T]| {
+        for (k, o) in os.iter_mut().enumerate() {
+            let i = sel.row(k0 + k);
+            *o = lse_row(&x[i * c..(i + 1) * c], buf);
+        }
+    };
+    if par::split(out.len() * c, par::SPLIT_MIN) {
+        out.par_chunks_mut(ROWS)
+            .zip(scratch.par_chunks_mut(c))
+            .enumerate()
+            .for_each(|(t, (os, buf))| task(t * ROWS, os, buf));
+    } else {
+        task(0, out, &mut scratch[..c]);
+    }
+}
+
+/// Scratch for the row-wise kernels over `count` rows of `c` values: one row per task.
+fn scratch_len(count: usize, c: usize) -> usize {
+    count.div_ceil(ROWS).max(1) * c
+}
+
+/// The selected rows in order: every row, or a list (a mask's rows, in a vector of
+/// the pool, or the indices).
+enum Selected<'r> {
+    All(usize),
+    Index(&'r [usize]),
+    Mask(Vec<usize>),
+}
+
+impl<'r> Selected<'r> {
+    /// The selection `rows` of `n` rows; a mask's rows are listed in a vector from
+    /// `idx` (to be handed back with [`Selected::give`]).
+    fn new(rows: &Rows<'r>, n: usize, idx: impl FnOnce() -> Vec<usize>) -> Self {
+        match rows {
+            Rows::All => Selected::All(n),
+            Rows::Index(ix) => Selected::Index(ix),
+            Rows::Mask(_) => {
+                let mut v = idx();
+                rows.for_each(n, |i| v.push(i));
+                Selected::Mask(v)
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Selected::All(n) => *n,
+            Selected::Index(v) => v.len(),
+            Selected::Mask(v) => v.len(),
+        }
+    }
+
+    /// The row at position `k` of the selection.
+    #[inline]
+    fn row(&self, k: usize) -> usize {
+        match self {
+            Selected::All(_) => k,
+            Selected::Index(v) => v[k],
+            Selected::Mask(v) => v[k],
+        }
+    }
+
+    /// Hands a mask's list back to the pool.
+    fn give<T: Element>(self, pool: &mut Pool<T>) {
+        if let Selected::Mask(v) = self {
+            pool.give_idx(v);
+        }
+    }
 }
 
 fn m2<'s, T>(a: &'s ArrayViewD<'_, T>) -> ArrayView2<'s, T> {
@@ -77,30 +181,77 @@ impl<T: Element> Rec<'_, T> {
         }
     }
 
-    pub(crate) fn release(self, _pool: &mut Pool<T>) {}
+    pub(crate) fn release(self, pool: &mut Pool<T>) {
+        if self.lse.capacity() > 0 {
+            pool.give_vec(self.lse);
+        }
+    }
 
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
         let s = g.iter().copied().next().unwrap_or_else(T::zero) / T::cst(self.n as f64);
         let x = bw.vals[self.a].view();
         match &self.kind {
-            Kind::CrossEntropy { labels, rows } | Kind::Nll { labels, rows } => {
-                let ce = matches!(self.kind, Kind::CrossEntropy { .. });
+            Kind::Nll { labels, rows } => {
                 let Some(mut ga) = bw.gs.acc(self.a, x.shape()) else {
                     return;
                 };
-                let x2 = m2(&x);
                 let mut ga2 = ga.view_mut().into_dimensionality::<Ix2>().expect("rank 2");
-                rows.for_each(x2.nrows(), |i| {
-                    let mut gr = ga2.row_mut(i);
-                    if ce {
-                        let xr = x2.row(i);
-                        let l = lse(xr);
-                        Zip::from(&mut gr)
-                            .and(&xr)
-                            .for_each(|d, &v| *d += s * (v - l).exp());
+                rows.for_each(x.shape()[0], |i| ga2[[i, labels[i]]] -= s);
+            }
+            Kind::CrossEntropy { labels, rows } => {
+                let (rn, c) = (x.shape()[0], x.shape()[1]);
+                if !bw.gs.wants(self.a) {
+                    return;
+                }
+                let sel = Selected::new(rows, rn, || bw.gs.pool.idx(rn));
+                let mut scratch = bw.gs.pool.overwritten_vec(scratch_len(sel.len(), c));
+                let xs = x.as_standard_layout();
+                let xs = xs.as_slice().expect("standard layout");
+                let Some((mut ga, fresh)) = bw.gs.acc_or_fresh(self.a, x.shape()) else {
+                    return;
+                };
+                let gs = ga.as_slice_mut().expect("adjoints are standard layout");
+                if matches!(sel, Selected::All(_)) {
+                    // Every row: `g = (0 or g) + s·softmax`, then `-s` at the label; rows
+                    // in tasks of `ROWS` over rayon's threads from the split threshold.
+                    let task = |r0: usize, g: &mut [T], buf: &mut [T]| {
+                        for (r, gr) in g.chunks_exact_mut(c).enumerate() {
+                            let i = r0 + r;
+                            shifted_exp(&xs[i * c..(i + 1) * c], self.lse[i], buf);
+                            if fresh {
+                                gr.iter_mut()
+                                    .zip(&*buf)
+                                    .for_each(|(d, &e)| *d = T::zero() + s * e);
+                            } else {
+                                gr.iter_mut().zip(&*buf).for_each(|(d, &e)| *d += s * e);
+                            }
+                            gr[labels[i]] -= s;
+                        }
+                    };
+                    if par::split(gs.len(), par::SPLIT_MIN) {
+                        gs.par_chunks_mut(ROWS * c)
+                            .zip(scratch.par_chunks_mut(c))
+                            .enumerate()
+                            .for_each(|(t, (g, buf))| task(t * ROWS, g, buf));
+                    } else {
+                        task(0, gs, &mut scratch[..c]);
                     }
-                    gr[labels[i]] -= s;
-                });
+                } else {
+                    // Some rows (a row listed twice counts twice): in order, on this thread.
+                    if fresh {
+                        gs.fill(T::zero());
+                    }
+                    let buf = &mut scratch[..c];
+                    for k in 0..sel.len() {
+                        let i = sel.row(k);
+                        shifted_exp(&xs[i * c..(i + 1) * c], self.lse[k], buf);
+                        let gr = &mut gs[i * c..(i + 1) * c];
+                        gr.iter_mut().zip(&*buf).for_each(|(d, &e)| *d += s * e);
+                        gr[labels[i]] -= s;
+                    }
+                }
+                bw.gs.pool.give_vec(scratch);
+                sel.give(bw.gs.pool);
             }
             Kind::Mse | Kind::Bce => {
                 let y = bw.vals[self.b].view();
@@ -188,12 +339,22 @@ impl<'a, T: Element> Tape<'a, T> {
         let n = self.check_labels(op, ia, labels, &rows)?;
         let x = self.vals[ia].view();
         let x2 = m2(&x);
+        let (rn, c) = x2.dim();
+        let xs = x2.as_standard_layout();
+        let xs = xs.as_slice().expect("standard layout");
+        let sel = Selected::new(&rows, rn, || self.pool.idx(rn));
+        let mut scratch = self.pool.overwritten_vec(scratch_len(sel.len(), c));
+        let mut lse = Vec::new();
+        if ce {
+            lse = self.pool.overwritten_vec(sel.len());
+            selected_lse(xs, c, &sel, &mut lse, &mut scratch);
+        }
         let mut total = T::zero();
-        rows.for_each(x2.nrows(), |i| {
-            let xr = x2.row(i);
-            let l = if ce { lse(xr) } else { T::zero() };
-            total = total + l - xr[labels[i]];
-        });
+        for k in 0..sel.len() {
+            let i = sel.row(k);
+            let l = if ce { lse[k] } else { T::zero() };
+            total = total + l - xs[i * c + labels[i]];
+        }
         let out = self
             .pool
             .collect(&[], std::iter::once(total / T::cst(n as f64)));
@@ -204,24 +365,23 @@ impl<'a, T: Element> Tape<'a, T> {
         {
             let t2 = m2(&ta);
             let mut tv = T::zero();
-            rows.for_each(x2.nrows(), |i| {
+            let buf = &mut scratch[..c];
+            for k in 0..sel.len() {
+                let i = sel.row(k);
                 let tr = t2.row(i);
                 if ce {
-                    let xr = x2.row(i);
-                    let l = lse(xr);
-                    tv += xr
-                        .iter()
-                        .zip(tr.iter())
-                        .map(|(&x, &t)| (x - l).exp() * t)
-                        .sum::<T>();
+                    shifted_exp(&xs[i * c..(i + 1) * c], lse[k], buf);
+                    tv += buf.iter().zip(tr.iter()).map(|(&e, &t)| e * t).sum::<T>();
                 }
                 tv -= tr[labels[i]];
-            });
+            }
             tan = Tan::Own(
                 self.pool
                     .collect(&[], std::iter::once(tv / T::cst(n as f64))),
             );
         }
+        self.pool.give_vec(scratch);
+        sel.give(&mut self.pool);
         let kind = if ce {
             Kind::CrossEntropy { labels, rows }
         } else {
@@ -232,7 +392,7 @@ impl<'a, T: Element> Tape<'a, T> {
             b: ia,
             kind,
             n,
-            _t: std::marker::PhantomData,
+            lse,
         };
         Ok(self.push(out, tracked, Op::Loss(rec), tan))
     }
@@ -318,7 +478,7 @@ impl<'a, T: Element> Tape<'a, T> {
             b: ib,
             kind,
             n,
-            _t: std::marker::PhantomData,
+            lse: Vec::new(),
         };
         Ok(self.push(out, tracked, Op::Loss(rec), tan))
     }
@@ -334,5 +494,58 @@ impl<'a, T: Element> Tape<'a, T> {
     #[track_caller]
     pub fn bce_with_logits(&mut self, logits: Var, targets: Var) -> AdResult<Var> {
         self.pair_loss(logits, targets, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tensor::{self, Rows, TapeBuffers};
+    use crate::{Const, Duplicated};
+    use ndarray::Array2;
+
+    /// The row-wise kernels over rayon's threads (`2^20` logits and more) against the
+    /// definition (`mean(lse - x[label])`, gradient `(softmax - onehot) / n` from
+    /// `f64::exp`), and the same bits on one thread and on two.
+    #[test]
+    fn cross_entropy_over_threads_matches_the_definition() {
+        let (n, c) = (66_000, 16);
+        assert!(n * c >= crate::tensor::par::SPLIT_MIN);
+        let x = Array2::from_shape_fn((n, c), |(i, j)| {
+            (((i * 31 + j * 17) % 101) as f64 - 50.0) * 0.07
+        });
+        let labels: Vec<usize> = (0..n).map(|i| (i * 7) % c).collect();
+        let mut want_g = Array2::<f64>::zeros((n, c));
+        let mut want = 0.0;
+        for i in 0..n {
+            let r = x.row(i);
+            let m = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let z: f64 = r.iter().map(|&v| (v - m).exp()).sum();
+            want += m + z.ln() - r[labels[i]];
+            for j in 0..c {
+                want_g[[i, j]] = ((r[j] - m).exp() / z - f64::from(j == labels[i])) / n as f64;
+            }
+        }
+        want /= n as f64;
+        let mut runs = Vec::new();
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("thread pool");
+            let mut g = Array2::<f64>::zeros((n, c));
+            let l = pool.install(|| {
+                tensor::gradient(
+                    &mut TapeBuffers::new(),
+                    |t, (x, y)| t.cross_entropy(x, y, Rows::All),
+                    (Duplicated(&x, &mut g), Const(labels.as_slice())),
+                )
+                .expect("gradient")
+            });
+            assert!((l - want).abs() < 1e-12, "{threads} threads: {l} against {want}");
+            let err = (&g - &want_g).iter().fold(0.0f64, |e, v| e.max(v.abs()));
+            assert!(err < 1e-15, "{threads} threads: gradient error {err}");
+            runs.push((l, g));
+        }
+        assert_eq!(runs[0], runs[1], "bits differ between one thread and two");
     }
 }
