@@ -134,6 +134,11 @@ impl<'r> Selected<'r> {
         }
     }
 
+    /// The selected rows in order.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len()).map(|k| self.row(k))
+    }
+
     /// Hands a mask's list back to the pool.
     fn give<T: Element>(self, pool: &mut Pool<T>) {
         if let Selected::Mask(v) = self {
@@ -242,8 +247,7 @@ impl<T: Element> Rec<'_, T> {
                         gs.fill(T::zero());
                     }
                     let buf = &mut scratch[..c];
-                    for k in 0..sel.len() {
-                        let i = sel.row(k);
+                    for (k, i) in sel.iter().enumerate() {
                         shifted_exp(&xs[i * c..(i + 1) * c], self.lse[k], buf);
                         let gr = &mut gs[i * c..(i + 1) * c];
                         gr.iter_mut().zip(&*buf).for_each(|(d, &e)| *d += s * e);
@@ -350,8 +354,7 @@ impl<'a, T: Element> Tape<'a, T> {
             selected_lse(xs, c, &sel, &mut lse, &mut scratch);
         }
         let mut total = T::zero();
-        for k in 0..sel.len() {
-            let i = sel.row(k);
+        for (k, i) in sel.iter().enumerate() {
             let l = if ce { lse[k] } else { T::zero() };
             total = total + l - xs[i * c + labels[i]];
         }
@@ -366,8 +369,7 @@ impl<'a, T: Element> Tape<'a, T> {
             let t2 = m2(&ta);
             let mut tv = T::zero();
             let buf = &mut scratch[..c];
-            for k in 0..sel.len() {
-                let i = sel.row(k);
+            for (k, i) in sel.iter().enumerate() {
                 let tr = t2.row(i);
                 if ce {
                     shifted_exp(&xs[i * c..(i + 1) * c], lse[k], buf);
