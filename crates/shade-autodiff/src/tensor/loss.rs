@@ -88,6 +88,64 @@ fn selected_lse<T: Element>(
     }
 }
 
+/// The reverse rule of `cross_entropy` over some of its rows: `g += s·softmax(x)`, then
+/// `-s` at each selected row's label, `g` written (as `0 + v`) instead of added to when
+/// `write`.
+struct CeBack<'r, 'l, T> {
+    xs: &'r [T],
+    c: usize,
+    sel: &'r Selected<'l>,
+    lse: &'r [T],
+    labels: &'r [usize],
+    s: T,
+    write: bool,
+}
+
+impl<T: Element> CeBack<'_, '_, T> {
+    /// Tasks `t0..t1` (selected positions `t0·ROWS..t1·ROWS`) into `g`, the adjoint's
+    /// rows from `row0` on, with `c` values of `scratch` per task; split in halves over
+    /// rayon's threads when `split` (the selection must then be increasing, so that
+    /// each half owns the rows from its first one on).
+    fn rows(
+        &self,
+        (t0, t1): (usize, usize),
+        row0: usize,
+        g: &mut [T],
+        scratch: &mut [T],
+        split: bool,
+    ) {
+        let c = self.c;
+        if !split || t1 - t0 <= 1 {
+            let buf = &mut scratch[..c];
+            let (k0, k1) = (t0 * ROWS, (t1 * ROWS).min(self.sel.len()));
+            for (k, &l) in self.lse[k0..k1].iter().enumerate() {
+                let i = self.sel.row(k0 + k);
+                shifted_exp(&self.xs[i * c..(i + 1) * c], l, buf);
+                let gr = &mut g[(i - row0) * c..(i - row0 + 1) * c];
+                if self.write {
+                    gr.iter_mut()
+                        .zip(&*buf)
+                        .for_each(|(d, &e)| *d = T::zero() + self.s * e);
+                } else {
+                    gr.iter_mut()
+                        .zip(&*buf)
+                        .for_each(|(d, &e)| *d += self.s * e);
+                }
+                gr[self.labels[i]] -= self.s;
+            }
+            return;
+        }
+        let tm = (t0 + t1) / 2;
+        let mid = self.sel.row(tm * ROWS);
+        let (ga, gb) = g.split_at_mut((mid - row0) * c);
+        let (sa, sb) = scratch.split_at_mut((tm - t0) * c);
+        rayon::join(
+            || self.rows((t0, tm), row0, ga, sa, true),
+            || self.rows((tm, t1), mid, gb, sb, true),
+        );
+    }
+}
+
 /// Scratch for the row-wise kernels over `count` rows of `c` values: one row per task.
 fn scratch_len(count: usize, c: usize) -> usize {
     count.div_ceil(ROWS).max(1) * c
@@ -131,6 +189,14 @@ impl<'r> Selected<'r> {
             Selected::All(_) => k,
             Selected::Index(v) => v[k],
             Selected::Mask(v) => v[k],
+        }
+    }
+
+    /// Whether each row is selected at most once, in increasing order.
+    fn increasing(&self) -> bool {
+        match self {
+            Selected::All(_) | Selected::Mask(_) => true,
+            Selected::Index(v) => v.windows(2).all(|w| w[0] < w[1]),
         }
     }
 
@@ -216,44 +282,25 @@ impl<T: Element> Rec<'_, T> {
                     return;
                 };
                 let gs = ga.as_slice_mut().expect("adjoints are standard layout");
-                if matches!(sel, Selected::All(_)) {
-                    // Every row: `g = (0 or g) + s·softmax`, then `-s` at the label; rows
-                    // in tasks of `ROWS` over rayon's threads from the split threshold.
-                    let task = |r0: usize, g: &mut [T], buf: &mut [T]| {
-                        for (r, gr) in g.chunks_exact_mut(c).enumerate() {
-                            let i = r0 + r;
-                            shifted_exp(&xs[i * c..(i + 1) * c], self.lse[i], buf);
-                            if fresh {
-                                gr.iter_mut()
-                                    .zip(&*buf)
-                                    .for_each(|(d, &e)| *d = T::zero() + s * e);
-                            } else {
-                                gr.iter_mut().zip(&*buf).for_each(|(d, &e)| *d += s * e);
-                            }
-                            gr[labels[i]] -= s;
-                        }
-                    };
-                    if par::split(gs.len(), par::SPLIT_MIN) {
-                        gs.par_chunks_mut(ROWS * c)
-                            .zip(scratch.par_chunks_mut(c))
-                            .enumerate()
-                            .for_each(|(t, (g, buf))| task(t * ROWS, g, buf));
-                    } else {
-                        task(0, gs, &mut scratch[..c]);
-                    }
-                } else {
-                    // Some rows (a row listed twice counts twice): in order, on this thread.
-                    if fresh {
-                        gs.fill(T::zero());
-                    }
-                    let buf = &mut scratch[..c];
-                    for (k, i) in sel.iter().enumerate() {
-                        shifted_exp(&xs[i * c..(i + 1) * c], self.lse[k], buf);
-                        let gr = &mut gs[i * c..(i + 1) * c];
-                        gr.iter_mut().zip(&*buf).for_each(|(d, &e)| *d += s * e);
-                        gr[labels[i]] -= s;
-                    }
+                let all = matches!(sel, Selected::All(_));
+                if fresh && !all {
+                    gs.fill(T::zero());
                 }
+                let rule = CeBack {
+                    xs,
+                    c,
+                    sel: &sel,
+                    lse: &self.lse,
+                    labels,
+                    s,
+                    write: fresh && all,
+                };
+                // Rows in tasks of `ROWS` over rayon's threads from the split threshold
+                // when each row is selected once, in increasing order (every row, a mask,
+                // sorted distinct indices); in order on this thread otherwise (a row
+                // listed twice counts twice).
+                let split = par::split(sel.len() * c, par::SPLIT_MIN) && sel.increasing();
+                rule.rows((0, sel.len().div_ceil(ROWS)), 0, gs, &mut scratch, split);
                 bw.gs.pool.give_vec(scratch);
                 sel.give(bw.gs.pool);
             }
@@ -507,47 +554,73 @@ mod tests {
 
     /// The row-wise kernels over rayon's threads (`2^20` logits and more) against the
     /// definition (`mean(lse - x[label])`, gradient `(softmax - onehot) / n` from
-    /// `f64::exp`), and the same bits on one thread and on two.
+    /// `f64::exp`) for every kind of selection (all rows, a mask, sorted indices, which
+    /// split; unsorted indices with a repeat, which run in order), and the same bits on
+    /// one thread and on two.
     #[test]
     fn cross_entropy_over_threads_matches_the_definition() {
-        let (n, c) = (66_000, 16);
-        assert!(n * c >= crate::tensor::par::SPLIT_MIN);
+        let (n, c) = (140_000, 16);
         let x = Array2::from_shape_fn((n, c), |(i, j)| {
             (((i * 31 + j * 17) % 101) as f64 - 50.0) * 0.07
         });
         let labels: Vec<usize> = (0..n).map(|i| (i * 7) % c).collect();
-        let mut want_g = Array2::<f64>::zeros((n, c));
-        let mut want = 0.0;
-        for i in 0..n {
-            let r = x.row(i);
-            let m = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let z: f64 = r.iter().map(|&v| (v - m).exp()).sum();
-            want += m + z.ln() - r[labels[i]];
-            for j in 0..c {
-                want_g[[i, j]] = ((r[j] - m).exp() / z - f64::from(j == labels[i])) / n as f64;
+        let mask: Vec<bool> = (0..n).map(|i| i % 3 != 1).collect();
+        let masked: Vec<usize> = (0..n).filter(|&i| mask[i]).collect();
+        let sorted: Vec<usize> = (0..n).step_by(2).collect();
+        let mut shuffled: Vec<usize> = (0..n).rev().step_by(2).collect();
+        shuffled.push(shuffled[5]);
+        let all: Vec<usize> = (0..n).collect();
+        for (name, rows, list) in [
+            ("all", Rows::All, &all),
+            ("mask", Rows::Mask(&mask), &masked),
+            ("sorted", Rows::Index(&sorted), &sorted),
+            ("shuffled", Rows::Index(&shuffled), &shuffled),
+        ] {
+            assert!(list.len() * c >= crate::tensor::par::SPLIT_MIN);
+            let m = list.len() as f64;
+            let mut want_g = Array2::<f64>::zeros((n, c));
+            let mut want = 0.0;
+            for &i in list {
+                let r = x.row(i);
+                let mx = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let z: f64 = r.iter().map(|&v| (v - mx).exp()).sum();
+                want += mx + z.ln() - r[labels[i]];
+                for j in 0..c {
+                    want_g[[i, j]] += ((r[j] - mx).exp() / z - f64::from(j == labels[i])) / m;
+                }
             }
+            want /= m;
+            let mut runs = Vec::new();
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("thread pool");
+                let mut g = Array2::<f64>::zeros((n, c));
+                let l = pool.install(|| {
+                    tensor::gradient(
+                        &mut TapeBuffers::new(),
+                        |t, (x, y)| t.cross_entropy(x, y, rows),
+                        (Duplicated(&x, &mut g), Const(labels.as_slice())),
+                    )
+                    .expect("gradient")
+                });
+                // The mean of ~10⁵ terms in another association: to 1e-10.
+                assert!(
+                    (l - want).abs() < 1e-10,
+                    "{name}, {threads} threads: {l} against {want}"
+                );
+                let err = (&g - &want_g).iter().fold(0.0f64, |e, v| e.max(v.abs()));
+                assert!(
+                    err < 1e-15,
+                    "{name}, {threads} threads: gradient error {err}"
+                );
+                runs.push((l, g));
+            }
+            assert_eq!(
+                runs[0], runs[1],
+                "{name}: bits differ between one thread and two"
+            );
         }
-        want /= n as f64;
-        let mut runs = Vec::new();
-        for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("thread pool");
-            let mut g = Array2::<f64>::zeros((n, c));
-            let l = pool.install(|| {
-                tensor::gradient(
-                    &mut TapeBuffers::new(),
-                    |t, (x, y)| t.cross_entropy(x, y, Rows::All),
-                    (Duplicated(&x, &mut g), Const(labels.as_slice())),
-                )
-                .expect("gradient")
-            });
-            assert!((l - want).abs() < 1e-12, "{threads} threads: {l} against {want}");
-            let err = (&g - &want_g).iter().fold(0.0f64, |e, v| e.max(v.abs()));
-            assert!(err < 1e-15, "{threads} threads: gradient error {err}");
-            runs.push((l, g));
-        }
-        assert_eq!(runs[0], runs[1], "bits differ between one thread and two");
     }
 }
