@@ -579,10 +579,7 @@ mod tests {
             .collect();
         let mut runs = Vec::new();
         for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("thread pool");
+            let pool = crate::tensor::par::test_pool(threads);
             let mut g = ndarray::Array1::zeros(n);
             pool.install(|| {
                 tn::gradient(

@@ -592,10 +592,7 @@ mod tests {
             want /= m;
             let mut runs = Vec::new();
             for threads in [1, 2] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .expect("thread pool");
+                let pool = crate::tensor::par::test_pool(threads);
                 let mut g = Array2::<f64>::zeros((n, c));
                 let l = pool.install(|| {
                     tensor::gradient(

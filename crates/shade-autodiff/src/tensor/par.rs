@@ -42,3 +42,12 @@ pub(crate) const SPLIT_MIN: usize = 1 << 20;
 pub(crate) fn split(work: usize, min: usize) -> bool {
     work >= min && rayon::current_num_threads() > 1
 }
+
+/// A rayon pool of `threads` threads, for tests that compare results across thread counts.
+#[cfg(test)]
+pub(crate) fn test_pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool")
+}
