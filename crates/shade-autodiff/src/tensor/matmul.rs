@@ -629,10 +629,7 @@ mod tests {
         let c = Array2::from_shape_fn((m, n), |(i, j)| ((i + 3 * j) % 7) as f64 - 3.0);
         let (mut dw, mut dx) = (Array2::zeros((k, n)), Array2::zeros((m, k)));
         let mut bufs = TapeBuffers::new();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = crate::tensor::par::test_pool(2);
         let f = pool
             .install(|| {
                 gradient(
@@ -690,10 +687,7 @@ mod tests {
         let c0 = Array2::from_shape_fn((n, k), |(i, j)| ((i + 3 * j) % 7) as f64 - 3.0);
         let mut first: Option<Array2<f64>> = None;
         for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = crate::tensor::par::test_pool(threads);
             let mut c = c0.clone();
             pool.install(|| general_mat_mul(2.0, &g.t(), &x.view(), 0.5, &mut c.view_mut()));
             for j in 0..n {

@@ -508,10 +508,7 @@ mod tests {
             start: Start::Zero,
         };
         csr_rows::<f32, _, false>(&k, 0, &mut serial);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
+        let pool = crate::tensor::par::test_pool(2);
         let split = pool.install(|| {
             assert!(par::split((ind.len() + rows) * f, PAR_MIN));
             let mut out = vec![f32::NAN; rows * f];
