@@ -166,6 +166,13 @@ fn small_mat_mul<T: Element>(
     if m == 0 || n == 0 || k == 0 {
         return;
     }
+    // A few columns of `c` over many rows, `a` with contiguous columns (the `Gᵀ·X` of a
+    // weight of a few input features, `[50, 100]·[100, 2]`): as axpys along the columns
+    // of `a`, the rows of `cᵀ` (`n` wide axpys would be two elements long).
+    if n < 8 && m >= 2 * n && m * n <= T_BUF && (a.strides()[0] == 1 || m == 1) {
+        axpy_cols(alpha, a, b, c);
+        return;
+    }
     let c_rows = c.strides()[1] == 1 || n == 1;
     let b_rows = b.strides()[1] == 1 || n == 1;
     // Dot products pay only over a long enough inner dimension (`X · Wᵀ` of a 2-feature
@@ -199,13 +206,59 @@ fn small_mat_mul<T: Element>(
     }
 }
 
+/// Elements of the result of [`axpy_cols`] (summed on the stack, then added to `c`).
+const T_BUF: usize = 1024;
+
+/// `c += alpha · a · b` for `a` `[m, k]` with contiguous columns and `n` small:
+/// `cᵀ[j, :] = Σ_p (alpha · b[p, j]) · a[:, p]` summed in a stack buffer (each
+/// element over `p` in order), then added to `c`.
+fn axpy_cols<T: Element>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut ArrayViewMut2<'_, T>,
+) {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let mut t = [T::zero(); T_BUF];
+    let t = &mut t[..m * n];
+    for (p, col) in a.axis_iter(Axis(1)).enumerate() {
+        let col = col.to_slice().expect("contiguous column");
+        for (tj, &bv) in t.chunks_exact_mut(m).zip(b.row(p)) {
+            let bv = alpha * bv;
+            for (d, &av) in tj.iter_mut().zip(col) {
+                *d += bv * av;
+            }
+        }
+    }
+    debug_assert_eq!(k, b.nrows());
+    for (j, tj) in t.chunks_exact(m).enumerate() {
+        for (cv, &v) in c.column_mut(j).iter_mut().zip(tj) {
+            *cv += v;
+        }
+    }
+}
+
 /// Columns of `c` per pass of [`axpy_rows`] (a gathered row of `b` on the stack).
 const COLS: usize = 128;
+
+/// Elements of `b` with strided rows that [`axpy_rows`] gathers at once per block of
+/// columns (the `Wᵀ` of `X·Wᵀ` for a weight of a few features), instead of one row of
+/// `b` per block of rows of `c`.
+const B_BUF: usize = 1024;
+
+/// Steps of the inner dimension whose values of `a` [`axpy_rows`] gathers at once for a
+/// block of [`ROWS`] rows (read through their strides once, not one indexed element
+/// per multiply-add row).
+const KB: usize = 64;
 
 /// `c += alpha · a · b` for `c` with contiguous rows, as axpys: per block of [`COLS`]
 /// columns, [`ROWS`] rows of `c` at a time, `c[i, j..] += a[i, p] · b[p, j..]`, each
 /// row of `b` read once per block of rows (gathered into a stack buffer when its
-/// elements are not contiguous, `b_rows` false).
+/// elements are not contiguous, `b_rows` false: the whole block of columns at once
+/// when it fits in [`B_BUF`]). The values `alpha · a[i, p]` of a block of rows are
+/// gathered [`KB`] steps at a time. Each element of `c` adds its terms in the order of
+/// `p`, whatever the blocking.
 fn axpy_rows<T: Element>(
     alpha: T,
     a: &ArrayView2<'_, T>,
@@ -216,51 +269,63 @@ fn axpy_rows<T: Element>(
     let (m, k) = a.dim();
     let n = b.ncols();
     let mut buf = [T::zero(); COLS];
+    let mut whole = [T::zero(); B_BUF];
+    let mut ab = [T::zero(); ROWS * KB];
     let mut j0 = 0;
     while j0 < n {
         let w = COLS.min(n - j0);
-        let mut i = 0;
-        while i + ROWS <= m {
-            let mut cb = c.slice_mut(ndarray::s![i..i + ROWS, j0..j0 + w]);
-            let mut rows = cb.rows_mut().into_iter();
-            let (Some(mut r0), Some(mut r1), Some(mut r2), Some(mut r3)) =
-                (rows.next(), rows.next(), rows.next(), rows.next())
-            else {
-                unreachable!("a block of ROWS rows")
-            };
-            let (c0, c1, c2, c3) = (
-                &mut r0.as_slice_mut().expect("contiguous row")[..w],
-                &mut r1.as_slice_mut().expect("contiguous row")[..w],
-                &mut r2.as_slice_mut().expect("contiguous row")[..w],
-                &mut r3.as_slice_mut().expect("contiguous row")[..w],
-            );
-            for p in 0..k {
-                let (a0, a1, a2, a3) = (
-                    alpha * a[[i, p]],
-                    alpha * a[[i + 1, p]],
-                    alpha * a[[i + 2, p]],
-                    alpha * a[[i + 3, p]],
-                );
-                let br = b_row(b, p, j0, w, b_rows, &mut buf);
-                for j in 0..w {
-                    let bv = br[j];
-                    c0[j] += a0 * bv;
-                    c1[j] += a1 * bv;
-                    c2[j] += a2 * bv;
-                    c3[j] += a3 * bv;
-                }
+        let gathered = !b_rows && k * w <= B_BUF;
+        if gathered {
+            let blk = b.slice(ndarray::s![.., j0..j0 + w]);
+            for (d, r) in whole.chunks_exact_mut(w).zip(blk.outer_iter()) {
+                d.iter_mut().zip(r).for_each(|(d, &v)| *d = v);
             }
-            i += ROWS;
         }
-        for i in i..m {
-            let mut r = c.slice_mut(ndarray::s![i, j0..j0 + w]);
-            let cr = &mut r.as_slice_mut().expect("contiguous row")[..w];
-            for p in 0..k {
-                let av = alpha * a[[i, p]];
-                for (cv, &bv) in cr.iter_mut().zip(b_row(b, p, j0, w, b_rows, &mut buf)) {
-                    *cv += av * bv;
+        let mut i = 0;
+        while i < m {
+            let rows = ROWS.min(m - i);
+            let mut cb = c.slice_mut(ndarray::s![i..i + rows, j0..j0 + w]);
+            let mut cs: smallvec::SmallVec<[&mut [T]; ROWS]> = cb
+                .outer_iter_mut()
+                .map(|r| r.into_slice().expect("contiguous row"))
+                .collect();
+            let mut p0 = 0;
+            while p0 < k {
+                let kb = KB.min(k - p0);
+                let blk = a.slice(ndarray::s![i..i + rows, p0..p0 + kb]);
+                for (t, ar) in blk.outer_iter().enumerate() {
+                    for (q, &v) in ar.iter().enumerate() {
+                        ab[q * ROWS + t] = alpha * v;
+                    }
                 }
+                for q in 0..kb {
+                    let p = p0 + q;
+                    let av = &ab[q * ROWS..q * ROWS + ROWS];
+                    let br = if gathered {
+                        &whole[p * w..p * w + w]
+                    } else {
+                        b_row(b, p, j0, w, b_rows, &mut buf)
+                    };
+                    if let [c0, c1, c2, c3] = &mut cs[..] {
+                        let (a0, a1, a2, a3) = (av[0], av[1], av[2], av[3]);
+                        for j in 0..w {
+                            let bv = br[j];
+                            c0[j] += a0 * bv;
+                            c1[j] += a1 * bv;
+                            c2[j] += a2 * bv;
+                            c3[j] += a3 * bv;
+                        }
+                    } else {
+                        for (cr, &a) in cs.iter_mut().zip(av) {
+                            for (cv, &bv) in cr.iter_mut().zip(br) {
+                                *cv += a * bv;
+                            }
+                        }
+                    }
+                }
+                p0 += kb;
             }
+            i += rows;
         }
         j0 += w;
     }
@@ -720,6 +785,9 @@ mod tests {
             (2, 31, 9),
             (6, 3, 300),
             (5, 20, 140),
+            (50, 100, 2),
+            (9, 64, 4),
+            (5, 130, 3),
         ] {
             let a = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 - 5.0);
             let b = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.5);

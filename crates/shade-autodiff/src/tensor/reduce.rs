@@ -75,7 +75,10 @@ impl Rec {
                 if self.kind == Kind::Mean {
                     s = s / T::cst(x.len() as f64);
                 }
-                ga.map_inplace(|d| *d += s);
+                match ga.as_slice_memory_order_mut() {
+                    Some(d) => super::simd::avx2(|| d.iter_mut().for_each(|d| *d += s)),
+                    None => ga.map_inplace(|d| *d += s),
+                }
             }
             (Kind::Sum | Kind::Mean, Some(ax)) => {
                 let n = x.shape()[ax];
@@ -125,6 +128,43 @@ impl Rec {
     }
 }
 
+/// Lanes of [`sum_map`]: sixteen independent running sums, so that the loop vectorises
+/// (one or two registers wide) without reassociating one long chain.
+const LANES: usize = 16;
+
+/// `Σ f(x)` over all elements of `x`. Contiguous (in memory order): [`LANES`] running
+/// sums over whole chunks, added pairwise, then the remainder in order; the order
+/// depends on the length alone (not on the thread count or the processor), so the bits
+/// do too, and the rounding error grows like that of sixteen sums of `len / 16` terms
+/// rather than one of `len`. Other layouts: in iteration order. A sequential sum of
+/// the policy model's 10,000 outputs cost 5 % of its gradient.
+fn sum_map<T: Element>(x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> T {
+    match x.as_slice_memory_order() {
+        Some(s) => super::simd::avx2(|| sum_lanes(s, f)),
+        None => x.iter().map(|&v| f(v)).sum(),
+    }
+}
+
+#[inline(always)]
+fn sum_lanes<T: Element>(x: &[T], f: impl Fn(T) -> T) -> T {
+    let mut acc = [T::zero(); LANES];
+    let chunks = x.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f(v);
+        }
+    }
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            acc[l] = acc[l] + acc[l + w];
+        }
+    }
+    rest.iter().fold(acc[0], |s, &v| s + f(v))
+}
+
 fn first_ext<'x, T: Element>(it: impl Iterator<Item = &'x T>, max: bool) -> (usize, T) {
     let mut best = (0, T::nan());
     for (k, &v) in it.enumerate() {
@@ -162,9 +202,9 @@ impl<'a, T: Element> Tape<'a, T> {
         let out = match axis {
             None => {
                 let v = match kind {
-                    Kind::Sum => x.iter().copied().sum(),
-                    Kind::Mean => x.iter().copied().sum::<T>() / T::cst(n as f64),
-                    Kind::Norm => x.iter().map(|&v| v * v).sum::<T>().sqrt(),
+                    Kind::Sum => sum_map(&x, |v| v),
+                    Kind::Mean => sum_map(&x, |v| v) / T::cst(n as f64),
+                    Kind::Norm => sum_map(&x, |v| v * v).sqrt(),
                     Kind::Max | Kind::Min => {
                         let (k, v) = first_ext(x.iter(), kind == Kind::Max);
                         arg = self.pool.idx(1);
@@ -212,8 +252,8 @@ impl<'a, T: Element> Tape<'a, T> {
             let t = match axis {
                 None => {
                     let v = match kind {
-                        Kind::Sum => ta.iter().copied().sum(),
-                        Kind::Mean => ta.iter().copied().sum::<T>() / T::cst(n as f64),
+                        Kind::Sum => sum_map(&ta, |v| v),
+                        Kind::Mean => sum_map(&ta, |v| v) / T::cst(n as f64),
                         Kind::Max | Kind::Min => {
                             ta.iter().nth(arg[0]).copied().unwrap_or_else(T::zero)
                         }
@@ -322,5 +362,39 @@ impl<'a, T: Element> Tape<'a, T> {
     #[track_caller]
     pub fn norm(&mut self, a: Var) -> AdResult<Var> {
         self.reduce(a, None, Kind::Norm)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sum_map;
+    use ndarray::{Array1, ArrayD, IxDyn};
+
+    /// The lane sum against an `f64` sum of the same `f32` values, for lengths around
+    /// the lanes (below, at, one over, many chunks with a remainder); below one chunk it
+    /// is the sequential sum bit for bit. A transposed (non-contiguous) view sums the
+    /// same values.
+    #[test]
+    fn lane_sums_match_the_definition() {
+        for len in [0, 1, 5, 15, 16, 17, 33, 1000, 10_007] {
+            let x = Array1::from_shape_fn(len, |i| ((i * 37 % 101) as f32 - 50.0) / 7.0);
+            let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
+            let xd = x.clone().into_dyn();
+            let got = sum_map(&xd.view(), |v| v);
+            let scale: f64 = x.iter().map(|&v| f64::from(v.abs())).sum::<f64>().max(1.0);
+            assert!(
+                (f64::from(got) - want).abs() <= 1e-6 * scale,
+                "len {len}: {got} against {want}"
+            );
+            if (1..16).contains(&len) {
+                assert_eq!(got.to_bits(), x.iter().copied().sum::<f32>().to_bits());
+            }
+            let sq = sum_map(&xd.view(), |v| v * v);
+            let want_sq: f64 = x.iter().map(|&v| f64::from(v * v)).sum();
+            assert!((f64::from(sq) - want_sq).abs() <= 1e-6 * want_sq.max(1.0));
+        }
+        let m = ArrayD::from_shape_fn(IxDyn(&[7, 9]), |d| (d[0] * 9 + d[1]) as f64);
+        let t = m.t();
+        assert_eq!(sum_map(&t, |v| v), (0..63).sum::<i32>() as f64);
     }
 }
