@@ -159,7 +159,7 @@ fn sum_lanes<T: Element>(x: &[T], f: impl Fn(T) -> T) -> T {
     while w > 1 {
         w /= 2;
         for l in 0..w {
-            acc[l] = acc[l] + acc[l + w];
+            acc[l] += acc[l + w];
         }
     }
     rest.iter().fold(acc[0], |s, &v| s + f(v))
