@@ -114,10 +114,17 @@ pub(crate) fn acc_reduced<T: Element>(
         return;
     }
     if dn > 0 && out_shape.ends_with(&trailing) {
-        // A bias-like operand: the output is rows of `d`'s shape.
-        for row in src.chunks_exact(dn) {
-            acc(d, row);
-        }
+        // A bias-like operand: the output is rows of `d`'s shape (each column summed in
+        // row order; compiled with AVX2 where the processor has it, the same bits).
+        super::simd::avx2(|| {
+            for row in src.chunks_exact(dn) {
+                if sign == T::one() {
+                    d.iter_mut().zip(row).for_each(|(d, &c)| *d += c);
+                } else {
+                    d.iter_mut().zip(row).for_each(|(d, &c)| *d += sign * c);
+                }
+            }
+        });
         return;
     }
     let n = out_shape.len();

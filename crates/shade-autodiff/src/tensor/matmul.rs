@@ -307,6 +307,11 @@ fn axpy_rows<T: Element>(
                         b_row(b, p, j0, w, b_rows, &mut buf)
                     };
                     if let [c0, c1, c2, c3] = &mut cs[..] {
+                        // Plain slices of `w` (not through the vector of rows), so that
+                        // the loop below is vectorised without reloads or bounds checks.
+                        let (c0, c1, c2, c3) =
+                            (&mut c0[..w], &mut c1[..w], &mut c2[..w], &mut c3[..w]);
+                        let br = &br[..w];
                         let (a0, a1, a2, a3) = (av[0], av[1], av[2], av[3]);
                         for j in 0..w {
                             let bv = br[j];

@@ -654,21 +654,29 @@ fn store_panels<T: Element, const W: usize>(
         }
         return;
     }
+    if c.strides()[1] == 1 || n == 1 {
+        // Contiguous rows: row `p` of `C` takes lane block `p` of every panel.
+        for (p, mut cr) in c.outer_iter_mut().enumerate() {
+            let cr = cr.as_slice_mut().expect("contiguous row");
+            for (q, cq) in cr.chunks_mut(W).enumerate() {
+                let at = q * k * W + p * W;
+                store_row(alpha, &v[at..at + cq.len()], beta, cq);
+            }
+        }
+        return;
+    }
+    // Other layouts: one element at a time.
     for (q, panel) in v.chunks_exact(k * W).enumerate() {
         let (j0, w) = (q * W, W.min(n - q * W));
         for (p, v) in panel.chunks_exact(W).enumerate() {
             let mut cr = c.slice_mut(ndarray::s![p, j0..j0 + w]);
-            match cr.as_slice_mut() {
-                Some(cr) => store_row(alpha, &v[..w], beta, cr),
-                // `C` with strided rows (a transposed view): one element at a time.
-                None => cr.iter_mut().zip(v).for_each(|(c, &v)| {
-                    *c = if beta == T::zero() {
-                        alpha * v
-                    } else {
-                        beta * *c + alpha * v
-                    }
-                }),
-            }
+            cr.iter_mut().zip(v).for_each(|(c, &v)| {
+                *c = if beta == T::zero() {
+                    alpha * v
+                } else {
+                    beta * *c + alpha * v
+                }
+            });
         }
     }
 }
