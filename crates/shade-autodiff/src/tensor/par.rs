@@ -25,6 +25,18 @@
 //! one (`small_profile policy 20000`), the two adjoints of each product on the two
 //! threads included: its kernels are 1–10 µs, and the serial rules between them
 //! (allocation, zeroing, the bias sums) are a third of the time.
+//!
+//! Measured again on this machine (2 vCPUs under a hypervisor): two independent
+//! one-thread processes of vectorised arithmetic each ran at 0.82× the speed of one
+//! alone (so 1.65× is the most two threads give such work here), and one `rayon::join`
+//! of the two adjoints of the policy model's output layer (`G·w` and `Gᵀ·x`, 500 k
+//! multiply-adds each) per gradient, the second thread asleep, made the gradient
+//! slower on two threads (124.8 → 142.5 µs, min of 5): a wake-up costs more than the
+//! 12 µs it saves. With a helper woken at the start of each gradient and spinning to
+//! 500 µs after it, joining the adjoints of both layers of 250 k and 500 k, the gradient
+//! went from 120.4 to 113.9 µs (min of 9), and no lower with the split thresholds
+//! lowered 8- to 32-fold while it spins: a core busy for 5 %. Not kept (the diff is in
+//! the project notes as `team-linear-join-experiment.diff`).
 
 /// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
 /// hundred µs of work on one core, where the saved half is several times a hand-off.
