@@ -35,8 +35,7 @@
 //! 12 µs it saves. With a helper woken at the start of each gradient and spinning to
 //! 500 µs after it, joining the adjoints of both layers of 250 k and 500 k, the gradient
 //! went from 120.4 to 113.9 µs (min of 9), and no lower with the split thresholds
-//! lowered 8- to 32-fold while it spins: a core busy for 5 %. Not kept (the diff is in
-//! the project notes as `team-linear-join-experiment.diff`).
+//! lowered 8- to 32-fold while it spins: a core kept busy for 5 %, not kept.
 
 /// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
 /// hundred µs of work on one core, where the saved half is several times a hand-off.
