@@ -115,8 +115,8 @@ pub(crate) fn acc_reduced<T: Element>(
     }
     if dn > 0 && out_shape.ends_with(&trailing) {
         // A bias-like operand: the output is rows of `d`'s shape (each column summed in
-        // row order; compiled with AVX2 where the processor has it, the same bits).
-        super::simd::avx2(|| {
+        // row order; compiled with AVX-512F or AVX2 where the processor has them, the same bits).
+        super::simd::wide(|| {
             for row in src.chunks_exact(dn) {
                 if sign == T::one() {
                     d.iter_mut().zip(row).for_each(|(d, &c)| *d += c);

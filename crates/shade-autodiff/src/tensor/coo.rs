@@ -143,7 +143,7 @@ fn std<'v, T: Element>(v: &'v ndarray::CowArray<'_, T, ndarray::IxDyn>) -> &'v [
 ///
 /// Each pair's values are spread over a row buffer (`c` copies each, `c` a
 /// compile-time constant for the usual widths per head 1, 2, 4, 8, 16), then one
-/// contiguous multiply-add runs over the row, compiled for AVX2 where the processor
+/// contiguous multiply-add runs over the row, compiled for AVX-512F or AVX2 where the processor
 /// has it. Per element the same operations in the same order as the plain loop (no
 /// fused multiply-add): the result is identical bit for bit on every path.
 fn spmm_into<T: Element>(
@@ -157,7 +157,7 @@ fn spmm_into<T: Element>(
 }
 
 /// `d[k, g] += ⟨G[rows[k], g, :], x[cols[k], g, :]⟩`: the adjoint of the values, as
-/// [`spmm_into`] (the same widths unrolled, AVX2 where the processor has it, the
+/// [`spmm_into`] (the same widths unrolled, AVX-512F or AVX2 where the processor has them, the
 /// products summed left to right as the plain loop).
 fn values_adjoint<T: Element>(
     structure: (&[usize], &[usize], usize),
@@ -213,10 +213,10 @@ impl<'s> Kern<'s> {
         }
     }
 
-    /// [`Kern::pass`] at the width `C`, a constant once inlined, compiled for AVX2 where
+    /// [`Kern::pass`] at the width `C`, a constant once inlined, compiled for AVX-512F or AVX2 where
     /// the processor has it.
     fn at<T: Element, const C: usize>(self, pass: Pass, a: &[T], x: &[T], out: &mut [T]) {
-        super::simd::avx2(
+        super::simd::wide(
             #[inline(always)]
             || self.pass(pass, C, a, x, out),
         );

@@ -273,15 +273,15 @@ macro_rules! unswitch {
     };
 }
 
-/// `o[i] = k.f(s[i])`: the loop compiled for AVX2 where the processor has it
-/// ([`simd::avx2`]: eight `f32` lanes instead of SSE2's four, the same results bit for
-/// bit).
+/// `o[i] = k.f(s[i])`: the loop compiled for AVX-512F or AVX2 where the processor has
+/// them ([`simd::wide`]: sixteen or eight `f32` lanes instead of SSE2's four, the same
+/// results bit for bit).
 ///
 /// The vectorised activations ([`math`]) are arithmetic-bound: twice the lanes halve
 /// their time (the maps were 14% of the policy model's gradient on SSE2).
 #[inline]
 fn map_into<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
-    simd::avx2(
+    simd::wide(
         #[inline(always)]
         || map_plain(k, s, o),
     );
@@ -294,11 +294,11 @@ fn map_plain<T: Element, K: Kernel<T>>(k: K, s: &[T], o: &mut [T]) {
     }
 }
 
-/// `y[i] = e^{y[i]}` with the vectorised `exp` ([`math`]), AVX2 where the processor
+/// `y[i] = e^{y[i]}` with the vectorised `exp` ([`math`]), AVX-512F or AVX2 where the processor
 /// has it (for the kernels that exponentiate a buffer of their own, e.g. the segment
 /// softmax).
 pub(crate) fn exp_in_place<T: Element>(y: &mut [T]) {
-    simd::avx2(
+    simd::wide(
         #[inline(always)]
         || y.iter_mut().for_each(|v| *v = kernels::Exp.f(*v)),
     );
@@ -419,7 +419,7 @@ impl<'a, T: Element> Tape<'a, T> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
         let y = match x.as_slice() {
-            // The calling thread's contiguous maps: the dispatched loop (AVX2 where the
+            // The calling thread's contiguous maps: the dispatched loop (AVX-512F or AVX2 where the
             // processor has it).
             Some(xs) if !super::par::split(xs.len(), super::tape::PAR_MAP_MIN) => {
                 // Every element is written by the map.
@@ -605,7 +605,7 @@ mod tests {
         assert_eq!(runs[0], runs[1], "bits differ between one thread and two");
     }
 
-    /// The dispatched map (AVX2 here when the processor has it) gives the same bits
+    /// The dispatched map (AVX-512F or AVX2 here when the processor has them) gives the same bits
     /// as the baseline loop for every map, over values from tiny to overflowing, in
     /// both element types.
     #[test]

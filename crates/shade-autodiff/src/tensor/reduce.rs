@@ -76,7 +76,7 @@ impl Rec {
                     s = s / T::cst(x.len() as f64);
                 }
                 match ga.as_slice_memory_order_mut() {
-                    Some(d) => super::simd::avx2(|| d.iter_mut().for_each(|d| *d += s)),
+                    Some(d) => super::simd::wide(|| d.iter_mut().for_each(|d| *d += s)),
                     None => ga.map_inplace(|d| *d += s),
                 }
             }
@@ -140,7 +140,7 @@ const LANES: usize = 16;
 /// the policy model's 10,000 outputs cost 5 % of its gradient.
 fn sum_map<T: Element>(x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T) -> T {
     match x.as_slice_memory_order() {
-        Some(s) => super::simd::avx2(|| sum_lanes(s, f)),
+        Some(s) => super::simd::wide(|| sum_lanes(s, f)),
         None => x.iter().map(|&v| f(v)).sum(),
     }
 }
