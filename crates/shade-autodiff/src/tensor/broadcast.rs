@@ -81,6 +81,16 @@ pub(crate) fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> AdR
     Ok(out)
 }
 
+/// `d += s`, or `d += sign · s`: the choice made once, outside the loop.
+#[inline(always)]
+fn acc_signed<T: Element>(d: &mut [T], s: &[T], sign: T) {
+    if sign == T::one() {
+        d.iter_mut().zip(s).for_each(|(d, &c)| *d += c);
+    } else {
+        d.iter_mut().zip(s).for_each(|(d, &c)| *d += sign * c);
+    }
+}
+
 /// Adds `src` (standard layout, shape `out_shape`) into the standard-layout adjoint of
 /// node `j` (shape `dst_shape`), summing over the broadcast axes.
 pub(crate) fn acc_reduced<T: Element>(
@@ -101,14 +111,7 @@ pub(crate) fn acc_reduced<T: Element>(
         .skip_while(|&&k| k == 1)
         .copied()
         .collect::<SmallVec<[usize; 6]>>();
-    // `+=` (the common case, a sum) or `+= sign ·`, chosen outside the loops.
-    let acc = |d: &mut [T], s: &[T]| {
-        if sign == T::one() {
-            d.iter_mut().zip(s).for_each(|(d, &c)| *d += c);
-        } else {
-            d.iter_mut().zip(s).for_each(|(d, &c)| *d += sign * c);
-        }
-    };
+    let acc = |d: &mut [T], s: &[T]| acc_signed(d, s, sign);
     if dst_shape == out_shape || (dn == src.len()) {
         acc(d, src);
         return;
@@ -118,11 +121,7 @@ pub(crate) fn acc_reduced<T: Element>(
         // row order; compiled with AVX-512F or AVX2 where the processor has them, the same bits).
         super::simd::wide(|| {
             for row in src.chunks_exact(dn) {
-                if sign == T::one() {
-                    d.iter_mut().zip(row).for_each(|(d, &c)| *d += c);
-                } else {
-                    d.iter_mut().zip(row).for_each(|(d, &c)| *d += sign * c);
-                }
+                acc_signed(d, row, sign);
             }
         });
         return;

@@ -218,8 +218,7 @@ fn axpy_cols<T: Element>(
     b: &ArrayView2<'_, T>,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    let (m, k) = a.dim();
-    let n = b.ncols();
+    let (m, n) = (a.nrows(), b.ncols());
     let mut t = [T::zero(); T_BUF];
     let t = &mut t[..m * n];
     for (p, col) in a.axis_iter(Axis(1)).enumerate() {
@@ -231,7 +230,6 @@ fn axpy_cols<T: Element>(
             }
         }
     }
-    debug_assert_eq!(k, b.nrows());
     for (j, tj) in t.chunks_exact(m).enumerate() {
         for (cv, &v) in c.column_mut(j).iter_mut().zip(tj) {
             *cv += v;

@@ -57,6 +57,16 @@ pub(super) fn store_row<T: Element>(alpha: T, v: &[T], beta: T, c: &mut [T]) {
     }
 }
 
+/// `c = β·c + α·v` for one element (`c` not read when `β = 0`), for the strided layouts.
+#[inline(always)]
+fn store_one<T: Element>(alpha: T, v: T, beta: T, c: &mut T) {
+    *c = if beta == T::zero() {
+        alpha * v
+    } else {
+        beta * *c + alpha * v
+    };
+}
+
 /// `C = β·C + α·V` for `V` `[k, n]` in panels of `W` columns (panel `q`, row `p` at
 /// `(q·k + p)·W`), `C` of any layout.
 pub(super) fn store_panels<T: Element, const W: usize>(
@@ -73,11 +83,7 @@ pub(super) fn store_panels<T: Element, const W: usize>(
             let col = col.as_slice_mut().expect("contiguous column");
             let lane = v[(j / W) * k * W + j % W..].iter().step_by(W);
             for (c, &v) in col.iter_mut().zip(lane) {
-                *c = if beta == T::zero() {
-                    alpha * v
-                } else {
-                    beta * *c + alpha * v
-                };
+                store_one(alpha, v, beta, c);
             }
         }
         return;
@@ -98,13 +104,9 @@ pub(super) fn store_panels<T: Element, const W: usize>(
         let (j0, w) = (q * W, W.min(n - q * W));
         for (p, v) in panel.chunks_exact(W).enumerate() {
             let mut cr = c.slice_mut(ndarray::s![p, j0..j0 + w]);
-            cr.iter_mut().zip(v).for_each(|(c, &v)| {
-                *c = if beta == T::zero() {
-                    alpha * v
-                } else {
-                    beta * *c + alpha * v
-                }
-            });
+            cr.iter_mut()
+                .zip(v)
+                .for_each(|(c, &v)| store_one(alpha, v, beta, c));
         }
     }
 }
