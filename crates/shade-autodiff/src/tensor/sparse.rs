@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 
 mod kernel;
 mod rows;
-use kernel::{Start, csr_mm};
+use kernel::{Permuted, Start, csr_mm};
 use rows::{Put, col_sums, transpose_short};
 
 /// Work (multiply-adds) below which kernels stay on the calling thread (the small-op
@@ -154,7 +154,7 @@ impl<T: Element> SparseMatrix<T> {
         csr_mm(
             self.indptr(),
             self.mat.indices(),
-            |p| data[p],
+            data,
             xs,
             f,
             Start::Out,
@@ -233,13 +233,13 @@ impl<T: Element> SparseMatrix<T> {
     /// `out = start + Aᵀ · x` for a row-major `x` with rows of length `f`.
     fn transpose_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
         match self.transposed_mul() {
-            Some(t) => csr_mm(&t.indptr, &t.indices, |q| t.data[q], x, f, start, out),
+            Some(t) => csr_mm(&t.indptr, &t.indices, &t.data[..], x, f, start, out),
             None => {
                 let data = self.mat.data();
                 csr_mm(
                     self.indptr(),
                     self.mat.indices(),
-                    |p| data[p],
+                    data,
                     x,
                     f,
                     start,
@@ -550,7 +550,7 @@ impl<T: Element> Rec<'_, T> {
                 let v = bw.vals[self.v].view();
                 let v = v.as_standard_layout();
                 let vs = std_slice(&v);
-                csr_mm(&t.indptr, &t.indices, |q| vs[t.perm[q]], gs, f, start, d);
+                csr_mm(&t.indptr, &t.indices, Permuted { vals: vs, perm: &t.perm }, gs, f, start, d);
             }
         }
     }
@@ -665,10 +665,10 @@ impl<'a, T: Element> Tape<'a, T> {
                 let vv = self.vals[iv].view();
                 let vv = vv.as_standard_layout();
                 let vs = std_slice(&vv);
-                csr_mm(ip, ind, |p| vs[p], std_slice(&xs), f, start, o);
+                csr_mm(ip, ind, vs, std_slice(&xs), f, start, o);
             } else {
                 let data = a.mat.data();
-                csr_mm(ip, ind, |p| data[p], std_slice(&xs), f, start, o);
+                csr_mm(ip, ind, data, std_slice(&xs), f, start, o);
             }
         }
         let tracked = self.tracked[ix]
@@ -688,10 +688,10 @@ impl<'a, T: Element> Tape<'a, T> {
                     let vv = self.vals[iv].view();
                     let vv = vv.as_standard_layout();
                     let vs = std_slice(&vv);
-                    csr_mm(ip, ind, |p| vs[p], std_slice(&tx), f, Start::Out, o);
+                    csr_mm(ip, ind, vs, std_slice(&tx), f, Start::Out, o);
                 } else {
                     let data = a.mat.data();
-                    csr_mm(ip, ind, |p| data[p], std_slice(&tx), f, Start::Out, o);
+                    csr_mm(ip, ind, data, std_slice(&tx), f, Start::Out, o);
                 }
             }
             if kind == Kind::Values
@@ -699,7 +699,7 @@ impl<'a, T: Element> Tape<'a, T> {
             {
                 let tv = tv.as_standard_layout();
                 let ts = std_slice(&tv);
-                csr_mm(ip, ind, |p| ts[p], std_slice(&xs), f, Start::Out, o);
+                csr_mm(ip, ind, ts, std_slice(&xs), f, Start::Out, o);
             }
             tan = Tan::Own(t);
         }
@@ -739,7 +739,7 @@ impl<'a, T: Element> Tape<'a, T> {
             transpose_short(std_slice(&src), n, k, wt, Put::Copy);
             let mut out = pool.overwritten(&[a.rows(), n]);
             let o = out.as_slice_mut().expect("standard layout");
-            csr_mm(ip, ind, |p| data[p], wt, n, Start::Zero, o);
+            csr_mm(ip, ind, data, wt, n, Start::Zero, o);
             out
         };
         let out = product(&mut self.pool, wv, &mut wt);
