@@ -36,6 +36,19 @@
 //! 500 µs after it, joining the adjoints of both layers of 250 k and 500 k, the gradient
 //! went from 120.4 to 113.9 µs (min of 9), and no lower with the split thresholds
 //! lowered 8- to 32-fold while it spins: a core kept busy for 5 %, not kept.
+//!
+//! Nor a hand-off of our own without rayon (one slot, two atomic stores and loads, a
+//! helper thread spinning on it; each dense product of the policy gradient of 32 k
+//! multiply-adds or more halved by rows, or by panels of columns, the same bits). The
+//! halves ran together in 6.2 µs a product against 10.2 µs one after the other on one
+//! core (1.65×, timed inside the join, the two modes interleaved), but the rest of the
+//! gradient slowed by nearly as much (about 60 → 78 µs, the same helper spinning in both
+//! modes): the kernels after a product read
+//! the half the helper wrote from the other core's cache. The gradient went from 113 to
+//! 104 µs at best (`small_profile policy`, min of 7). Pure register arithmetic halved
+//! over the same hand-off ran 1.85–1.93× faster. What would pay is a split that keeps
+//! each core on its own rows from one kernel to the next (the dense products, the
+//! elementwise maps and the sparse rows cut at the same row), not a split per kernel.
 
 /// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
 /// hundred µs of work on one core, where the saved half is several times a hand-off.
