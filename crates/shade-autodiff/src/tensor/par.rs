@@ -47,8 +47,11 @@
 //! the half the helper wrote from the other core's cache. The gradient went from 113 to
 //! 104 µs at best (`small_profile policy`, min of 7). Pure register arithmetic halved
 //! over the same hand-off ran 1.85–1.93× faster. What would pay is a split that keeps
-//! each core on its own rows from one kernel to the next (the dense products, the
-//! elementwise maps and the sparse rows cut at the same row), not a split per kernel.
+//! each core on its own rows from one kernel to the next, not a split per kernel; the
+//! activations and their adjoints cut at the same row as the products gave no more
+//! (108 µs), and a spinning helper has outliers of its own (means of 145–167 µs
+//! against 113 µs without it): when the host takes the helper's core while it holds a
+//! half, the caller waits.
 
 /// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
 /// hundred µs of work on one core, where the saved half is several times a hand-off.
