@@ -236,15 +236,7 @@ impl<T: Element> SparseMatrix<T> {
             Some(t) => csr_mm(&t.indptr, &t.indices, &t.data[..], x, f, start, out),
             None => {
                 let data = self.mat.data();
-                csr_mm(
-                    self.indptr(),
-                    self.mat.indices(),
-                    data,
-                    x,
-                    f,
-                    start,
-                    out,
-                );
+                csr_mm(self.indptr(), self.mat.indices(), data, x, f, start, out);
             }
         }
     }
@@ -550,7 +542,18 @@ impl<T: Element> Rec<'_, T> {
                 let v = bw.vals[self.v].view();
                 let v = v.as_standard_layout();
                 let vs = std_slice(&v);
-                csr_mm(&t.indptr, &t.indices, Permuted { vals: vs, perm: &t.perm }, gs, f, start, d);
+                csr_mm(
+                    &t.indptr,
+                    &t.indices,
+                    Permuted {
+                        vals: vs,
+                        perm: &t.perm,
+                    },
+                    gs,
+                    f,
+                    start,
+                    d,
+                );
             }
         }
     }
