@@ -527,6 +527,9 @@ fn takes_blocks<T>(k: usize, n: usize) -> bool {
     k >= 2 * K_BLOCK && n * std::mem::size_of::<T>() >= 128
 }
 
+/// How many rows ahead [`tn_blocks`] asks for the block of `A` it will copy.
+const BLOCK_AHEAD: usize = 8;
+
 /// Columns of `A` (rows of `C`) per block of [`tn_blocks`]: Cora's 1433 features in 6
 /// blocks, 3 per thread on 2 threads.
 const K_BLOCK: usize = 256;
@@ -555,8 +558,27 @@ fn tn_blocks<T: Element, const W: usize>(
         let mut pk = vec![T::zero(); ib * kb];
         for i0 in (0..m).step_by(ib) {
             let i1 = (i0 + ib).min(m);
-            for (d, i) in pk.chunks_exact_mut(kb).zip(i0..i1) {
-                d.copy_from_slice(&row(a, i)[p0..p0 + kb]);
+            match a.as_slice() {
+                Some(flat) => {
+                    let (k, line) = (a.ncols(), 64 / size_of::<T>());
+                    for (d, i) in pk.chunks_exact_mut(kb).zip(i0..i1) {
+                        // The block of the row `BLOCK_AHEAD` on asked for now: a row's
+                        // block is a short run of lines, a row of `A` away from the last,
+                        // which the hardware prefetcher does not follow in time.
+                        if i + BLOCK_AHEAD < m {
+                            let ahead = (i + BLOCK_AHEAD) * k + p0;
+                            for q in (ahead..ahead + kb).step_by(line) {
+                                prefetch(&flat[q..]);
+                            }
+                        }
+                        d.copy_from_slice(&flat[i * k + p0..i * k + p0 + kb]);
+                    }
+                }
+                None => {
+                    for (d, i) in pk.chunks_exact_mut(kb).zip(i0..i1) {
+                        d.copy_from_slice(&row(a, i)[p0..p0 + kb]);
+                    }
+                }
             }
             let ai = ArrayView2::from_shape((i1 - i0, kb), &pk[..(i1 - i0) * kb])
                 .expect("a chunk of whole rows");
@@ -852,6 +874,26 @@ mod tests {
                         assert!(takes_tn(&a.t(), &g.view(), &cv));
                         tn_at(level, threads, al, &a.t(), &g.view(), be, &mut cv);
                         assert_eq!(&ct.t(), first, "Aᵀ·G {m}×{k}×{n} into a transposed C");
+                        // `A` the first columns of a wider array (rows contiguous, the
+                        // whole not: the blocks' copy reads it row by row): the same bits.
+                        let wide = Array2::<T>::from_shape_fn((m, k + 3), |(i, j)| {
+                            if j < k { value(i, j, 0) } else { T::cst(9.0) }
+                        });
+                        let av = wide.slice(ndarray::s![.., ..k]);
+                        let mut c = c0.clone();
+                        assert!(
+                            av.as_slice().is_none() && takes_tn(&av.t(), &g.view(), &c.view_mut())
+                        );
+                        tn_at(
+                            level,
+                            threads,
+                            al,
+                            &av.t(),
+                            &g.view(),
+                            be,
+                            &mut c.view_mut(),
+                        );
+                        assert_eq!(&c, first, "Aᵀ·G {m}×{k}×{n} with A inside a wider array");
                     }
                 }
             }
