@@ -401,14 +401,19 @@ fn strip<T: Element, V: Values<T>, const W: usize, const PF: bool>(
         Start::Zero => [T::zero(); W],
         Start::Row(b) => b[j..j + W].try_into().expect("a strip of W columns"),
     };
-    assert!(j + W <= f && x.len() >= f, "a strip inside x's rows");
-    let last = x.len() / f - 1;
+    // A row with nonzeros has a dense row to read (a matrix without columns has none).
+    assert!(
+        j + W <= f && (lo == hi || x.len() >= f),
+        "a strip inside x's rows"
+    );
+    let last = (x.len() / f).saturating_sub(1);
     for ((p, &c), v) in (lo..hi).zip(&k.ind[lo..hi]).zip(k.val.run(lo, hi)) {
         prefetch_ahead::<T, V, PF>(k, p, j);
         debug_assert!(c <= last, "a column inside x's rows");
         let at = c.min(last) * f + j;
-        // SAFETY: `c.min(last) <= x.len() / f - 1` and `j + W <= f`, so
-        // `at + W <= x.len()`: the `W` values lie inside `x`; any bits are a valid `T`.
+        // SAFETY: there is a nonzero, so `x.len() >= f` (asserted above), and
+        // `c.min(last) <= x.len() / f - 1` and `j + W <= f`, so `at + W <= x.len()`:
+        // the `W` values lie inside `x`; any bits are a valid `T`.
         #[allow(unsafe_code)]
         let xr: [T; W] = unsafe { x.as_ptr().add(at).cast::<[T; W]>().read_unaligned() };
         madd(&mut acc, v, &xr);
@@ -510,6 +515,26 @@ mod tests {
                 let mut whole = prev.clone();
                 csr_mm(&ip, &ind, &data[..], &x, f, start, &mut whole);
                 assert_eq!(whole, want, "csr_mm, f = {f}");
+            }
+        }
+    }
+
+    /// A matrix without columns (no nonzeros, an empty dense operand): every row is its
+    /// start, on every row width and start, with no read of the dense operand.
+    #[test]
+    fn a_matrix_without_columns_gives_its_starts() {
+        let ip = [0usize; 4];
+        for f in [1, 2, 3, 7, 16, 32, 50, 64, 70] {
+            let b: Vec<f32> = (0..f).map(|j| j as f32 - 1.5).collect();
+            let prev: Vec<f32> = (0..3 * f).map(|i| i as f32 * 0.25).collect();
+            for (start, want) in [
+                (Start::Out, prev.clone()),
+                (Start::Zero, vec![0.0; 3 * f]),
+                (Start::Row(&b[..]), b.repeat(3)),
+            ] {
+                let mut out = prev.clone();
+                csr_mm(&ip, &[], &[][..], &[], f, start, &mut out);
+                assert_eq!(out, want, "f = {f}, {start:?}");
             }
         }
     }
