@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use sprs::CsMat;
 use std::sync::OnceLock;
 
+mod dense;
 mod kernel;
 mod rows;
 use kernel::{Permuted, Start, csr_mm};
@@ -43,6 +44,8 @@ pub struct SparseMatrix<T> {
     t_mul: OnceLock<Option<TransposedCsr<T>>>,
     /// `Aᵀ`'s structure with the map to `A`'s nonzeros, for `spmm_values`.
     t: OnceLock<Transposed>,
+    /// A dense copy of a small matrix with many nonzeros (see `sparse/dense.rs`).
+    dense: OnceLock<Option<ndarray::Array2<T>>>,
 }
 
 /// CSR of the transpose with its values.
@@ -88,6 +91,7 @@ impl<T: Element> SparseMatrix<T> {
             mat,
             t_mul: OnceLock::new(),
             t: OnceLock::new(),
+            dense: OnceLock::new(),
         }
     }
 
@@ -150,16 +154,7 @@ impl<T: Element> SparseMatrix<T> {
             x.as_slice().unwrap_or_default(),
             out.as_slice_mut().unwrap_or_default(),
         );
-        let data = self.mat.data();
-        csr_mm(
-            self.indptr(),
-            self.mat.indices(),
-            data,
-            xs,
-            f,
-            Start::Out,
-            o,
-        );
+        self.mm(xs, f, Start::Out, o);
         Ok(())
     }
 
@@ -230,8 +225,37 @@ impl<T: Element> SparseMatrix<T> {
         self.transposed_mul().is_none()
     }
 
+    /// The dense copy, when this matrix takes the dense path (`sparse/dense.rs`).
+    fn dense(&self) -> Option<&ndarray::Array2<T>> {
+        self.dense
+            .get_or_init(|| {
+                dense::takes(self.rows(), self.cols(), self.nnz()).then(|| dense::copy(self))
+            })
+            .as_ref()
+    }
+
+    /// `out = start + A · x` for a row-major `x` with rows of length `f`.
+    fn mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
+        match self.dense() {
+            Some(d) => dense::mm(d.view(), x, f, start, out),
+            None => csr_mm(
+                self.indptr(),
+                self.mat.indices(),
+                self.mat.data(),
+                x,
+                f,
+                start,
+                out,
+            ),
+        }
+    }
+
     /// `out = start + Aᵀ · x` for a row-major `x` with rows of length `f`.
     fn transpose_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
+        if let Some(d) = self.dense() {
+            dense::mm(d.t(), x, f, start, out);
+            return;
+        }
         match self.transposed_mul() {
             Some(t) => csr_mm(&t.indptr, &t.indices, &t.data[..], x, f, start, out),
             None => {
@@ -670,8 +694,7 @@ impl<'a, T: Element> Tape<'a, T> {
                 let vs = std_slice(&vv);
                 csr_mm(ip, ind, vs, std_slice(&xs), f, start, o);
             } else {
-                let data = a.mat.data();
-                csr_mm(ip, ind, data, std_slice(&xs), f, start, o);
+                a.mm(std_slice(&xs), f, start, o);
             }
         }
         let tracked = self.tracked[ix]
@@ -693,8 +716,7 @@ impl<'a, T: Element> Tape<'a, T> {
                     let vs = std_slice(&vv);
                     csr_mm(ip, ind, vs, std_slice(&tx), f, Start::Out, o);
                 } else {
-                    let data = a.mat.data();
-                    csr_mm(ip, ind, data, std_slice(&tx), f, Start::Out, o);
+                    a.mm(std_slice(&tx), f, Start::Out, o);
                 }
             }
             if kind == Kind::Values
@@ -735,14 +757,13 @@ impl<'a, T: Element> Tape<'a, T> {
             });
         }
         let (n, k) = (wv.shape()[0], wv.shape()[1]);
-        let (ip, ind, data) = (a.indptr(), a.mat.indices(), a.mat.data());
         let mut wt = self.pool.overwritten_vec(k * n);
         let product = |pool: &mut Pool<T>, src: ArrayViewD<'_, T>, wt: &mut Vec<T>| {
             let src = src.as_standard_layout();
             transpose_short(std_slice(&src), n, k, wt, Put::Copy);
             let mut out = pool.overwritten(&[a.rows(), n]);
             let o = out.as_slice_mut().expect("standard layout");
-            csr_mm(ip, ind, data, wt, n, Start::Zero, o);
+            a.mm(wt, n, Start::Zero, o);
             out
         };
         let out = product(&mut self.pool, wv, &mut wt);
