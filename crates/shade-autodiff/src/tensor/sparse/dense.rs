@@ -148,7 +148,7 @@ mod tests {
                 .into_dimensionality::<ndarray::Ix2>()
                 .expect("2-D");
             let y: Array2<f64> =
-                d.dot(&x2) + &b.view().into_dimensionality::<ndarray::Ix1>().expect("1-D");
+                d.dot(&x2) + b.view().into_dimensionality::<ndarray::Ix1>().expect("1-D");
             assert!((loss - (&y * &w2).sum()).abs() < 1e-9, "fill {fill}: loss");
             let want_dx: Array2<f64> = d.t().dot(&w2);
             assert!(
