@@ -44,8 +44,9 @@ pub struct SparseMatrix<T> {
     t_mul: OnceLock<Option<TransposedCsr<T>>>,
     /// `Aᵀ`'s structure with the map to `A`'s nonzeros, for `spmm_values`.
     t: OnceLock<Transposed>,
-    /// A dense copy of a small matrix with many nonzeros (see `sparse/dense.rs`).
-    dense: OnceLock<Option<ndarray::Array2<T>>>,
+    /// A dense copy of a small matrix with many nonzeros (see `sparse/dense.rs`; boxed,
+    /// so that the matrix stays small where it is held by value).
+    dense: OnceLock<Option<Box<ndarray::Array2<T>>>>,
 }
 
 /// CSR of the transpose with its values.
@@ -229,9 +230,10 @@ impl<T: Element> SparseMatrix<T> {
     fn dense(&self) -> Option<&ndarray::Array2<T>> {
         self.dense
             .get_or_init(|| {
-                dense::takes(self.rows(), self.cols(), self.nnz()).then(|| dense::copy(self))
+                dense::takes(self.rows(), self.cols(), self.nnz())
+                    .then(|| Box::new(dense::copy(self)))
             })
-            .as_ref()
+            .as_deref()
     }
 
     /// `out = start + A · x` for a row-major `x` with rows of length `f`.
