@@ -27,6 +27,12 @@ fn fill_rows<T: Element>(y: &mut ArrayD<T>, b: &ArrayViewD<'_, T>, add: bool) {
     let b = b.as_standard_layout();
     let bs = b.as_slice().expect("standard layout");
     let ys = y.as_slice_mut().expect("standard layout");
+    put_rows(ys, bs, add);
+}
+
+/// Writes (or adds, when `add`) `bs` into every row of the row-major `ys` (rows of
+/// `bs.len()` values).
+pub(super) fn put_rows<T: Element>(ys: &mut [T], bs: &[T], add: bool) {
     if bs.is_empty() {
         return;
     }

@@ -240,16 +240,14 @@ impl<T: Element> SparseMatrix<T> {
     fn mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
         match self.dense() {
             Some(d) => dense::mm(d.view(), x, f, start, out),
-            None => csr_mm(
-                self.indptr(),
-                self.mat.indices(),
-                self.mat.data(),
-                x,
-                f,
-                start,
-                out,
-            ),
+            None => self.csr_mm(x, f, start, out),
         }
+    }
+
+    /// [`Self::mm`] through the CSR row kernel.
+    fn csr_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
+        let (ip, ind, data) = (self.indptr(), self.mat.indices(), self.mat.data());
+        csr_mm(ip, ind, data, x, f, start, out);
     }
 
     /// `out = start + Aᵀ · x` for a row-major `x` with rows of length `f`.
@@ -260,10 +258,8 @@ impl<T: Element> SparseMatrix<T> {
         }
         match self.transposed_mul() {
             Some(t) => csr_mm(&t.indptr, &t.indices, &t.data[..], x, f, start, out),
-            None => {
-                let data = self.mat.data();
-                csr_mm(self.indptr(), self.mat.indices(), data, x, f, start, out);
-            }
+            // `A = Aᵀ`.
+            None => self.csr_mm(x, f, start, out),
         }
     }
 

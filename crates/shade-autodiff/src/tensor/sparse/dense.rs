@@ -17,6 +17,7 @@
 use super::SparseMatrix;
 use super::kernel::Start;
 use crate::tensor::Element;
+use crate::tensor::linear::put_rows;
 use crate::tensor::matmul::general_mat_mul;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
@@ -55,22 +56,20 @@ pub(super) fn mm<T: Element>(
     out: &mut [T],
 ) {
     let (m, k) = d.dim();
-    let (Ok(x), Ok(mut o)) = (
-        ArrayView2::from_shape((k, f), x),
-        ArrayViewMut2::from_shape((m, f), out),
-    ) else {
-        unreachable!("the products' shapes are checked where they are recorded");
-    };
     let beta = match start {
         Start::Out => T::one(),
         // `β = 0`: the output is not read.
         Start::Zero => T::zero(),
         Start::Row(b) => {
-            for mut row in o.rows_mut() {
-                row.iter_mut().zip(b).for_each(|(o, &b)| *o = b);
-            }
+            put_rows(out, b, false);
             T::one()
         }
+    };
+    let (Ok(x), Ok(mut o)) = (
+        ArrayView2::from_shape((k, f), x),
+        ArrayViewMut2::from_shape((m, f), out),
+    ) else {
+        unreachable!("the products' shapes are checked where they are recorded");
     };
     general_mat_mul(T::one(), &d, &x, beta, &mut o);
 }
