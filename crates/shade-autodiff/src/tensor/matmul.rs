@@ -132,7 +132,12 @@ pub(super) fn general_mat_mul<T: Element>(
         }
         return;
     }
-    small_mat_mul(alpha, a, b, beta, c);
+    // The plain loops compiled for the processor's widest vectors (the same operations
+    // in the same order per element: the bits do not change).
+    super::simd::wide(
+        #[inline(always)]
+        || small_mat_mul(alpha, a, b, beta, c),
+    );
 }
 
 /// Rows of `c` computed together by [`small_mat_mul`]: each row of `b` loaded once
@@ -149,6 +154,7 @@ const ROWS: usize = 4;
 /// - other strides: the same sums through ndarray's indexing.
 ///
 /// `beta = 0` overwrites `c` (as BLAS: NaN in `c` does not survive).
+#[inline(always)]
 fn small_mat_mul<T: Element>(
     alpha: T,
     a: &ArrayView2<'_, T>,
@@ -212,27 +218,58 @@ const T_BUF: usize = 1024;
 /// `c += alpha · a · b` for `a` `[m, k]` with contiguous columns and `n` small:
 /// `cᵀ[j, :] = Σ_p (alpha · b[p, j]) · a[:, p]` summed in a stack buffer (each
 /// element over `p` in order), then added to `c`.
+#[inline(always)]
 fn axpy_cols<T: Element>(
     alpha: T,
     a: &ArrayView2<'_, T>,
     b: &ArrayView2<'_, T>,
     c: &mut ArrayViewMut2<'_, T>,
 ) {
-    let (m, n) = (a.nrows(), b.ncols());
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     let mut t = [T::zero(); T_BUF];
     let t = &mut t[..m * n];
-    for (p, col) in a.axis_iter(Axis(1)).enumerate() {
-        let col = col.to_slice().expect("contiguous column");
-        for (tj, &bv) in t.chunks_exact_mut(m).zip(b.row(p)) {
-            let bv = alpha * bv;
-            for (d, &av) in tj.iter_mut().zip(col) {
-                *d += bv * av;
+    let s1 = a.strides()[1];
+    match (a.as_slice_memory_order(), b.as_slice()) {
+        // Plain slices (a view per column of `a` and per row of `b` cost several times
+        // the arithmetic at `[50, 100]·[100, 2]`); the same sums in the same order.
+        (Some(am), Some(bm)) if m > 1 && s1 >= 0 => {
+            let s1 = s1.unsigned_abs();
+            for (p, br) in bm.chunks_exact(n).enumerate().take(k) {
+                let col = &am[p * s1..p * s1 + m];
+                for (tj, &bv) in t.chunks_exact_mut(m).zip(br) {
+                    let bv = alpha * bv;
+                    for (d, &av) in tj.iter_mut().zip(col) {
+                        *d += bv * av;
+                    }
+                }
+            }
+        }
+        _ => {
+            for (p, col) in a.axis_iter(Axis(1)).enumerate() {
+                let col = col.to_slice().expect("contiguous column");
+                for (tj, &bv) in t.chunks_exact_mut(m).zip(b.row(p)) {
+                    let bv = alpha * bv;
+                    for (d, &av) in tj.iter_mut().zip(col) {
+                        *d += bv * av;
+                    }
+                }
             }
         }
     }
-    for (j, tj) in t.chunks_exact(m).enumerate() {
-        for (cv, &v) in c.column_mut(j).iter_mut().zip(tj) {
-            *cv += v;
+    match c.as_slice_mut() {
+        Some(cs) => {
+            for (j, tj) in t.chunks_exact(m).enumerate() {
+                for (cv, &v) in cs[j..].iter_mut().step_by(n).zip(tj) {
+                    *cv += v;
+                }
+            }
+        }
+        None => {
+            for (j, tj) in t.chunks_exact(m).enumerate() {
+                for (cv, &v) in c.column_mut(j).iter_mut().zip(tj) {
+                    *cv += v;
+                }
+            }
         }
     }
 }
@@ -257,6 +294,7 @@ const KB: usize = 64;
 /// when it fits in [`B_BUF`]). The values `alpha · a[i, p]` of a block of rows are
 /// gathered [`KB`] steps at a time. Each element of `c` adds its terms in the order of
 /// `p`, whatever the blocking.
+#[inline(always)]
 fn axpy_rows<T: Element>(
     alpha: T,
     a: &ArrayView2<'_, T>,
@@ -266,6 +304,9 @@ fn axpy_rows<T: Element>(
 ) {
     let (m, k) = a.dim();
     let n = b.ncols();
+    if axpy_rows_flat(alpha, a, b, c) {
+        return;
+    }
     let mut buf = [T::zero(); COLS];
     let mut whole = [T::zero(); B_BUF];
     let mut ab = [T::zero(); ROWS * KB];
@@ -334,6 +375,50 @@ fn axpy_rows<T: Element>(
     }
 }
 
+/// [`axpy_rows`] over plain slices, when `c` is in standard layout, `a` one block of
+/// memory (any order) and `b` in standard layout or small enough to gather
+/// ([`B_BUF`]): row by row of `c`, `c[i, :] += (alpha · a[i, p]) · b[p, :]` in the order
+/// of `p` (the sums and the bits of the blocked loop, without a view per block: at
+/// `[100, 2]·[2, 50]` the views cost ten times the arithmetic). Returns whether it ran.
+#[inline(always)]
+fn axpy_rows_flat<T: Element>(
+    alpha: T,
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    c: &mut ArrayViewMut2<'_, T>,
+) -> bool {
+    let (m, k) = a.dim();
+    let n = b.ncols();
+    let (s0, s1) = (a.strides()[0], a.strides()[1]);
+    if s0 < 0 || s1 < 0 {
+        return false;
+    }
+    let (Some(am), Some(cs)) = (a.as_slice_memory_order(), c.as_slice_mut()) else {
+        return false;
+    };
+    let (s0, s1) = (s0.unsigned_abs(), s1.unsigned_abs());
+    let mut whole = [T::zero(); B_BUF];
+    let bm: &[T] = match b.as_slice() {
+        Some(bm) => bm,
+        None if k * n <= B_BUF => {
+            for (d, &v) in whole.iter_mut().zip(b.iter()) {
+                *d = v;
+            }
+            &whole[..k * n]
+        }
+        None => return false,
+    };
+    for (i, cr) in cs.chunks_exact_mut(n).enumerate().take(m) {
+        for (p, br) in bm.chunks_exact(n).enumerate().take(k) {
+            let av = alpha * am[i * s0 + p * s1];
+            for (cv, &bv) in cr.iter_mut().zip(br) {
+                *cv += av * bv;
+            }
+        }
+    }
+    true
+}
+
 /// Columns `j0..j0 + w` of row `p` of `b`: a slice of `b` when its rows are contiguous
 /// (`b_rows`), else gathered into `buf`.
 #[inline(always)]
@@ -358,7 +443,7 @@ fn b_row<'r, T: Element>(
 
 /// `Σ x[i] y[i]` in eight independent lanes (so the loop vectorises without
 /// reassociating a single sum).
-#[inline]
+#[inline(always)]
 fn dot<T: Element>(x: &[T], y: &[T]) -> T {
     const L: usize = 8;
     let mut acc = [T::zero(); L];
@@ -800,6 +885,11 @@ mod tests {
                 if j % 2 == 0 { b[[i, j / 2]] } else { f64::NAN }
             });
             let strided = wide.slice(ndarray::s![.., ..;2]);
+            // `a` the same way (its memory not one block: the slice paths do not apply).
+            let a_wide = Array2::from_shape_fn((m, 2 * k), |(i, j)| {
+                if j % 2 == 0 { a[[i, j / 2]] } else { f64::NAN }
+            });
+            let a_strided = a_wide.slice(ndarray::s![.., ..;2]);
             let c0 = Array2::from_shape_fn((m, n), |(i, j)| (i + 2 * j) as f64);
             for (alpha, beta) in [(1.0, 0.0), (2.0, 0.5), (1.0, 1.0)] {
                 let mut want = c0.clone();
@@ -810,11 +900,21 @@ mod tests {
                     ("a · bᵀᵀ", a.view(), bt.t()),
                     ("aᵀᵀ · bᵀᵀ", at.t(), bt.t()),
                     ("a · strided b", a.view(), strided.view()),
+                    ("strided a · b", a_strided.view(), b.view()),
+                    ("strided a · bᵀᵀ", a_strided.view(), bt.t()),
                 ] {
                     let mut got = c0.clone();
                     small_mat_mul(alpha, &av, &bv, beta, &mut got.view_mut());
                     let err = (&got - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
                     assert!(err < 1e-12, "{name} {m}×{k}×{n} α={alpha} β={beta}: {err}");
+                    // `c` with contiguous columns (the transposed view of a `[n, m]`).
+                    let mut ct = c0.t().to_owned();
+                    small_mat_mul(alpha, &av, &bv, beta, &mut ct.view_mut().reversed_axes());
+                    let err = (&ct.t() - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
+                    assert!(
+                        err < 1e-12,
+                        "{name} into cᵀᵀ {m}×{k}×{n} α={alpha} β={beta}: {err}"
+                    );
                 }
             }
         }

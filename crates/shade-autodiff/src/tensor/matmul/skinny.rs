@@ -270,13 +270,6 @@ fn madd<T: Element, const F: bool>(x: T, y: T, acc: T) -> T {
     if F { x.mul_add(y, acc) } else { acc + x * y }
 }
 
-/// Row `i` of a mutable view with contiguous rows, as a slice.
-fn row_mut<'v, T>(c: &'v mut ArrayViewMut2<'_, T>, i: usize) -> &'v mut [T] {
-    c.index_axis_mut(Axis(0), i)
-        .into_slice()
-        .expect("rows are contiguous (checked by takes_*)")
-}
-
 /// Rows of `A` up to this many bytes are prefetched [`PREFETCH_ROWS`] rows ahead by
 /// [`nn_rows_body`]: 8 rows of 512 bytes read across by columns are 8 streams too
 /// short for the hardware prefetcher (the loads of a 100k × 128 `A` waited on memory);
@@ -342,23 +335,31 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool, const 
             // The rows [`PREFETCH_ROWS`] ahead, while this tile sums.
             prefetch_rows(a, i + PREFETCH_ROWS..(i + PREFETCH_ROWS + r).min(m));
         }
+        // The tile's rows of `A` and `C`, taken once for all panels.
+        let ar: [&[T]; 8] = std::array::from_fn(|t| if t < r { &row(a, i + t)[..k] } else { &[] });
+        let mut tile = c.slice_mut(ndarray::s![i..i + r, ..]);
+        let mut cr: [&mut [T]; 8] = Default::default();
+        for (d, c) in cr.iter_mut().zip(tile.outer_iter_mut()) {
+            *d = c
+                .into_slice()
+                .expect("rows are contiguous (checked by takes_*)");
+        }
         for (q, panel) in bp.chunks_exact(k * W).enumerate() {
             let (j0, w) = (q * W, W.min(n - q * W));
             if r == 8 {
-                let rows: [&[T]; 8] = std::array::from_fn(|t| &row(a, i + t)[..k]);
-                let acc = tile_nn8::<T, W, F>(&rows, panel, k);
-                for (t, at) in acc.iter().enumerate() {
-                    store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
+                let acc = tile_nn8::<T, W, F>(&ar, panel, k);
+                for (at, c) in acc.iter().zip(cr.iter_mut()) {
+                    store_row(alpha, &at[..w], beta, &mut c[j0..j0 + w]);
                 }
             } else if r == MR {
-                let rows: [&[T]; MR] = std::array::from_fn(|t| &row(a, i + t)[..k]);
+                let rows: [&[T]; MR] = std::array::from_fn(|t| ar[t]);
                 let acc = tile_nn::<T, W, MR, F>(&rows, panel, k);
-                for (t, at) in acc.iter().enumerate() {
-                    store_row(alpha, &at[..w], beta, &mut row_mut(c, i + t)[j0..j0 + w]);
+                for (at, c) in acc.iter().zip(cr.iter_mut()) {
+                    store_row(alpha, &at[..w], beta, &mut c[j0..j0 + w]);
                 }
             } else {
-                let acc = tile_nn::<T, W, 1, F>(&[&row(a, i)[..k]], panel, k);
-                store_row(alpha, &acc[0][..w], beta, &mut row_mut(c, i)[j0..j0 + w]);
+                let acc = tile_nn::<T, W, 1, F>(&[ar[0]], panel, k);
+                store_row(alpha, &acc[0][..w], beta, &mut cr[0][j0..j0 + w]);
             }
         }
         i += r;
@@ -417,9 +418,13 @@ fn tile_nn8<T: Element, const W: usize, const F: bool>(
     let [a0, a1, a2, a3, a4, a5, a6, a7] = *rows;
     let (a0, a1, a2, a3) = (&a0[..k], &a1[..k], &a2[..k], &a3[..k]);
     let (a4, a5, a6, a7) = (&a4[..k], &a5[..k], &a6[..k], &a7[..k]);
-    for (p, bw) in panel[..k * W].chunks_exact(W).enumerate() {
-        let (x0, x1, x2, x3) = (a0[p], a1[p], a2[p], a3[p]);
-        let (x4, x5, x6, x7) = (a4[p], a5[p], a6[p], a7[p]);
+    let it = panel[..k * W]
+        .chunks_exact(W)
+        .zip(a0.iter().zip(a1))
+        .zip(a2.iter().zip(a3))
+        .zip(a4.iter().zip(a5))
+        .zip(a6.iter().zip(a7));
+    for ((((bw, (&x0, &x1)), (&x2, &x3)), (&x4, &x5)), (&x6, &x7)) in it {
         for j in 0..W {
             let b = bw[j];
             c0[j] = madd::<T, F>(x0, b, c0[j]);
