@@ -85,6 +85,7 @@ mod simd;
 mod softmax;
 mod sparse;
 mod tape;
+mod transpose;
 
 pub use crate::error::ValueRange;
 pub use args::{TensorArg, TensorArgs};

@@ -26,8 +26,9 @@ use std::sync::OnceLock;
 mod dense;
 mod kernel;
 mod rows;
+use super::transpose::{Put, transpose_short};
 use kernel::{Permuted, Start, csr_mm};
-use rows::{Put, col_sums, transpose_short};
+use rows::col_sums;
 
 /// Work (multiply-adds) below which kernels stay on the calling thread (the small-op
 /// rule, [`par::split`]).

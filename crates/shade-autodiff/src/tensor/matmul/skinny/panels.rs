@@ -2,6 +2,7 @@
 //! (zero-padded) for `A·B`, and results summed in that layout stored into `C`.
 
 use crate::tensor::Element;
+use crate::tensor::transpose::{Put, transpose_short};
 use ndarray::{ArrayView2, ArrayViewMut2, Axis};
 
 /// `B` in panels of `W` columns (zero-padded): panel `q` holds `B[p, qW + j]` at
@@ -26,6 +27,18 @@ pub(super) fn pack_panels<T: Element, const W: usize>(b: &ArrayView2<'_, T>) -> 
                 let at = q * k * W + p * W;
                 out[at..at + part.len()].copy_from_slice(part);
             }
+        }
+    } else if let Some(bt) = b.t().to_slice() {
+        // `B = Wᵀ` of a weight `W` `[n, k]` in standard layout: each whole panel the
+        // transpose of `W`'s `W` rows, in tiles; the last (padded) panel by columns.
+        let whole = n / W;
+        for (q, panel) in out.chunks_exact_mut(k * W).enumerate().take(whole) {
+            transpose_short(&bt[q * W * k..(q + 1) * W * k], W, k, panel, Put::Copy);
+        }
+        let panel = &mut out[whole * k * W..];
+        for (j, col) in bt.chunks_exact(k).enumerate().skip(whole * W) {
+            let lane = panel[j % W..].iter_mut().step_by(W);
+            lane.zip(col).for_each(|(d, &v)| *d = v);
         }
     } else if b.strides()[0] == 1 || k == 1 {
         for (j, col) in b.axis_iter(Axis(1)).enumerate() {
