@@ -52,6 +52,20 @@
 //! (108 µs), and a spinning helper has outliers of its own (means of 145–167 µs
 //! against 113 µs without it): when the host takes the helper's core while it holds a
 //! half, the caller waits.
+//!
+//! Nor parallelism across kernels (measured on an Intel Xeon with AVX-512, 2 vCPUs):
+//! the adjoints of leaves (`dW = Gᵀ·X` of each dense and graph layer, `(Xᵀ·G)ᵀ` of a
+//! sparse feature product) are read by nothing before a sweep ends, so the sweep can hand
+//! each to the pool as a task and go on, the task holding `G` and `X` (`Arc`) and the
+//! leaf's adjoint lent to it (the bits of the one-thread sweep). With the helper asleep,
+//! each hand-off's wake-up cost the caller more than the task (policy gradient, two
+//! threads, 113 → 140 µs); with one worker kept awake taking tasks through
+//! `rayon::yield_now` while sweeps run, the helper did all of the `Gᵀ·X` products (10 µs
+//! a gradient) and the caller's own kernels slowed by as much (its `G·W` products 31 →
+//! 36 µs: the core beside a busy one runs slower), 113 → 108–113 µs; Cora's GCN step
+//! 539 → 516 µs, and 501 µs with the thresholds below lowered to `2^17` (the policy
+//! gradient then 122 µs). Not kept: 4 % on one workload for a thread spinning beside
+//! every sweep.
 
 /// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
 /// hundred µs of work on one core, where the saved half is several times a hand-off.
