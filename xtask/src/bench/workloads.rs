@@ -177,13 +177,15 @@ pub(super) const WORKLOADS: &[Workload] = &[
         memory: false,
         pair: None,
         bandwidth_bytes: None,
-        profile: "2026-12-02, 1 thread (`perf record -e cpu-clock`, callgrind): about half \
-                  in the dense products (the narrow-product kernel 27 %, matrixmultiply and \
-                  `general_mat_mul` 24 %); the sparse products now run the strip kernel \
-                  (AVX2 / AVX-512, accumulator in registers): 2.25 M instructions a gradient, \
-                  14 % fewer than before it. No kernel of this model is large enough to split, \
-                  so 2 threads run as 1. What would close it: packing each weight once per \
-                  step for matrixmultiply's products, and fewer per-operation copies.",
+        profile: "2026-12-07, 1 thread (`perf record --call-graph dwarf`, Intel Xeon with \
+                  AVX-512): the narrow-product kernel's `A·B` 37 % (its register tiles 21 %, at \
+                  about 65 % of the multiply-add units' rate, the rest packing `B` and storing \
+                  tiles) and `Aᵀ·G` 15 %, the sparse row kernel 14 %, the activations 11 %, \
+                  the tape's own work (pool, views, records) most of the rest. No kernel of \
+                  this model is large enough to split, and handing the weights' gradients to \
+                  the second thread as tasks measured no faster (`tensor/par.rs`), so 2 \
+                  threads run as 1. What would close it: fewer, fused operations (bias and \
+                  activation in the product's store).",
     },
     Workload {
         id: "synth_gcn_100k",
