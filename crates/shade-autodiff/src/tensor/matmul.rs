@@ -229,30 +229,29 @@ fn axpy_cols<T: Element>(
     let mut t = [T::zero(); T_BUF];
     let t = &mut t[..m * n];
     let s1 = a.strides()[1];
+    /// `t[j, :] += (alpha · b[p, j]) · a[:, p]` for one `p` (`col` the column, `br` the row).
+    #[inline(always)]
+    fn step<T: Element>(t: &mut [T], alpha: T, col: &[T], br: impl Iterator<Item = T>) {
+        for (tj, bv) in t.chunks_exact_mut(col.len()).zip(br) {
+            let bv = alpha * bv;
+            for (d, &av) in tj.iter_mut().zip(col) {
+                *d += bv * av;
+            }
+        }
+    }
     match (a.as_slice_memory_order(), b.as_slice()) {
         // Plain slices (a view per column of `a` and per row of `b` cost several times
         // the arithmetic at `[50, 100]·[100, 2]`); the same sums in the same order.
         (Some(am), Some(bm)) if m > 1 && s1 >= 0 => {
             let s1 = s1.unsigned_abs();
             for (p, br) in bm.chunks_exact(n).enumerate().take(k) {
-                let col = &am[p * s1..p * s1 + m];
-                for (tj, &bv) in t.chunks_exact_mut(m).zip(br) {
-                    let bv = alpha * bv;
-                    for (d, &av) in tj.iter_mut().zip(col) {
-                        *d += bv * av;
-                    }
-                }
+                step(t, alpha, &am[p * s1..p * s1 + m], br.iter().copied());
             }
         }
         _ => {
             for (p, col) in a.axis_iter(Axis(1)).enumerate() {
                 let col = col.to_slice().expect("contiguous column");
-                for (tj, &bv) in t.chunks_exact_mut(m).zip(b.row(p)) {
-                    let bv = alpha * bv;
-                    for (d, &av) in tj.iter_mut().zip(col) {
-                        *d += bv * av;
-                    }
-                }
+                step(t, alpha, col, b.row(p).iter().copied());
             }
         }
     }
