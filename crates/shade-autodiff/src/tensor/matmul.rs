@@ -303,11 +303,11 @@ fn axpy_rows<T: Element>(
 ) {
     let (m, k) = a.dim();
     let n = b.ncols();
-    if axpy_rows_flat(alpha, a, b, c) {
+    let mut whole = [T::zero(); B_BUF];
+    if axpy_rows_flat(alpha, a, b, c, &mut whole) {
         return;
     }
     let mut buf = [T::zero(); COLS];
-    let mut whole = [T::zero(); B_BUF];
     let mut ab = [T::zero(); ROWS * KB];
     let mut j0 = 0;
     while j0 < n {
@@ -376,15 +376,17 @@ fn axpy_rows<T: Element>(
 
 /// [`axpy_rows`] over plain slices, when `c` is in standard layout, `a` one block of
 /// memory (any order) and `b` in standard layout or small enough to gather
-/// ([`B_BUF`]): row by row of `c`, `c[i, :] += (alpha · a[i, p]) · b[p, :]` in the order
-/// of `p` (the sums and the bits of the blocked loop, without a view per block: at
-/// `[100, 2]·[2, 50]` the views cost ten times the arithmetic). Returns whether it ran.
+/// ([`B_BUF`], gathered into `whole`, the caller's buffer): row by row of `c`,
+/// `c[i, :] += (alpha · a[i, p]) · b[p, :]` in the order of `p` (the sums and the bits
+/// of the blocked loop, without a view per block: at `[100, 2]·[2, 50]` the views cost
+/// ten times the arithmetic). Returns whether it ran.
 #[inline(always)]
 fn axpy_rows_flat<T: Element>(
     alpha: T,
     a: &ArrayView2<'_, T>,
     b: &ArrayView2<'_, T>,
     c: &mut ArrayViewMut2<'_, T>,
+    whole: &mut [T; B_BUF],
 ) -> bool {
     let (m, k) = a.dim();
     let n = b.ncols();
@@ -396,7 +398,6 @@ fn axpy_rows_flat<T: Element>(
         return false;
     };
     let (s0, s1) = (s0.unsigned_abs(), s1.unsigned_abs());
-    let mut whole = [T::zero(); B_BUF];
     let bm: &[T] = match b.as_slice() {
         Some(bm) => bm,
         None if k * n <= B_BUF => {
