@@ -1,10 +1,12 @@
 //! Runs the small-graph workloads of `gnn_step` and `policy` `reps` times, for `perf
 //! record` / `perf stat` (this process only, steadier than wall time on a busy machine)
 //! or `valgrind --tool=callgrind` (instructions, independent of the load):
-//! `small_profile {cora-step|cora-infer|gat-step|gat-infer|gat-step-dense|gat-infer-dense|policy} [reps]`.
+//! `small_profile {cora-step|cora-infer|gat-step|gat-infer|gat-step-dense|gat-infer-dense|policy|spmm-*} [reps]`.
 //! Cora is the `peers/cora_gcn` step (shade-gnn's `single_train_step`, sparse features),
 //! `gat-*` the `peers/cora_gat` variants (sparse features, or dense with `-dense`); `policy` is the
-//! `peers/policy` gradient. It prints a checksum of the results (the bits of the losses
+//! `peers/policy` gradient. `spmm-a16`, `spmm-a7`, `spmm-x16` and `spmm-xt16` are Cora's sparse
+//! products alone (`SparseMatrix::mul_dense_into`, `out += A · x`): the normalised adjacency
+//! times 16 or 7 columns, the features times 16, the features' transpose times 16. It prints a checksum of the results (the bits of the losses
 //! and of every gradient after the last call), so that two builds can be checked to
 //! give bit-identical results at a fixed thread count; compare two runs' counts at two
 //! `reps` to take out the set-up.
@@ -99,8 +101,40 @@ fn main() {
             }
             grads(&mut h, &ts);
         }
+        "spmm-a16" | "spmm-a7" | "spmm-x16" | "spmm-xt16" => {
+            let (ds, _split, ctx) = shade_benches::small::cora();
+            let f = if what.ends_with("7") { 7 } else { 16 };
+            let xm = Features::<f32>::sparse_from_f32(ds.features());
+            let a = match what {
+                "spmm-a16" | "spmm-a7" => ctx.normalized_adjacency(shade_graph::GcnNorm::default()),
+                _ => match &xm {
+                    Features::Sparse(m) => &**m,
+                    Features::Dense(_) => unreachable!("sparse_from_f32 gives sparse features"),
+                },
+            };
+            let (rows, cols) = if what == "spmm-xt16" {
+                (a.cols(), a.rows())
+            } else {
+                (a.rows(), a.cols())
+            };
+            a.prepare_transpose();
+            let x = ndarray::Array2::<f32>::from_shape_fn((cols, f), |(i, j)| {
+                ((i * 7 + j) % 13) as f32 * 0.1
+            });
+            let mut out = ndarray::Array2::<f32>::zeros((rows, f));
+            for _ in 0..reps {
+                if what == "spmm-xt16" {
+                    a.transpose_mul_dense_into(x.view(), out.view_mut())
+                        .expect("shapes");
+                } else {
+                    a.mul_dense_into(x.view(), out.view_mut()).expect("shapes");
+                }
+                black_box(&mut out);
+            }
+            fold(&mut h, out.iter().copied());
+        }
         _ => panic!(
-            "small_profile {{cora-step|cora-infer|gat-step|gat-infer|gat-step-dense|gat-infer-dense|policy}} [reps]"
+            "small_profile {{cora-step|cora-infer|gat-step|gat-infer|gat-step-dense|gat-infer-dense|policy|spmm-a16|spmm-a7|spmm-x16|spmm-xt16}} [reps]"
         ),
     }
     println!("{what} x{reps}: checksum {h:016x}");

@@ -122,14 +122,7 @@ pub(crate) fn csr_mm<T, V>(
     // an extra load, bounds check and instruction per nonzero.
     let far = std::mem::size_of_val(x) > PREFETCH_MIN_BYTES;
     let wide = Wide::detect();
-    let k = Rows {
-        ip,
-        ind,
-        val: &val,
-        x,
-        f,
-        start,
-    };
+    let k = Rows::new((ip, ind, &val), x, f, start);
     let body = |r0: usize, chunk: &mut [T]| {
         if far {
             csr_rows_at::<T, V, true>(wide, &k, r0, chunk);
@@ -190,6 +183,29 @@ struct Rows<'k, T, V> {
     x: &'k [T],
     f: usize,
     start: Start<'k, T>,
+    /// `x`'s number of rows (`x.len() / f`), divided once per product, not once per row.
+    xrows: usize,
+}
+
+impl<'k, T, V> Rows<'k, T, V> {
+    /// The operands of `start + A · x`, `A` given by (`ip`, `ind`, `val`), `x` with rows
+    /// of length `f > 0`.
+    fn new(
+        (ip, ind, val): (&'k [usize], &'k [usize], &'k V),
+        x: &'k [T],
+        f: usize,
+        start: Start<'k, T>,
+    ) -> Self {
+        Rows {
+            ip,
+            ind,
+            val,
+            x,
+            f,
+            start,
+            xrows: x.len() / f,
+        }
+    }
 }
 
 /// The vector width [`csr_rows`] is compiled for, detected at run time: the same
@@ -279,82 +295,147 @@ where
 /// (Two rows in lockstep, two chains of adds instead of one, measured slower on Cora,
 /// twice: 1.29–1.50 ms a step against 1.20–1.39, interleaved runs; and again after the
 /// reads without bounds checks, 668 µs against 453 on one thread. Rows taken in order
-/// of degree, so that the loop exits are predicted, also lost: 565 against 494 µs.)
+/// of degree, so that the loop exits are predicted, also lost: 565 against 494 µs. On
+/// the Intel machine of 2026-12, two rows in lockstep with both accumulators in registers
+/// were no faster either, 482 against 479 µs: a 16-wide add waits 2 cycles, the rows
+/// wait on their loads and on the mispredicted exit of each row's loop.)
 #[inline(always)]
 fn csr_rows<T, V, const PF: bool>(k: &Rows<'_, T, V>, r0: usize, chunk: &mut [T])
 where
     T: Element,
     V: Values<T>,
 {
+    // The columns in whole strips of 32 and 16; the rest, `f - body < 16`, in one strip
+    // of the next power of two, chosen here once for all rows.
     let f = k.f;
+    let body = f / STRIP * STRIP + if f % STRIP >= 16 { 16 } else { 0 };
+    match f - body {
+        0 => rows_with::<T, V, 0, PF>(k, body, r0, chunk),
+        1 => rows_with::<T, V, 1, PF>(k, body, r0, chunk),
+        2 => rows_with::<T, V, 2, PF>(k, body, r0, chunk),
+        3..=4 => rows_with::<T, V, 4, PF>(k, body, r0, chunk),
+        5..=8 => rows_with::<T, V, 8, PF>(k, body, r0, chunk),
+        _ => rows_with::<T, V, 16, PF>(k, body, r0, chunk),
+    }
+}
+
+/// [`csr_rows`] with the last `f - body` columns in a strip of `TW` lanes (none when
+/// `TW == 0`, an exact [`strip`] for 1 and 2, else a [`tail`]).
+#[inline(always)]
+fn rows_with<T, V, const TW: usize, const PF: bool>(
+    k: &Rows<'_, T, V>,
+    body: usize,
+    r0: usize,
+    chunk: &mut [T],
+) where
+    T: Element,
+    V: Values<T>,
+{
+    let f = k.f;
+    let pad = Pad::<T, TW>::new(k, body);
     for (ri, orow) in chunk.chunks_exact_mut(f).enumerate() {
         let r = r0 + ri;
         let (lo, hi) = (k.ip[r], k.ip[r + 1]);
         let mut j = 0;
-        while j + STRIP <= f {
+        while j + STRIP <= body {
             strip::<T, V, STRIP, PF>(k, (lo, hi, j), orow);
             j += STRIP;
         }
-        if f - j >= 16 {
+        if j < body {
             strip::<T, V, 16, PF>(k, (lo, hi, j), orow);
-            j += 16;
         }
-        // The last `f - j < 16` columns in one strip of the next power of two.
-        match f - j {
+        match TW {
             0 => {}
-            1 => strip::<T, V, 1, PF>(k, (lo, hi, j), orow),
-            2 => strip::<T, V, 2, PF>(k, (lo, hi, j), orow),
-            3..=4 => tail::<T, V, 4, PF>(k, (lo, hi, j), orow),
-            5..=8 => tail::<T, V, 8, PF>(k, (lo, hi, j), orow),
-            _ => tail::<T, V, 16, PF>(k, (lo, hi, j), orow),
+            1 | 2 => strip::<T, V, TW, PF>(k, (lo, hi, body), orow),
+            _ => tail::<T, V, TW, PF>(k, &pad, (lo, hi), orow),
         }
     }
 }
 
-/// The last `n = orow.len() - j` columns of one output row (`n <= W`) in a strip of
-/// `W` lanes: a dense row's `W` values from its column `j` are read when they lie inside
+/// What a [`tail`] strip of `W` lanes from column `j` needs of the whole product,
+/// prepared once per block of rows (a copy of a few values per row, a call to `memcpy`
+/// with its spills, was a third of a 7-wide product).
+struct Pad<T, const W: usize> {
+    /// The first column of the strip.
+    j: usize,
+    /// The dense rows `c < whole` have `W` values from column `j` inside `x`: all of
+    /// them when `n == W`, else all but the last (`n = f - j`; `W - n < n <= f`, the
+    /// strip is at most twice as wide as its columns, so only `c = xrows - 1` lacks
+    /// room).
+    whole: usize,
+    /// The last dense row's `n` values from column `j`, zeros in the dropped lanes; a
+    /// column past `x`'s rows reads it too (the CSR's columns are checked against `x`'s
+    /// rows where the matrix is built).
+    last: [T; W],
+    /// A [`Start::Row`]'s `n` values from column `j`, zeros in the dropped lanes.
+    start: [T; W],
+}
+
+impl<T: Element, const W: usize> Pad<T, W> {
+    /// The pad of a strip from column `j` to the end of the row.
+    #[inline(always)]
+    fn new<V>(k: &Rows<'_, T, V>, j: usize) -> Self {
+        let (f, x) = (k.f, k.x);
+        let n = f - j;
+        let mut pad = Pad {
+            j,
+            whole: k.xrows.saturating_sub(usize::from(n < W)),
+            last: [T::zero(); W],
+            start: [T::zero(); W],
+        };
+        if W < 3 || n == 0 {
+            return pad;
+        }
+        debug_assert!(W - n < n, "the dropped lanes are fewer than the kept ones");
+        if let Some(c) = k.xrows.checked_sub(1) {
+            pad.last[..n].copy_from_slice(&x[c * f + j..c * f + f]);
+        }
+        if let Start::Row(b) = k.start {
+            pad.start[..n].copy_from_slice(&b[j..]);
+        }
+        pad
+    }
+}
+
+/// The last `n = f - pad.j` columns of one output row (`n <= W`) in a strip of `W`
+/// lanes: a dense row's `W` values from its column `j` are read when they lie inside
 /// `x` (the lanes past `n` read the next row's first values and are dropped, never
-/// stored), else only its `n` values. One pass over the row's nonzeros for a 7-wide
-/// row instead of three (4, 2 and 1 columns); the stored lanes have the same operations
-/// as [`strip`]'s.
+/// stored), else the padded copy of the last row. One pass over the row's nonzeros for
+/// a 7-wide row instead of three (4, 2 and 1 columns); the stored lanes have the same
+/// operations as [`strip`]'s.
 #[inline(always)]
 fn tail<T: Element, V: Values<T>, const W: usize, const PF: bool>(
     k: &Rows<'_, T, V>,
-    (lo, hi, j): (usize, usize, usize),
+    pad: &Pad<T, W>,
+    (lo, hi): (usize, usize),
     orow: &mut [T],
 ) {
-    let (f, x) = (k.f, k.x);
+    let (f, x, j, whole) = (k.f, k.x, pad.j, pad.whole);
     let o = &mut orow[j..];
-    let n = o.len();
-    debug_assert!(n <= W);
+    debug_assert!(o.len() <= W);
     // Lane by lane with constant indices (unrolled): `acc` is only ever indexed by
     // constants, so it stays in registers (a copy of `n` values into it kept it in
     // memory, a store and a load per nonzero).
-    let first: &[T] = match k.start {
-        Start::Out => o,
-        Start::Zero => &[],
-        Start::Row(b) => &b[j..],
+    let mut acc: [T; W] = match k.start {
+        Start::Out => std::array::from_fn(|q| o.get(q).copied().unwrap_or(T::zero())),
+        Start::Zero => [T::zero(); W],
+        Start::Row(_) => pad.start,
     };
-    let mut acc: [T; W] = std::array::from_fn(|q| first.get(q).copied().unwrap_or(T::zero()));
-    // The dense rows `c < whole` have `W` values from column `j` inside `x`.
-    let whole = x.len().checked_sub(j + W).map_or(0, |room| room / f + 1);
-    // The last dense rows: their `n` values, zeros in the dropped lanes (outside the
-    // loop, so that it is not zeroed again for every nonzero).
-    let mut last = [T::zero(); W];
     for ((p, &c), v) in (lo..hi).zip(&k.ind[lo..hi]).zip(k.val.run(lo, hi)) {
         prefetch_ahead::<T, V, PF>(k, p, j);
-        let at = c * f + j;
-        let xr: [T; W] = if c < whole {
-            // SAFETY: `c < whole` means `c * f + j + W <= x.len()`: the `W` values from
-            // `at` lie inside `x`, and any bits are a valid `T` (a float).
-            #[allow(unsafe_code)]
-            unsafe {
-                x.as_ptr().add(at).cast::<[T; W]>().read_unaligned()
-            }
+        debug_assert!(c < k.xrows, "a column inside x's rows");
+        // One load from either place (a pointer chosen, not an array: a choice of two
+        // arrays was compiled to a lane-by-lane copy and scalar arithmetic).
+        let src: *const T = if c < whole {
+            x.as_ptr().wrapping_add(c * f + j)
         } else {
-            last[..n].copy_from_slice(&x[at..at + n]);
-            last
+            pad.last.as_ptr()
         };
+        // SAFETY: `c < whole` means `c * f + j + W <= x.len()` (`Pad::whole`), so `src`
+        // is in `x` with `W` values after it; else `src` is `pad.last`'s `W` values.
+        // Any bits are a valid `T` (a float).
+        #[allow(unsafe_code)]
+        let xr: [T; W] = unsafe { src.cast::<[T; W]>().read_unaligned() };
         madd(&mut acc, v, &xr);
     }
     for (o, a) in o.iter_mut().zip(acc) {
@@ -406,7 +487,7 @@ fn strip<T: Element, V: Values<T>, const W: usize, const PF: bool>(
         j + W <= f && (lo == hi || x.len() >= f),
         "a strip inside x's rows"
     );
-    let last = (x.len() / f).saturating_sub(1);
+    let last = k.xrows.saturating_sub(1);
     for ((p, &c), v) in (lo..hi).zip(&k.ind[lo..hi]).zip(k.val.run(lo, hi)) {
         prefetch_ahead::<T, V, PF>(k, p, j);
         debug_assert!(c <= last, "a column inside x's rows");
@@ -489,14 +570,8 @@ mod tests {
                     {
                         continue;
                     }
-                    let k = Rows {
-                        ip: &ip,
-                        ind: &ind,
-                        val: &&data[..],
-                        x: &x,
-                        f,
-                        start,
-                    };
+                    let vals = &data[..];
+                    let k = Rows::new((&ip, &ind, &vals), &x, f, start);
                     let mut got = prev.clone();
                     csr_rows_at::<f32, _, false>(wide, &k, 0, &mut got);
                     assert_eq!(
@@ -567,14 +642,8 @@ mod tests {
             .collect();
         assert!((ind.len() + rows) * f >= PAR_MIN);
         let mut serial = vec![0.0f32; rows * f];
-        let k = Rows {
-            ip: &ip,
-            ind: &ind,
-            val: &&data[..],
-            x: &x,
-            f,
-            start: Start::Zero,
-        };
+        let vals = &data[..];
+        let k = Rows::new((&ip, &ind, &vals), &x, f, Start::Zero);
         csr_rows::<f32, _, false>(&k, 0, &mut serial);
         let pool = crate::tensor::par::test_pool(2);
         let split = pool.install(|| {
