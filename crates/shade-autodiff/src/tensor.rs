@@ -81,7 +81,7 @@ mod matmul;
 mod par;
 mod reduce;
 mod shape;
-mod simd;
+pub mod simd;
 mod softmax;
 mod sparse;
 mod tape;

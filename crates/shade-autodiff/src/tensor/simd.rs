@@ -14,9 +14,23 @@
 /// `body()`, compiled with AVX-512F or AVX2 where the processor has them.
 ///
 /// The closure is called once, inside a `#[target_feature]` function into which it
-/// (and the `#[inline(always)]` kernels it calls) is inlined.
+/// (and the `#[inline(always)]` kernels it calls) is inlined. Public for the crates
+/// built on this one (shade-gnn's optimisers run their update loops in it): a loop over
+/// slices in `body` is vectorised for the widest lanes, with the same IEEE operations
+/// per element, so the same bits as outside it.
+///
+/// ```
+/// use shade_autodiff::tensor::simd::wide;
+/// let (mut p, g) = (vec![1.0f32; 1000], vec![0.5f32; 1000]);
+/// wide(|| {
+///     for (p, &g) in p.iter_mut().zip(&g) {
+///         *p -= 0.1 * g / (g * g).sqrt();
+///     }
+/// });
+/// assert!(p.iter().all(|&p| p == 1.0 - 0.1 * 0.5 / 0.25f32.sqrt()));
+/// ```
 #[inline(always)]
-pub(crate) fn wide<R>(body: impl FnOnce() -> R) -> R {
+pub fn wide<R>(body: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         #[target_feature(enable = "avx2,avx512f")]
