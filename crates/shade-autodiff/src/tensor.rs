@@ -75,6 +75,7 @@ mod custom;
 mod dropout;
 mod elementwise;
 mod index;
+mod line;
 mod linear;
 mod loss;
 mod matmul;
@@ -93,6 +94,7 @@ pub use coo::SymNorm;
 pub use custom::{RuleSlot, TensorRule};
 pub use dropout::keep_mask;
 pub use index::Rows;
+pub use line::{is_on_line, on_line, zeros_on_line};
 pub use sparse::SparseMatrix;
 pub use tape::{Tape, TapeBuffers, Var};
 

@@ -15,7 +15,7 @@
 
 use crate::error::{GnnError, GnnResult};
 use ndarray::ArrayD;
-use shade_autodiff::tensor::{Element, Var};
+use shade_autodiff::tensor::{Element, Var, on_line, zeros_on_line};
 
 /// A named, ordered collection of arrays.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -40,15 +40,12 @@ impl<T: Clone> Store<T> {
     }
 
     /// Appends an entry (names should be unique; [`Store::get`] finds the first). The
-    /// array is kept in standard (row-major) layout, converted if needed.
+    /// array is kept in standard (row-major) layout with its data on a 64-byte cache
+    /// line (`shade_autodiff::tensor::on_line`: a weight read row by row by the sparse
+    /// kernels loads each row from one line), copied if needed.
     pub fn push(&mut self, name: impl Into<String>, value: ArrayD<T>) {
-        let value = if value.is_standard_layout() {
-            value
-        } else {
-            value.as_standard_layout().into_owned()
-        };
         self.names.push(name.into());
-        self.values.push(value);
+        self.values.push(on_line(value));
     }
 
     /// Builder form of [`Store::push`].
@@ -134,7 +131,8 @@ impl<T: Clone> Store<T> {
         (self.names.swap_remove(i), self.values.swap_remove(i))
     }
 
-    /// A store with the same names and shapes, filled with zeros.
+    /// A store with the same names and shapes, filled with zeros (on a line, as
+    /// [`Store::push`] keeps them).
     pub fn zeros_like(&self) -> Store<T>
     where
         T: Element,
@@ -144,7 +142,7 @@ impl<T: Clone> Store<T> {
             values: self
                 .values
                 .iter()
-                .map(|v| ArrayD::zeros(v.raw_dim()))
+                .map(|v| zeros_on_line(v.shape()))
                 .collect(),
         }
     }

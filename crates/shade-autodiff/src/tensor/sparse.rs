@@ -500,13 +500,15 @@ impl<T: Element> Rec<'_, T> {
             }
             let ws = bw.vals[self.x].view().raw_dim();
             let (n, k) = (ws[0], ws[1]);
-            let mut s = bw.gs.pool.overwritten_vec(k * n);
-            a.transpose_mm(gs, n, Start::Zero, &mut s);
+            // (An array of the pool, not a vector: its rows start on a cache line.)
+            let mut sa = bw.gs.pool.overwritten(&[k * n]);
+            let s = sa.as_slice_mut().expect("standard layout");
+            a.transpose_mm(gs, n, Start::Zero, s);
             if let Some((mut gw, fresh)) = bw.gs.acc_or_fresh(self.x, ws.slice()) {
                 let d = gw.as_slice_mut().expect("adjoints are in standard layout");
-                transpose_short(&s, k, n, d, if fresh { Put::Fresh } else { Put::Add });
+                transpose_short(s, k, n, d, if fresh { Put::Fresh } else { Put::Add });
             }
-            bw.gs.pool.give_vec(s);
+            bw.gs.pool.give(sa);
             return;
         }
         let x = bw.vals[self.x].view();
@@ -756,8 +758,10 @@ impl<'a, T: Element> Tape<'a, T> {
             });
         }
         let (n, k) = (wv.shape()[0], wv.shape()[1]);
-        let mut wt = self.pool.overwritten_vec(k * n);
-        let product = |pool: &mut Pool<T>, src: ArrayViewD<'_, T>, wt: &mut Vec<T>| {
+        // `Wᵀ`, the dense operand read row by row, in an array of the pool (on a line).
+        let mut wta = self.pool.overwritten(&[k * n]);
+        let wt = wta.as_slice_mut().expect("standard layout");
+        let product = |pool: &mut Pool<T>, src: ArrayViewD<'_, T>, wt: &mut [T]| {
             let src = src.as_standard_layout();
             transpose_short(std_slice(&src), n, k, wt, Put::Copy);
             let mut out = pool.overwritten(&[a.rows(), n]);
@@ -765,15 +769,15 @@ impl<'a, T: Element> Tape<'a, T> {
             a.mm(wt, n, Start::Zero, o);
             out
         };
-        let out = product(&mut self.pool, wv, &mut wt);
+        let out = product(&mut self.pool, wv, wt);
         let tracked = self.tracked[iw];
         let mut tan = Tan::None;
         if self.forward()
             && let Some(tw) = self.tans[iw].view()
         {
-            tan = Tan::Own(product(&mut self.pool, tw, &mut wt));
+            tan = Tan::Own(product(&mut self.pool, tw, wt));
         }
-        self.pool.give_vec(wt);
+        self.pool.give(wta);
         Ok(self.push_product(Kind::LeftT, a, iw, out, tracked, tan))
     }
 

@@ -1,7 +1,8 @@
 //! The tape's buffer pool ([`Pool`]): released buffers handed out again by size class,
 //! trimmed at the end of each call to what that call used.
 
-use super::{Element, wrap};
+use super::Element;
+use crate::tensor::line::{line_offset, pad, wrap_from};
 use ndarray::{ArrayD, ArrayViewD};
 
 /// Released buffers, handed out again by best fit within a size class.
@@ -102,6 +103,20 @@ impl<X> FreeList<X> {
 pub(crate) const PAR_MAP_MIN: usize = crate::tensor::par::SPLIT_MIN;
 
 impl<T: Element> Pool<T> {
+    /// A buffer for an array of `n` elements and the offset at which its data starts
+    /// on a 64-byte line (`tensor::line`): what `v` holds before `off` is unspecified. Without `keep`,
+    /// `v.len() == off` with room for `n` more; with `keep`, `v.len() == off + n` and
+    /// the elements are what a recycled buffer held (zeros where it held nothing), as
+    /// [`Pool::overwritten`] promises.
+    fn take_line(&mut self, n: usize, keep: bool) -> (Vec<T>, usize) {
+        let mut v = self.elems.take_as_is(n + pad::<T>());
+        let off = line_offset(&v);
+        let len = if keep { off + n } else { off };
+        v.truncate(len);
+        v.resize(len, T::zero());
+        (v, off)
+    }
+
     /// An empty vector with room for `len` elements.
     pub(crate) fn vec(&mut self, len: usize) -> Vec<T> {
         self.elems.take(len)
@@ -114,18 +129,19 @@ impl<T: Element> Pool<T> {
 
     /// A zero-filled array of the given shape.
     pub(crate) fn zeros(&mut self, shape: &[usize]) -> ArrayD<T> {
-        let n = shape.iter().product();
-        let mut v = self.vec(n);
-        v.resize(n, T::zero());
-        wrap(shape, v)
+        let n: usize = shape.iter().product();
+        let (mut v, off) = self.take_line(n, false);
+        v.resize(off + n, T::zero());
+        wrap_from(shape, v, off)
     }
 
     /// An array of the given shape with unspecified contents (what a recycled buffer
     /// held, zeros where it held nothing): for kernels that write every element before
     /// they read any, so that the buffer is not zero-filled first.
     pub(crate) fn overwritten(&mut self, shape: &[usize]) -> ArrayD<T> {
-        let v = self.overwritten_vec(shape.iter().product());
-        wrap(shape, v)
+        let n: usize = shape.iter().product();
+        let (v, off) = self.take_line(n, true);
+        wrap_from(shape, v, off)
     }
 
     /// A vector of `n` elements with unspecified contents, as [`Pool::overwritten`].
@@ -138,12 +154,12 @@ impl<T: Element> Pool<T> {
 
     /// An array of the given shape filled from an iterator of exactly its length.
     pub(crate) fn collect(&mut self, shape: &[usize], it: impl Iterator<Item = T>) -> ArrayD<T> {
-        let n = shape.iter().product();
-        let mut v = self.vec(n);
-        v.extend(it);
-        debug_assert_eq!(v.len(), n);
-        v.resize(n, T::zero());
-        wrap(shape, v)
+        let n: usize = shape.iter().product();
+        let (mut v, off) = self.take_line(n, false);
+        v.extend(it.take(n));
+        debug_assert_eq!(v.len(), off + n);
+        v.resize(off + n, T::zero());
+        wrap_from(shape, v, off)
     }
 
     /// `f` applied to every element of `x`, as a new standard-layout array; split over
@@ -153,19 +169,22 @@ impl<T: Element> Pool<T> {
         match x.as_slice() {
             Some(s) if crate::tensor::par::split(s.len(), PAR_MAP_MIN) => {
                 use rayon::prelude::*;
-                let mut v = self.vec(s.len());
-                v.par_extend(s.par_iter().with_min_len(PAR_MAP_MIN / 2).map(|&x| f(x)));
-                wrap(x.shape(), v)
+                let (mut v, off) = self.take_line(s.len(), true);
+                v[off..]
+                    .par_iter_mut()
+                    .zip(s.par_iter())
+                    .with_min_len(PAR_MAP_MIN / 2)
+                    .for_each(|(o, &x)| *o = f(x));
+                wrap_from(x.shape(), v, off)
             }
             Some(s) => {
                 // Written through a zipped slice (not `extend`, whose length update per
                 // element kept the vectorised activations scalar).
-                let mut v = self.vec(s.len());
-                v.resize(s.len(), T::zero());
-                for (o, &x) in v.iter_mut().zip(s) {
+                let (mut v, off) = self.take_line(s.len(), true);
+                for (o, &x) in v[off..].iter_mut().zip(s) {
                     *o = f(x);
                 }
-                wrap(x.shape(), v)
+                wrap_from(x.shape(), v, off)
             }
             None => self.collect(x.shape(), x.iter().map(|&v| f(v))),
         }
@@ -182,11 +201,11 @@ impl<T: Element> Pool<T> {
             Some(s) if m.len() >= s.len() => {
                 // Through zipped slices, as `map` (vectorised, no length update per
                 // element).
-                let mut v = self.overwritten_vec(s.len());
-                for ((o, &x), &m) in v.iter_mut().zip(s).zip(m) {
+                let (mut v, off) = self.take_line(s.len(), true);
+                for ((o, &x), &m) in v[off..].iter_mut().zip(s).zip(m) {
                     *o = f(x, m);
                 }
-                wrap(x.shape(), v)
+                wrap_from(x.shape(), v, off)
             }
             Some(s) => self.collect(x.shape(), s.iter().zip(m).map(|(&v, &m)| f(v, m))),
             None => self.collect(x.shape(), x.iter().zip(m).map(|(&v, &m)| f(v, m))),
