@@ -19,9 +19,9 @@ pub(crate) fn pad<T>() -> usize {
     (LINE / std::mem::size_of::<T>().max(1)).saturating_sub(1)
 }
 
-/// The offset (elements) from `v`'s start at which its allocation reaches a line, if
+/// The offset (elements) from `v`'s start (a vector's buffer, also when empty) at which it reaches a line, if
 /// within [`pad`] (else 0: a type whose size does not divide the line).
-pub(crate) fn line_offset<T>(v: &Vec<T>) -> usize {
+pub(crate) fn line_offset<T>(v: &[T]) -> usize {
     let off = v.as_ptr().align_offset(LINE);
     if off <= pad::<T>() { off } else { 0 }
 }
@@ -93,7 +93,9 @@ mod tests {
             let z = zeros_on_line::<f32>(shape);
             assert!(is_on_line(&z) && z.shape() == shape && z.iter().all(|&v| v == 0.0));
             let a = ArrayD::from_shape_fn(IxDyn(shape), |i| {
-                ndarray::Dimension::slice(&i).iter().fold(0.5, |s, &k| s * 3.0 + k as f64)
+                ndarray::Dimension::slice(&i)
+                    .iter()
+                    .fold(0.5, |s, &k| s * 3.0 + k as f64)
             });
             for input in [a.clone(), a.clone().reversed_axes()] {
                 let b = on_line(input.clone());
