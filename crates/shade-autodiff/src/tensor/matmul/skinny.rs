@@ -349,6 +349,11 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool, const 
                 std::array::from_fn(|t| if t < r { &af[(i + t) * k..][..k] } else { &[] });
             let (tile_c, after) = std::mem::take(&mut rest).split_at_mut(r * n);
             rest = after;
+            if n < W && beta == T::zero() && r == 8 {
+                tile_one_panel::<T, W, F>(alpha, &ar, bp, tile_c);
+                i += r;
+                continue;
+            }
             let mut cr: [&mut [T]; 8] = Default::default();
             for (d, c) in cr.iter_mut().zip(tile_c.chunks_exact_mut(n)) {
                 *d = c;
@@ -376,6 +381,34 @@ fn nn_rows_body<T: Element, const W: usize, const F: bool, const E: bool, const 
         }
         tile_rows::<T, W, F>(alpha, (&ar, r), bp, beta, &mut cr);
         i += r;
+    }
+}
+
+/// `C = α·A·B` for one tile of 8 rows when `B` is one panel wider than `C`'s `n < W`
+/// columns (`tile` the tile's 8 rows of `C`, contiguous): each row but the last is
+/// stored as all `W` lanes, one vector store, the lanes past `n` landing on the next
+/// row's first columns, which its own store writes next (lane by lane, the 7-wide
+/// rows of Cora's output layer were a quarter of its `H·Wᵀ` product).
+#[inline(always)]
+fn tile_one_panel<T: Element, const W: usize, const F: bool>(
+    alpha: T,
+    ar: &[&[T]; 8],
+    bp: &[T],
+    tile: &mut [T],
+) {
+    let k = ar[0].len();
+    let n = tile.len() / 8;
+    debug_assert!(n < W && bp.len() == k * W);
+    let acc = tile_nn8::<T, W, F>(ar, bp, k);
+    for (t, at) in acc.iter().enumerate() {
+        let row = &mut tile[t * n..];
+        match row.get_mut(..W) {
+            Some(w) => w.iter_mut().zip(at).for_each(|(c, &v)| *c = alpha * v),
+            None => row[..n]
+                .iter_mut()
+                .zip(at)
+                .for_each(|(c, &v)| *c = alpha * v),
+        }
     }
 }
 
