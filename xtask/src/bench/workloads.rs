@@ -95,18 +95,21 @@ pub(super) const WORKLOADS: &[Workload] = &[
                   multiply-adds per second when timed alone, reading `X` at 10–12 GB/s on one \
                   core); the finiteness check of the features now runs once while they do not \
                   change (`shade_gnn::Checked`). `step` (sparse features, 98.7 % of Cora's \
-                  features are zeros; 1 thread, perf and callgrind): the sparse row kernel \
-                  about 60 % (`X·W₁ᵀ` and `Xᵀ·G` ~2 ns a nonzero, one 16-wide strip per row; \
-                  the 7-wide `Â` products ~3.5 ns, short rows), `H·W₂` 7 %; the weight's \
-                  transpose is no longer a tape node (`Tape::spmm_t`), Adam runs over flat \
-                  slices, the gradient norm in eight partial sums and the bias column sums in \
-                  register strips: 7.34 M instructions a step, 9.3 % fewer than 8.09 M. Two \
-                  rows in lockstep (two chains of adds) measured no faster (2.09 against 1.93 \
-                  ns a nonzero, min of 30 batches). The sparse products are split by work \
-                  (nonzeros + rows) with `rayon::join`, from 2^16 on the pool's own threads \
-                  and 2^20 from outside it, so Cora's still run on one thread when called \
-                  from the user's; what would close 2 threads: running the step on a pool \
-                  thread, measured on an idle machine.",
+                  features are zeros), 2026-12-07, 1 thread (`perf record` of `small_profile \
+                  cora-step`, Intel Xeon with AVX-512; each kernel also timed alone): the \
+                  sparse row kernel 57 % (`X·W₁ᵀ` ~72 µs and `Xᵀ·G` ~64 µs, 49 216 nonzeros \
+                  × 16 each; the four `Â` products of 13 264 nonzeros × 16 or 7 ~40 µs each, \
+                  short rows, where a C model of the same loop runs 11–17 µs hot in cache), \
+                  `H·W₂` and `G·W₂` 7 % (~20 µs each), `Hᵀ·G` 4 %, Adam 4 %, the weight's \
+                  transposes 3 %. This session's gains, the same bits: arrays on a 64-byte \
+                  line (a 16-wide row per nonzero then loads one line, not two), the tail \
+                  strip's padded rows prepared once per product (the 7-wide `Â` product 49 \
+                  -> 31 µs alone), rows of the narrow products as subslices (no view per \
+                  tile), one vector store per row of the 7-wide output layer, Adam in 16 \
+                  lanes. Measured no faster: two rows in lockstep (482 against 479 µs a \
+                  step), prefetching the dense rows of small operands (534 against 438 µs), \
+                  copying a dense operand onto a line per product. No kernel of the step \
+                  reaches the split threshold (2^20), so 2 threads run it on one.",
     },
     Workload {
         id: "cora_gat",

@@ -19,8 +19,9 @@ pub(crate) fn pad<T>() -> usize {
     (LINE / std::mem::size_of::<T>().max(1)).saturating_sub(1)
 }
 
-/// The offset (elements) from `v`'s start (a vector's buffer, also when empty) at which it reaches a line, if
-/// within [`pad`] (else 0: a type whose size does not divide the line).
+/// The offset (elements) from `v`'s start (a vector's buffer, also when empty) at
+/// which it reaches a line, if within [`pad`] (else 0: a type whose size does not
+/// divide the line).
 pub(crate) fn line_offset<T>(v: &[T]) -> usize {
     let off = v.as_ptr().align_offset(LINE);
     if off <= pad::<T>() { off } else { 0 }
@@ -85,8 +86,8 @@ pub fn on_line<T: Clone>(a: ArrayD<T>) -> ArrayD<T> {
 mod tests {
     use super::*;
 
-    /// Every shape (empty ones included), both element types, any layout in: the
-    /// values and shape kept, standard layout, the data on a line.
+    /// Every shape (empty ones included), standard and transposed layouts in: the
+    /// values and shape kept, standard layout out, the data on a line.
     #[test]
     fn arrays_on_a_line_keep_their_values() {
         for shape in [&[0usize][..], &[1], &[7], &[3, 16], &[2, 0, 4], &[5, 3, 2]] {

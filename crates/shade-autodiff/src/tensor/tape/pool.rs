@@ -104,10 +104,10 @@ pub(crate) const PAR_MAP_MIN: usize = crate::tensor::par::SPLIT_MIN;
 
 impl<T: Element> Pool<T> {
     /// A buffer for an array of `n` elements and the offset at which its data starts
-    /// on a 64-byte line (`tensor::line`): what `v` holds before `off` is unspecified. Without `keep`,
-    /// `v.len() == off` with room for `n` more; with `keep`, `v.len() == off + n` and
-    /// the elements are what a recycled buffer held (zeros where it held nothing), as
-    /// [`Pool::overwritten`] promises.
+    /// on a 64-byte line (`tensor::line`); what `v` holds before `off` is unspecified.
+    /// Without `keep`, `v.len() == off` with room for `n` more; with `keep`,
+    /// `v.len() == off + n` and the elements are what a recycled buffer held (zeros
+    /// where it held nothing), as [`Pool::overwritten`] promises.
     fn take_line(&mut self, n: usize, keep: bool) -> (Vec<T>, usize) {
         let mut v = self.elems.take_as_is(n + pad::<T>());
         let off = line_offset(&v);
