@@ -335,7 +335,7 @@ impl Optimiser {
                         // model): one flat loop the compiler vectorises (a 4-way
                         // `Zip` over dynamic dimensions ran element by element, 2.7 %
                         // of a Cora step). The same operations per element, so the
-                        // same bits. Compiled for the widest vectors (its two
+                        // same bits. Compiled for the widest vectors (its three
                         // divisions and square root per element took 4 % of a Cora
                         // step on SSE2's four lanes).
                         (Some(p), Some(g), Some(m), Some(v)) if same => wide(|| {
