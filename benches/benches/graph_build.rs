@@ -4,7 +4,7 @@
 //! one untimed build (VmHWM after resetting it) and printed.
 //!
 //! Work: the inputs are 10M × (2 × u32) = 80 MB; the build sorts them twice by counting
-//! (CSR) and writes a 10M + 1M entry CSR matrix (indices usize + f32 values ≈ 132 MB).
+//! (CSR) and writes a 10M + 1M entry CSR matrix (`u32` indices + f32 values ≈ 88 MB).
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use shade_graph::{Graph, rand_graph};

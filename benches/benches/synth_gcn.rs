@@ -11,7 +11,7 @@
 //! forward, twice that backward (`Xᵀ·G` for W₁ only: X is a constant, so 1×); `Â·H`
 //! (E + N)·64 and (E + N)·16 forward and again backward; `H·W₂` N·64·16 three times. For
 //! 100k / 1M: 0.82 + 0.82 G multiply-adds in `X·W₁`, ~0.3 G in the rest; for 1M / 10M ten
-//! times that. Bytes: X (N·128·4) is read twice; the edge list (E · 12 B CSR) four times.
+//! times that. Bytes: X (N·128·4) is read twice; the edge list (E · 8 B CSR: `u32` column, `f32` value) four times.
 //!
 //! Memory budget at 1M / 10M (MiB; nnz = E + N = 11.0M; the graph is directed, so
 //! `Â ≠ Âᵀ` and the reverse rule's transpose is kept as well):
@@ -21,20 +21,20 @@
 //! | X `[N, 128]` f32 | N·128·4 | 488 |
 //! | edge list (`u32` src, dst) | E·8 | 76 |
 //! | shade-graph's CSR by destination (`u32` neighbours and edge ids) | E·8 + N·8 | 84 |
-//! | Â (CSR, `usize` indices, f32 values) | nnz·12 + N·8 | 134 |
-//! | Âᵀ (the same again) | nnz·12 + N·8 | 134 |
+//! | Â (CSR, `u32` indices, f32 values) | nnz·8 + N·8 | 92 |
+//! | Âᵀ (the same again) | nnz·8 + N·8 | 92 |
 //! | labels, training nodes, their `NodeTargets` copy | N·28 | 27 |
-//! | **constants** | | **943** |
+//! | **constants** | | **859** |
 //! | tape at its peak: three `[N, 64]` (X·W₁, Â·X·W₁ + b₁, relu; the sweep's adjoints reuse them) | 3·N·64·4 | 732 |
 //! | … and three `[N, 16]` (H·W₂, Â·H·W₂ + b₂ and an adjoint) | 3·N·16·4 | 183 |
-//! | **total** | | **1858** |
+//! | **total** | | **1774** |
 //!
 //! Measured (`RAYON_NUM_THREADS=2 cargo bench -p shade-benches --bench synth_gcn --
-//! synth_gcn_1m`): 1960 MiB peak (the rest is the allocator, thread stacks, the
-//! optimiser and the harness), against the 2 GiB target; 2964 MiB before the reverse
-//! sweep freed the values no rule reads and `GCNConv` added its bias in the product.
-//! What is left above the floor of a step is in the constants: `u32` indices in Â and
-//! Âᵀ would save 88 MiB, and dropping shade-graph's CSR once Â is built 84 MiB.
+//! synth_gcn_1m`): 1877 MiB peak (the rest is the allocator, thread stacks, the
+//! optimiser and the harness), against the 2 GiB target; 1960 MiB with `usize` indices
+//! in Â and Âᵀ, 2964 MiB before the reverse sweep freed the values no rule reads and
+//! `GCNConv` added its bias in the product. What is left above the floor of a step is
+//! in the constants: dropping shade-graph's CSR once Â is built would save 84 MiB.
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use ndarray::Array2;

@@ -110,7 +110,7 @@ mod tests {
         let a = csr(50, 20, 10, 3);
         let m = a.csr();
         assert_eq!(m.nnz(), 404);
-        assert_eq!(m.indices().iter().sum::<usize>(), 4012);
+        assert_eq!(m.indices().iter().map(|&c| c as usize).sum::<usize>(), 4012);
         assert_eq!(m.data()[0], -0.173_789_26);
         let total: f64 = m.data().iter().map(|&v| f64::from(v)).sum();
         assert!((total - -9.523_745_179_176_33).abs() < 1e-12);

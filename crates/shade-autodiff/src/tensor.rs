@@ -95,7 +95,7 @@ pub use custom::{RuleSlot, TensorRule};
 pub use dropout::keep_mask;
 pub use index::Rows;
 pub use line::{is_on_line, on_line, zeros_on_line};
-pub use sparse::SparseMatrix;
+pub use sparse::{SPARSE_MAX_DIM, SparseMatrix};
 pub use tape::{Tape, TapeBuffers, Var};
 
 use crate::error::{AdError, AdResult};

@@ -286,7 +286,7 @@ impl<T: Float> GraphCtx<T> {
                 .flat_map(|(i, row)| {
                     row.indices()
                         .iter()
-                        .map(move |&j| i == j)
+                        .map(move |&j| i == j as usize)
                         .collect::<Vec<_>>()
                 })
                 .collect();

@@ -11,7 +11,7 @@ use ndarray::{Array2, ArrayD};
 use rand::rngs::StdRng;
 use shade_autodiff::tensor::{self, SparseMatrix, Tape, TapeBuffers, TensorArg, Var};
 use shade_autodiff::{AdError, AdResult, Const, Duplicated};
-use sprs::CsMat;
+use shade_graph::CsMat32;
 
 /// The input of a layer: a dense value on the tape, or a constant sparse matrix (e.g.
 /// bag-of-words node features, 98.7% zeros on Cora) that a layer multiplies with its
@@ -365,7 +365,7 @@ impl<T: Float> Features<T> {
 
     /// Sparse features from an `f32` CSR matrix (as the npz reader returns them),
     /// converted to `T`; the transpose the reverse rule needs is built now.
-    pub fn sparse_from_f32(x: &CsMat<f32>) -> Self {
+    pub fn sparse_from_f32(x: &CsMat32<f32>) -> Self {
         let x = if x.is_csr() { x.clone() } else { x.to_csr() };
         let m = x.map(|&v| T::cst(f64::from(v)));
         let s = SparseMatrix::new(m);
@@ -403,7 +403,7 @@ impl<T: Float> Features<T> {
                 let m = x.csr();
                 let (ip, ind) = (m.indptr().raw_storage().to_vec(), m.indices().to_vec());
                 let data = m.data().iter().map(|&v| keep(v)).collect();
-                let s = SparseMatrix::new(CsMat::new((m.rows(), m.cols()), ip, ind, data));
+                let s = SparseMatrix::new(CsMat32::new((m.rows(), m.cols()), ip, ind, data));
                 s.prepare_transpose();
                 Features::Sparse(s.into())
             }
@@ -503,7 +503,7 @@ impl<'d, T: Float> Inputs<'d, T> {
                         let r = ip.partition_point(|&o| o <= k).saturating_sub(1);
                         Err(GnnError::NonFiniteInput {
                             what: "node features".into(),
-                            index: vec![r, m.indices()[k]],
+                            index: vec![r, m.indices()[k] as usize],
                             value: m.data()[k].to_f64().unwrap_or(f64::NAN),
                         })
                     }

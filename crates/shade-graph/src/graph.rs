@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use sprs::CsMat;
+use sprs::{CsMatI, SpIndex};
 
 use crate::data::{Array, DataStore};
 use crate::error::{GraphError, GraphResult};
@@ -12,6 +12,13 @@ use crate::norm::LaplacianNorm;
 
 /// Largest supported node count: node indices are `u32`.
 pub const MAX_NODES: usize = u32::MAX as usize;
+
+/// The crate's sparse matrices (adjacencies, Laplacians, sparse node features): sprs
+/// CSR with `u32` column indices (node ids and feature columns are `u32`) and `usize`
+/// row offsets, 8 bytes a nonzero in `f32` instead of sprs's default 12. Graph
+/// matrices keep rows = destination. The tensor layer's sparse matrix takes
+/// this type as it is, without a copy.
+pub type CsMat32<T> = CsMatI<T, u32, usize>;
 
 /// A float type the graph can hand out matrices in (`f32` or `f64`; sealed).
 pub trait GraphFloat:
@@ -22,9 +29,9 @@ pub trait GraphFloat:
     /// Picks the cache slot of this type (the crate's own dispatch).
     #[doc(hidden)]
     fn pick<'a>(
-        for_f32: &'a OnceLock<CsMat<f32>>,
-        for_f64: &'a OnceLock<CsMat<f64>>,
-    ) -> &'a OnceLock<CsMat<Self>>;
+        for_f32: &'a OnceLock<CsMat32<f32>>,
+        for_f64: &'a OnceLock<CsMat32<f64>>,
+    ) -> &'a OnceLock<CsMat32<Self>>;
 }
 
 impl GraphFloat for f32 {
@@ -32,9 +39,9 @@ impl GraphFloat for f32 {
         x as f32
     }
     fn pick<'a>(
-        for_f32: &'a OnceLock<CsMat<f32>>,
-        _: &'a OnceLock<CsMat<f64>>,
-    ) -> &'a OnceLock<CsMat<f32>> {
+        for_f32: &'a OnceLock<CsMat32<f32>>,
+        _: &'a OnceLock<CsMat32<f64>>,
+    ) -> &'a OnceLock<CsMat32<f32>> {
         for_f32
     }
 }
@@ -44,9 +51,9 @@ impl GraphFloat for f64 {
         x
     }
     fn pick<'a>(
-        _: &'a OnceLock<CsMat<f32>>,
-        for_f64: &'a OnceLock<CsMat<f64>>,
-    ) -> &'a OnceLock<CsMat<f64>> {
+        _: &'a OnceLock<CsMat32<f32>>,
+        for_f64: &'a OnceLock<CsMat32<f64>>,
+    ) -> &'a OnceLock<CsMat32<f64>> {
         for_f64
     }
 }
@@ -124,9 +131,9 @@ pub(crate) struct Cache {
     pub(crate) in_degree: OnceLock<Vec<usize>>,
     pub(crate) out_degree: OnceLock<Vec<usize>>,
     pub(crate) indicator: OnceLock<Vec<u32>>,
-    pub(crate) gcn: (OnceLock<CsMat<f32>>, OnceLock<CsMat<f64>>),
-    pub(crate) rw: (OnceLock<CsMat<f32>>, OnceLock<CsMat<f64>>),
-    pub(crate) adjacency: (OnceLock<CsMat<f32>>, OnceLock<CsMat<f64>>),
+    pub(crate) gcn: (OnceLock<CsMat32<f32>>, OnceLock<CsMat32<f64>>),
+    pub(crate) rw: (OnceLock<CsMat32<f32>>, OnceLock<CsMat32<f64>>),
+    pub(crate) adjacency: (OnceLock<CsMat32<f32>>, OnceLock<CsMat32<f64>>),
     pub(crate) lambda_max: PerNorm<OnceLock<f64>>,
 }
 
@@ -182,7 +189,7 @@ pub struct Graph {
     pub(crate) node_data: DataStore,
     pub(crate) edge_data: DataStore,
     pub(crate) graph_data: DataStore,
-    pub(crate) sparse_features: Option<CsMat<f32>>,
+    pub(crate) sparse_features: Option<CsMat32<f32>>,
     pub(crate) cache: Arc<Cache>,
 }
 
@@ -504,7 +511,7 @@ impl Graph {
     }
 
     /// The sparse node-feature matrix `[num_nodes, F]`, if set.
-    pub fn sparse_node_features(&self) -> Option<&CsMat<f32>> {
+    pub fn sparse_node_features(&self) -> Option<&CsMat32<f32>> {
         self.sparse_features.as_ref()
     }
 
@@ -593,8 +600,21 @@ impl Graph {
     }
 
     /// Stores a sparse node-feature matrix (rows must be `num_nodes`, `SHADE-E0310`).
-    /// The matrix is kept as given (CSR or CSC).
-    pub fn set_sparse_node_features(&mut self, x: CsMat<f32>) -> GraphResult<()> {
+    /// The matrix is kept as given (CSR or CSC), its indices as `u32` ([`CsMat32`]:
+    /// sprs's `CsMat<f32>`, with `usize` ones, is converted once; more than `u32::MAX`
+    /// columns is `SHADE-E0305`).
+    pub fn set_sparse_node_features<I: SpIndex, Iptr: SpIndex>(
+        &mut self,
+        x: CsMatI<f32, I, Iptr>,
+    ) -> GraphResult<()> {
+        if x.cols() > u32::MAX as usize {
+            return Err(GraphError::TooLarge {
+                what: "sparse feature columns".into(),
+                found: x.cols() as u64,
+                max: u32::MAX as u64,
+            });
+        }
+        let x: CsMat32<f32> = x.to_other_types();
         if x.rows() != self.num_nodes {
             return Err(GraphError::DataShape {
                 kind: "node",
@@ -698,7 +718,7 @@ impl Graph {
 
     /// The adjacency matrix `A[dst, src]` (rows = destination), multi-edges summed,
     /// with the edge weights if `weighted` and the graph has them, else ones.
-    pub fn adjacency_matrix<T: GraphFloat>(&self, weighted: bool) -> CsMat<T> {
+    pub fn adjacency_matrix<T: GraphFloat>(&self, weighted: bool) -> CsMat32<T> {
         self.row_matrix(weighted, false, None, |_, _, w| T::from_f64(w))
     }
 
@@ -712,7 +732,7 @@ impl Graph {
         skip_loops: bool,
         diag: Option<&dyn Fn(usize) -> f64>,
         val: impl Fn(usize, usize, f64) -> T,
-    ) -> CsMat<T> {
+    ) -> CsMat32<T> {
         let c = self.csr_by_dst();
         let n = self.num_nodes;
         let cap = c.indices.len() + if diag.is_some() { n } else { 0 };
@@ -739,27 +759,27 @@ impl Graph {
                     j += 1;
                 }
                 if !diag_done && u >= v {
-                    indices.push(v);
+                    indices.push(v as u32);
                     data.push(T::from_f64(diag.expect("diag_done is false")(v)));
                     diag_done = true;
                 }
                 if !(skip_loops && u == v) {
-                    indices.push(u);
+                    indices.push(nb[k]);
                     data.push(val(v, u, w));
                 }
                 k = j;
             }
             if !diag_done {
-                indices.push(v);
+                indices.push(v as u32);
                 data.push(T::from_f64(diag.expect("diag_done is false")(v)));
             }
             indptr.push(indices.len());
         }
-        CsMat::new((n, n), indptr, indices, data)
+        CsMat32::new((n, n), indptr, indices, data)
     }
 
     /// The weighted adjacency matrix, built once per float type.
-    pub fn adjacency<T: GraphFloat>(&self) -> &CsMat<T> {
+    pub fn adjacency<T: GraphFloat>(&self) -> &CsMat32<T> {
         T::pick(&self.cache.adjacency.0, &self.cache.adjacency.1)
             .get_or_init(|| self.adjacency_matrix::<T>(true))
     }

@@ -15,7 +15,7 @@
 //!   [`Graph::scaled_laplacian`] (PyG's `get_laplacian` and ChebConv's rescaling,
 //!   degrees by source, [`LaplacianNorm`]), [`Graph::lambda_max`] (PyG's
 //!   `LaplacianLambdaMax`), [`Graph::random_walk_adjacency`]. Matrices are sprs CSR
-//!   with rows = destination, in `f32` or `f64`.
+//!   with rows = destination and `u32` indices ([`CsMat32`]), in `f32` or `f64`.
 //! - Transforms on [`Graph`]: self-loops, edges, nodes, `coalesce`, `to_undirected`,
 //!   subgraphs, [`NormalizeFeatures`] (PyG's row normalisation, sparse kept sparse),
 //!   [`LargestConnectedComponents`] (PyG's, with [`Graph::connected_components`]);
@@ -59,7 +59,7 @@ pub use generate::{
     Csbm, SyntheticDataset, csbm, erdos_renyi, knn_graph, radius_graph, rand_graph, sprand,
     stochastic_block_model,
 };
-pub use graph::{Csr, Graph, GraphFloat, MAX_NODES};
+pub use graph::{CsMat32, Csr, Graph, GraphFloat, MAX_NODES};
 pub use io::{
     Dataset, NpyArray, NpyElement, NpzArrays, NpzOptions, edge_list_string, npy_bytes,
     npz_arrays_bytes, npz_bytes, parse_edge_list, parse_npy, parse_npz, parse_npz_arrays,
@@ -77,7 +77,7 @@ pub use transform::{Components, Connection, KHop, LargestConnectedComponents, No
 /// The array crate of node, edge and graph data (`DataStore`, generated features).
 pub use ndarray;
 /// The sparse-matrix crate: sparse node features and normalised adjacencies are
-/// `sprs::CsMat`s.
+/// sprs CSR matrices with `u32` indices ([`CsMat32`]).
 pub use sprs;
 
 /// How to merge values of edges that become one (coalesce, to_undirected).

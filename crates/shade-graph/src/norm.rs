@@ -20,8 +20,8 @@
 //! On an undirected graph in- and out-degrees agree; on a directed one the two
 //! families differ exactly as PyG's do.
 
+use crate::graph::CsMat32;
 use rand::{RngExt, SeedableRng, rngs::StdRng};
-use sprs::CsMat;
 
 use crate::error::{GraphError, GraphResult};
 use crate::graph::{Graph, GraphFloat};
@@ -173,7 +173,7 @@ impl Graph {
     /// The GCN-normalised adjacency with options (rows = destination, duplicates summed):
     /// the matrix of [`Graph::gcn_norm_edges`]. Built in one pass over the cached CSR by
     /// destination; with `add_self_loops` every diagonal entry is stored.
-    pub fn gcn_norm<T: GraphFloat>(&self, opts: GcnNorm) -> CsMat<T> {
+    pub fn gcn_norm<T: GraphFloat>(&self, opts: GcnNorm) -> CsMat32<T> {
         let n = self.num_nodes;
         let w = |e: usize| if opts.weighted { self.weight(e) } else { 1.0 };
         let mut deg = vec![0.0; n];
@@ -203,7 +203,7 @@ impl Graph {
 
     /// The default GCN-normalised adjacency `D^-1/2 (A + I) D^-1/2` (weighted, missing
     /// self-loops added with weight 1), built once per float type.
-    pub fn gcn_adjacency<T: GraphFloat>(&self) -> &CsMat<T> {
+    pub fn gcn_adjacency<T: GraphFloat>(&self) -> &CsMat32<T> {
         T::pick(&self.cache.gcn.0, &self.cache.gcn.1)
             .get_or_init(|| self.gcn_norm(GcnNorm::default()))
     }
@@ -211,7 +211,7 @@ impl Graph {
     /// The random-walk (mean) normalised adjacency `D_in^-1 A`: entry `(v, u)` is
     /// `w(u -> v) / Σ_u' w(u' -> v)`, so each non-empty row sums to 1. No self-loops are
     /// added; a node without incoming edges has an empty row. Built once per float type.
-    pub fn random_walk_adjacency<T: GraphFloat>(&self) -> &CsMat<T> {
+    pub fn random_walk_adjacency<T: GraphFloat>(&self) -> &CsMat32<T> {
         T::pick(&self.cache.rw.0, &self.cache.rw.1).get_or_init(|| {
             let deg = self.weighted_in_degree();
             self.row_matrix(true, false, None, |v, _, w| {
@@ -227,7 +227,7 @@ impl Graph {
     /// `aggr = "mean"` over (weighted) messages. A node without incoming edges has an
     /// empty row. Unlike [`Graph::random_walk_adjacency`], the weights do not enter the
     /// degree.
-    pub fn mean_adjacency_matrix<T: GraphFloat>(&self, weighted: bool) -> CsMat<T> {
+    pub fn mean_adjacency_matrix<T: GraphFloat>(&self, weighted: bool) -> CsMat32<T> {
         let deg = self.in_degree();
         self.row_matrix(weighted, false, None, |v, _, w| {
             T::from_f64(w / deg[v] as f64)
@@ -299,7 +299,7 @@ impl Graph {
 
     /// `a · L + b · I` for the Laplacian of `norm`, rows = destination, multi-edges
     /// summed, self-loops of the graph dropped, every diagonal entry stored.
-    fn laplacian_matrix<T: GraphFloat>(&self, norm: LaplacianNorm, a: f64, b: f64) -> CsMat<T> {
+    fn laplacian_matrix<T: GraphFloat>(&self, norm: LaplacianNorm, a: f64, b: f64) -> CsMat32<T> {
         let deg = self.laplacian_degree();
         let (coef, diag) = Self::laplacian_parts(norm, &deg);
         let diag = |v: usize| a * diag(v) + b;
@@ -310,7 +310,7 @@ impl Graph {
 
     /// The Laplacian of [`Graph::laplacian_edges`] as a matrix (rows = destination,
     /// duplicates summed, every diagonal entry stored).
-    pub fn laplacian<T: GraphFloat>(&self, norm: LaplacianNorm) -> CsMat<T> {
+    pub fn laplacian<T: GraphFloat>(&self, norm: LaplacianNorm) -> CsMat32<T> {
         self.laplacian_matrix(norm, 1.0, 0.0)
     }
 
@@ -324,7 +324,7 @@ impl Graph {
         &self,
         norm: LaplacianNorm,
         lambda_max: f64,
-    ) -> GraphResult<CsMat<T>> {
+    ) -> GraphResult<CsMat32<T>> {
         if !(lambda_max.is_finite() && lambda_max > 0.0) {
             return Err(GraphError::InvalidParameter {
                 name: "lambda_max",
@@ -374,7 +374,7 @@ impl Graph {
 }
 
 /// `y = A x` for a CSR matrix.
-pub(crate) fn spmv(a: &CsMat<f64>, x: &[f64]) -> Vec<f64> {
+pub(crate) fn spmv(a: &CsMat32<f64>, x: &[f64]) -> Vec<f64> {
     a.outer_iterator()
         .map(|row| row.iter().map(|(j, v)| v * x[j]).sum())
         .collect()

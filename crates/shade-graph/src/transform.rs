@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use sprs::CsMat;
+use crate::graph::CsMat32;
 
 use crate::Reduce;
 use crate::data::DataStore;
@@ -27,7 +27,7 @@ pub struct KHop {
 }
 
 /// Rows `idx` of a sparse matrix (converted to CSR if needed).
-pub(crate) fn select_sparse_rows(x: &CsMat<f32>, idx: &[usize]) -> CsMat<f32> {
+pub(crate) fn select_sparse_rows(x: &CsMat32<f32>, idx: &[usize]) -> CsMat32<f32> {
     // A CSR input is read through a view (a loader calls this once per batch: no copy
     // of the whole matrix).
     let owned;
@@ -45,17 +45,17 @@ pub(crate) fn select_sparse_rows(x: &CsMat<f32>, idx: &[usize]) -> CsMat<f32> {
         }
         indptr.push(indices.len());
     }
-    CsMat::new((idx.len(), csr.cols()), indptr, indices, data)
+    CsMat32::new((idx.len(), csr.cols()), indptr, indices, data)
 }
 
 /// A sparse matrix followed by `n` empty rows.
-fn append_sparse_rows(x: &CsMat<f32>, n: usize) -> CsMat<f32> {
+fn append_sparse_rows(x: &CsMat32<f32>, n: usize) -> CsMat32<f32> {
     let csr = if x.is_csr() { x.clone() } else { x.to_csr() };
     let rows = csr.rows();
     let (mut indptr, indices, data) = csr.into_raw_storage();
     let last = *indptr.last().unwrap_or(&0);
     indptr.extend(std::iter::repeat_n(last, n));
-    CsMat::new((rows + n, x.cols()), indptr, indices, data)
+    CsMat32::new((rows + n, x.cols()), indptr, indices, data)
 }
 
 impl Graph {
@@ -542,7 +542,7 @@ impl NormalizeFeatures {
 
     /// Sparse features normalised, keeping their pattern (CSR out). `SHADE-E0320`
     /// for negative stored values (see [`apply`](Self::apply)).
-    pub fn sparse(x: &CsMat<f32>) -> GraphResult<CsMat<f32>> {
+    pub fn sparse(x: &CsMat32<f32>) -> GraphResult<CsMat32<f32>> {
         let csr = if x.is_csr() { x.clone() } else { x.to_csr() };
         let full = csr.nnz() == csr.rows() * csr.cols();
         let stored_min = csr.data().iter().fold(f32::INFINITY, |m, &v| m.min(v));
@@ -569,7 +569,7 @@ impl NormalizeFeatures {
             let d = sum.max(1.0);
             row.iter_mut().for_each(|v| *v = (f64::from(*v) / d) as f32);
         }
-        Ok(CsMat::new((rows, cols), indptr, indices, data))
+        Ok(CsMat32::new((rows, cols), indptr, indices, data))
     }
 }
 
@@ -594,7 +594,7 @@ mod normalize_tests {
             [0.0, 0.0, 0.0, 0.0],
             [0.0, 2.0, 0.0, 0.0]
         ];
-        let x = CsMat::csr_from_dense(dense.view(), 0.0);
+        let x = CsMat32::csr_from_dense(dense.view(), 0.0);
         let mut g = Graph::from_edges(3, &[(0, 1), (1, 2)]).unwrap();
         g.set_sparse_node_features(x.clone()).unwrap();
         let n = g.normalize_features().unwrap();
@@ -628,7 +628,7 @@ mod normalize_tests {
             array![[0.0, 1.0], [0.2, 0.8]]
         );
         let e =
-            NormalizeFeatures::sparse(&CsMat::csr_from_dense(array![[-1.0f32, 0.0]].view(), 0.0))
+            NormalizeFeatures::sparse(&CsMat32::csr_from_dense(array![[-1.0f32, 0.0]].view(), 0.0))
                 .unwrap_err();
         assert_eq!(e.code(), "SHADE-E0320");
         assert!(e.to_string().contains("minimum -1"), "{e}");
@@ -656,7 +656,7 @@ mod normalize_tests {
             for (at, v) in cells {
                 dense[[(at / cols) % rows, at % cols]] = f32::from(v) * 0.5;
             }
-            let x = CsMat::csr_from_dense(dense.view(), 0.0);
+            let x = CsMat32::csr_from_dense(dense.view(), 0.0);
             let s = NormalizeFeatures::sparse(&x).unwrap();
             prop_assert_eq!(s.indices(), x.indices());
             let d = NormalizeFeatures::dense(&dense);

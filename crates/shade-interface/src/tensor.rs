@@ -33,7 +33,7 @@
 //!
 //! // f(w) = sum(tanh(A · (x · w))[rows]): a dense, a sparse and an index context.
 //! let x = array![[1.0, -1.0], [0.5, 2.0]];
-//! let a = SparseMatrix::new(sprs::CsMat::eye(2));
+//! let a = SparseMatrix::new(sprs::CsMatI::eye(2));
 //! let rows = vec![1usize];
 //! let w = Array2::from_elem((2, 3), 0.1);
 //! let ctx = (Constant(&x), Constant(&a), Constant(&rows[..]));

@@ -3,8 +3,10 @@
 //! instead of two), `dense_spmm` (`X · A`) and `spmm_values` (`A(v) · X` with tracked
 //! nonzero values `v`, i.e. differentiable edge weights).
 //!
-//! [`SparseMatrix`] wraps a CSR `sprs::CsMat` and caches, on first need, the CSR of its
-//! transpose (with the permutation from transposed to original nonzeros), so the
+//! [`SparseMatrix`] wraps a CSR `sprs::CsMatI<T, u32, usize>` (`u32` column indices,
+//! `usize` row offsets: 8 bytes a nonzero in `f32` instead of 12, so a product reads a
+//! third fewer bytes of structure) and caches, on first need, the CSR of its
+//! transpose (with the permutation from transposed to original nonzeros, `u32` too), so the
 //! reverse rule of `A · X`, `dX += Aᵀ · G`, runs the same row-parallel kernel without
 //! rebuilding anything. The kernel splits rows into blocks over rayon's threads and
 //! runs a tight loop over contiguous dense rows; inputs are validated once at the
@@ -18,345 +20,27 @@
 use super::tape::{Bwd, Op, Pool, Tan};
 use super::{Element, Tape, Var, par};
 use crate::error::{AdError, AdResult};
-use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, CowArray, Dimension, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, CowArray, Dimension, IxDyn};
 use rayon::prelude::*;
-use sprs::CsMat;
-use std::sync::OnceLock;
 
 mod dense;
 mod kernel;
+mod matrix;
 mod rows;
 use super::transpose::{Put, transpose_short};
 use kernel::{Permuted, Start, csr_mm};
+use matrix::Perm;
+pub use matrix::{SPARSE_MAX_DIM, SparseMatrix};
 use rows::col_sums;
 
 /// Work (multiply-adds) below which kernels stay on the calling thread (the small-op
 /// rule, [`par::split`]).
 const PAR_MIN: usize = par::SPLIT_MIN;
 
-/// A constant sparse matrix (CSR) for the sparse × dense products.
-///
-/// The structure and values are constants of the program; the transpose needed by the
-/// reverse rules is built once, lazily, and kept.
-#[derive(Debug)]
-pub struct SparseMatrix<T> {
-    mat: CsMat<T>,
-    /// `Aᵀ` for `spmm`'s reverse rule; `None` when `A = Aᵀ`.
-    t_mul: OnceLock<Option<TransposedCsr<T>>>,
-    /// `Aᵀ`'s structure with the map to `A`'s nonzeros, for `spmm_values`.
-    t: OnceLock<Transposed>,
-    /// A dense copy of a small matrix with many nonzeros (see `sparse/dense.rs`; boxed,
-    /// so that the matrix stays small where it is held by value).
-    dense: OnceLock<Option<Box<ndarray::Array2<T>>>>,
-}
-
-/// CSR of the transpose with its values.
-#[derive(Debug)]
-struct TransposedCsr<T> {
-    indptr: Vec<usize>,
-    indices: Vec<usize>,
-    data: Vec<T>,
-}
-
-/// CSR structure of the transpose plus the map back to the original nonzeros.
-#[derive(Debug)]
-struct Transposed {
-    indptr: Vec<usize>,
-    indices: Vec<usize>,
-    /// Original position of each transposed nonzero.
-    perm: Vec<usize>,
-    /// Row of each original nonzero.
-    row_of: Vec<usize>,
-}
-
-impl<T: Element> SparseMatrix<T> {
-    /// Wraps a sprs matrix; a CSC matrix is converted to CSR once.
-    pub fn new(mat: CsMat<T>) -> Self {
-        let mat = if mat.is_csr() { mat } else { mat.to_csr() };
-        let base = mat.indptr().raw_storage().first().copied().unwrap_or(0);
-        let mat = if base != 0 {
-            // An offset index pointer (from slicing): rebase it once so kernels index
-            // `indices` and `data` directly.
-            let ip = mat
-                .indptr()
-                .raw_storage()
-                .iter()
-                .map(|&p| p - base)
-                .collect();
-            let end = base + mat.nnz();
-            let (ind, data) = (&mat.indices()[base..end], &mat.data()[base..end]);
-            CsMat::new((mat.rows(), mat.cols()), ip, ind.to_vec(), data.to_vec())
-        } else {
-            mat
-        };
-        SparseMatrix {
-            mat,
-            t_mul: OnceLock::new(),
-            t: OnceLock::new(),
-            dense: OnceLock::new(),
-        }
-    }
-
-    /// Builds a CSR matrix from its arrays, checking the structure.
-    ///
-    /// Errors with [`AdError::InvalidArgument`] naming the structural problem (indptr
-    /// length or monotonicity, column index out of range, unsorted columns, ...).
-    pub fn try_from_csr(
-        shape: (usize, usize),
-        indptr: Vec<usize>,
-        indices: Vec<usize>,
-        data: Vec<T>,
-    ) -> AdResult<Self> {
-        CsMat::try_new(shape, indptr, indices, data)
-            .map(Self::new)
-            .map_err(|(_, _, _, e)| AdError::InvalidArgument {
-                op: "SparseMatrix::try_from_csr",
-                what: format!("invalid CSR structure for shape {shape:?}: {e}"),
-            })
-    }
-
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        self.mat.rows()
-    }
-
-    /// Number of columns.
-    pub fn cols(&self) -> usize {
-        self.mat.cols()
-    }
-
-    /// Number of stored nonzeros.
-    pub fn nnz(&self) -> usize {
-        self.mat.nnz()
-    }
-
-    /// The wrapped CSR matrix.
-    pub fn csr(&self) -> &CsMat<T> {
-        &self.mat
-    }
-
-    /// `out += A · x`, the kernel behind [`Tape::spmm`], outside any tape.
-    ///
-    /// `x` is `[cols, f]`, `out` is `[rows, f]`, both in standard layout; otherwise the
-    /// error is [`AdError::ShapeMismatch`].
-    pub fn mul_dense_into(
-        &self,
-        x: ArrayView2<'_, T>,
-        mut out: ArrayViewMut2<'_, T>,
-    ) -> AdResult<()> {
-        let f = x.ncols();
-        self.check_into(
-            "SparseMatrix::mul_dense_into",
-            self.cols(),
-            self.rows(),
-            &x,
-            &out,
-        )?;
-        let (xs, o) = (
-            x.as_slice().unwrap_or_default(),
-            out.as_slice_mut().unwrap_or_default(),
-        );
-        self.mm(xs, f, Start::Out, o);
-        Ok(())
-    }
-
-    /// `out += Aᵀ · x` through the cached transpose: the kernel of `spmm`'s reverse rule.
-    ///
-    /// `x` is `[rows, f]`, `out` is `[cols, f]`, both in standard layout.
-    pub fn transpose_mul_dense_into(
-        &self,
-        x: ArrayView2<'_, T>,
-        mut out: ArrayViewMut2<'_, T>,
-    ) -> AdResult<()> {
-        let f = x.ncols();
-        self.check_into(
-            "SparseMatrix::transpose_mul_dense_into",
-            self.rows(),
-            self.cols(),
-            &x,
-            &out,
-        )?;
-        let (xs, o) = (
-            x.as_slice().unwrap_or_default(),
-            out.as_slice_mut().unwrap_or_default(),
-        );
-        self.transpose_mm(xs, f, Start::Out, o);
-        Ok(())
-    }
-
-    fn check_into(
-        &self,
-        op: &'static str,
-        x_rows: usize,
-        out_rows: usize,
-        x: &ArrayView2<'_, T>,
-        out: &ArrayViewMut2<'_, T>,
-    ) -> AdResult<()> {
-        let ok = x.nrows() == x_rows
-            && out.nrows() == out_rows
-            && out.ncols() == x.ncols()
-            && x.is_standard_layout()
-            && out.is_standard_layout();
-        if ok {
-            Ok(())
-        } else {
-            Err(AdError::ShapeMismatch {
-                op,
-                left: x.shape().to_vec(),
-                right: out.shape().to_vec(),
-            })
-        }
-    }
-
-    fn indptr(&self) -> &[usize] {
-        match self.mat.proper_indptr() {
-            std::borrow::Cow::Borrowed(ip) => ip,
-            std::borrow::Cow::Owned(_) => unreachable!("the index pointer is rebased in `new`"),
-        }
-    }
-
-    /// Builds the transpose now instead of at the first reverse sweep (nothing for a
-    /// matrix equal to its transpose).
-    pub fn prepare_transpose(&self) {
-        let _ = self.transposed_mul();
-    }
-
-    /// Whether `A = Aᵀ` exactly (structure and values); checked once, with the
-    /// transpose.
-    pub fn is_symmetric(&self) -> bool {
-        self.transposed_mul().is_none()
-    }
-
-    /// The dense copy, when this matrix takes the dense path (`sparse/dense.rs`).
-    fn dense(&self) -> Option<&ndarray::Array2<T>> {
-        self.dense
-            .get_or_init(|| {
-                dense::takes(self.rows(), self.cols(), self.nnz())
-                    .then(|| Box::new(dense::copy(self)))
-            })
-            .as_deref()
-    }
-
-    /// `out = start + A · x` for a row-major `x` with rows of length `f`.
-    fn mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
-        match self.dense() {
-            Some(d) => dense::mm(d.view(), x, f, start, out),
-            None => self.csr_mm(x, f, start, out),
-        }
-    }
-
-    /// [`Self::mm`] through the CSR row kernel.
-    fn csr_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
-        let (ip, ind, data) = (self.indptr(), self.mat.indices(), self.mat.data());
-        csr_mm(ip, ind, data, x, f, start, out);
-    }
-
-    /// `out = start + Aᵀ · x` for a row-major `x` with rows of length `f`.
-    fn transpose_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
-        if let Some(d) = self.dense() {
-            dense::mm(d.t(), x, f, start, out);
-            return;
-        }
-        match self.transposed_mul() {
-            Some(t) => csr_mm(&t.indptr, &t.indices, &t.data[..], x, f, start, out),
-            // `A = Aᵀ`.
-            None => self.csr_mm(x, f, start, out),
-        }
-    }
-
-    /// Whether every stored `(r, c, v)` has its mirror `(c, r, v)` (rows' column
-    /// indices are sorted, as sprs guarantees: one binary search per nonzero).
-    fn symmetric(&self) -> bool {
-        if self.rows() != self.cols() {
-            return false;
-        }
-        let (ip, ind, data) = (self.indptr(), self.mat.indices(), self.mat.data());
-        let row_ok = |r: usize| {
-            (ip[r]..ip[r + 1]).all(|p| {
-                let c = ind[p];
-                let (lo, hi) = (ip[c], ip[c + 1]);
-                ind[lo..hi]
-                    .binary_search(&r)
-                    .is_ok_and(|q| data[lo + q] == data[p])
-            })
-        };
-        if !par::split(self.nnz(), PAR_MIN) {
-            (0..self.rows()).all(row_ok)
-        } else {
-            (0..self.rows())
-                .into_par_iter()
-                .with_min_len(4096)
-                .all(row_ok)
-        }
-    }
-
-    fn transposed_mul(&self) -> Option<&TransposedCsr<T>> {
-        self.t_mul
-            .get_or_init(|| {
-                if self.symmetric() {
-                    return None;
-                }
-                let (indptr, indices, perm) = self.transpose_structure();
-                let data = self.mat.data();
-                let data = perm.iter().map(|&p| data[p]).collect();
-                Some(TransposedCsr {
-                    indptr,
-                    indices,
-                    data,
-                })
-            })
-            .as_ref()
-    }
-
-    /// `Aᵀ`'s index pointer and column indices, and each of its nonzeros' position in
-    /// `A`.
-    fn transpose_structure(&self) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
-        let (rows, cols) = (self.rows(), self.cols());
-        let ip = self.indptr();
-        let ind = self.mat.indices();
-        let nnz = ind.len();
-        let mut indptr = vec![0usize; cols + 1];
-        ind.iter().for_each(|&c| indptr[c + 1] += 1);
-        for c in 0..cols {
-            indptr[c + 1] += indptr[c];
-        }
-        let mut next = indptr.clone();
-        let mut indices = vec![0; nnz];
-        let mut perm = vec![0; nnz];
-        for r in 0..rows {
-            let (lo, hi) = (ip[r], ip[r + 1]);
-            for (p, &c) in (lo..hi).zip(&ind[lo..hi]) {
-                let q = next[c];
-                next[c] += 1;
-                indices[q] = r;
-                perm[q] = p;
-            }
-        }
-        (indptr, indices, perm)
-    }
-
-    fn transposed(&self) -> &Transposed {
-        self.t.get_or_init(|| {
-            let (indptr, indices, perm) = self.transpose_structure();
-            let ip = self.indptr();
-            let mut row_of = vec![0; self.nnz()];
-            for r in 0..self.rows() {
-                row_of[ip[r]..ip[r + 1]].fill(r);
-            }
-            Transposed {
-                indptr,
-                indices,
-                perm,
-                row_of,
-            }
-        })
-    }
-}
-
 /// `out += x · A` for a dense row-major `x` (`m × k`) and CSR `A` (`k × n`).
 fn dense_csr<T: Element>(x: &[T], k: usize, a: &SparseMatrix<T>, out: &mut [T]) {
     let n = a.cols();
-    let (ip, ind, data) = (a.indptr(), a.mat.indices(), a.mat.data());
+    let (ip, ind, data) = a.parts();
     if n == 0 || k == 0 {
         return;
     }
@@ -364,7 +48,7 @@ fn dense_csr<T: Element>(x: &[T], k: usize, a: &SparseMatrix<T>, out: &mut [T]) 
         for (kk, &xv) in xr.iter().enumerate() {
             if xv != T::zero() {
                 for p in ip[kk]..ip[kk + 1] {
-                    orow[ind[p]] += xv * data[p];
+                    orow[ind[p] as usize] += xv * data[p];
                 }
             }
         }
@@ -384,7 +68,7 @@ fn dense_csr<T: Element>(x: &[T], k: usize, a: &SparseMatrix<T>, out: &mut [T]) 
 /// `out += g · Aᵀ` for a dense row-major `g` (`m × n`) and CSR `A` (`k × n`).
 fn dense_csr_t<T: Element>(g: &[T], a: &SparseMatrix<T>, out: &mut [T]) {
     let (k, n) = (a.rows(), a.cols());
-    let (ip, ind, data) = (a.indptr(), a.mat.indices(), a.mat.data());
+    let (ip, ind, data) = a.parts();
     if n == 0 || k == 0 {
         return;
     }
@@ -392,7 +76,7 @@ fn dense_csr_t<T: Element>(g: &[T], a: &SparseMatrix<T>, out: &mut [T]) {
         for (kk, o) in orow.iter_mut().enumerate() {
             let mut s = T::zero();
             for p in ip[kk]..ip[kk + 1] {
-                s += gr[ind[p]] * data[p];
+                s += gr[ind[p] as usize] * data[p];
             }
             *o += s;
         }
@@ -527,10 +211,10 @@ impl<T: Element> Rec<'_, T> {
             let vshape = bw.vals[self.v].view().raw_dim();
             if let Some(mut gv) = bw.gs.acc(self.v, vshape.slice()) {
                 let d = gv.as_slice_mut().expect("adjoints are in standard layout");
-                let ind = a.mat.indices();
+                let (_, ind, _) = a.parts();
                 let dot = |(p, d): (usize, &mut T)| {
-                    let r = t.row_of[p];
-                    let c = ind[p];
+                    let r = t.row_of[p] as usize;
+                    let c = ind[p] as usize;
                     let s: T = gs[r * f..(r + 1) * f]
                         .iter()
                         .zip(&xf[c * f..(c + 1) * f])
@@ -566,19 +250,16 @@ impl<T: Element> Rec<'_, T> {
                 let t = a.transposed();
                 let v = bw.vals[self.v].view();
                 let v = v.as_standard_layout();
-                let vs = std_slice(&v);
-                csr_mm(
-                    &t.indptr,
-                    &t.indices,
-                    Permuted {
-                        vals: vs,
-                        perm: &t.perm,
-                    },
-                    gs,
-                    f,
-                    start,
-                    d,
-                );
+                let vals = std_slice(&v);
+                let (ip, ind) = (&t.indptr[..], &t.indices[..]);
+                match &t.perm {
+                    Perm::Narrow(perm) => {
+                        csr_mm(ip, ind, Permuted { vals, perm }, gs, f, start, d);
+                    }
+                    Perm::Wide(perm) => {
+                        csr_mm(ip, ind, Permuted { vals, perm }, gs, f, start, d);
+                    }
+                }
             }
         }
     }
@@ -680,7 +361,7 @@ impl<'a, T: Element> Tape<'a, T> {
         // Every element is written: each row starts from the bias (or zeros) in the
         // kernel, so the buffer is not filled first.
         let mut out = self.pool.overwritten(shape.slice());
-        let (ip, ind) = (a.indptr(), a.mat.indices());
+        let (ip, ind, _) = a.parts();
         {
             let bias = ib.map(|b| self.vals[b].view());
             let bias = bias.as_ref().map(|b| b.as_standard_layout());
@@ -848,51 +529,6 @@ mod tests {
     use super::*;
     use ndarray::Array2;
 
-    fn matrix(entries: &[(usize, usize, f64)], n: usize) -> SparseMatrix<f64> {
-        let mut tri = sprs::TriMat::new((n, n));
-        for &(r, c, v) in entries {
-            tri.add_triplet(r, c, v);
-        }
-        SparseMatrix::new(tri.to_csr())
-    }
-
-    /// A symmetric matrix keeps no transpose and its `Aᵀ · X` is `A · X`; a matrix
-    /// that differs from its transpose in one value or one entry is not symmetric, and
-    /// its `Aᵀ · X` agrees with the dense transpose.
-    #[test]
-    fn symmetric_matrices_keep_no_transpose() {
-        let sym = [
-            (0, 0, 1.0),
-            (0, 2, 0.5),
-            (2, 0, 0.5),
-            (1, 2, -2.0),
-            (2, 1, -2.0),
-        ];
-        let x = Array2::from_shape_fn((3, 4), |(i, j)| (i * 4 + j) as f64 - 3.0);
-        let a = matrix(&sym, 3);
-        assert!(a.is_symmetric());
-        assert!(a.t_mul.get().is_some_and(|t| t.is_none()));
-        let (mut ax, mut atx) = (Array2::zeros((3, 4)), Array2::zeros((3, 4)));
-        a.mul_dense_into(x.view(), ax.view_mut()).unwrap();
-        a.transpose_mul_dense_into(x.view(), atx.view_mut())
-            .unwrap();
-        assert_eq!(ax, atx);
-        let mut value = sym;
-        value[2].2 = 0.25;
-        let mut entry = sym.to_vec();
-        entry.pop();
-        for e in [&value[..], &entry[..]] {
-            let b = matrix(e, 3);
-            assert!(!b.is_symmetric());
-            let dense = b.csr().to_dense();
-            let want = dense.t().dot(&x);
-            let mut got = Array2::zeros((3, 4));
-            b.transpose_mul_dense_into(x.view(), got.view_mut())
-                .unwrap();
-            assert_eq!(got, want);
-        }
-    }
-
     /// `spmm_t(a, w)` is `spmm(a, transpose(w))` bit for bit: its value, its gradient
     /// (reverse, with `dW` fresh and accumulated into) and its tangent (forward), on a
     /// matrix that is not its own transpose; the gradient also matches the dense
@@ -904,7 +540,7 @@ mod tests {
         let entries: Vec<(usize, usize, f64)> = (0..40)
             .map(|q| ((q * 7) % 9, (q * 5 + 3) % 11, (q as f64 * 0.37).sin()))
             .collect();
-        let mut tri = sprs::TriMat::new((9, 11));
+        let mut tri = sprs::TriMatI::<_, u32>::new((9, 11));
         for &(r, c, v) in &entries {
             tri.add_triplet(r, c, v);
         }

@@ -11,7 +11,7 @@ use shade_test_support::alloc::count_allocations as counted;
 #[test]
 fn warm_calls_allocate_nothing() {
     let n = 6;
-    let mut tri = sprs::TriMat::new((n, n));
+    let mut tri = sprs::TriMatI::<_, u32>::new((n, n));
     for i in 0..n {
         tri.add_triplet(i, i, 0.5);
         tri.add_triplet(i, (i + 1) % n, 0.25);
@@ -198,7 +198,7 @@ struct Gcn {
 
 impl Gcn {
     fn new(n: usize, h: usize, c: usize) -> Self {
-        let mut tri = sprs::TriMat::new((n, n));
+        let mut tri = sprs::TriMatI::<_, u32>::new((n, n));
         for i in 0..n {
             tri.add_triplet(i, i, 0.5);
             tri.add_triplet(i, (i + 7) % n, 0.25);

@@ -54,7 +54,7 @@ fn segments() -> impl Strategy<Value = (ArrayD<f64>, Vec<usize>, usize)> {
 fn sparse(max: usize) -> impl Strategy<Value = SparseMatrix<f64>> {
     (1..=max, 1..=max).prop_flat_map(|(r, c)| {
         prop::collection::vec((0..r, 0..c, -2.0..2.0f64), 0..(r * c + 2)).prop_map(move |ts| {
-            let mut tri = sprs::TriMat::new((r, c));
+            let mut tri = sprs::TriMatI::<_, u32>::new((r, c));
             for (i, j, v) in ts {
                 tri.add_triplet(i, j, v);
             }
@@ -73,7 +73,7 @@ fn square_with_features(a: &SparseMatrix<f64>) -> (&'static SparseMatrix<f64>, u
     let n = a.rows().min(a.cols());
     let d = dense(a);
     let s = d.slice(ndarray::s![..n, ..n]).to_owned();
-    let sq = SparseMatrix::new(sprs::CsMat::csr_from_dense(s.view(), 0.0));
+    let sq = SparseMatrix::new(sprs::CsMatI::csr_from_dense(s.view(), 0.0));
     let x = ArrayD::from_shape_fn(vec![n, 3], |i| (i[0] + 2 * i[1]) as f64 * 0.2 - 0.5);
     (Box::leak(Box::new(sq)), n, x)
 }
@@ -693,7 +693,7 @@ fn index_and_loss_errors_are_coded() {
     )
     .unwrap_err();
     assert_eq!(e.code(), "SHADE-E0140");
-    let a = SparseMatrix::new(sprs::CsMat::<f64>::eye(4));
+    let a = SparseMatrix::new(sprs::CsMatI::<f64, u32, usize>::eye(4));
     let e = tensor::value(&mut bufs, |t, (x, a)| t.spmm(a, x), (Const(&x), Const(&a))).unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -709,7 +709,7 @@ fn large_spmm_matches_dense_product_both_ways() {
     // 2^20, nonzeros well beyond the prefetch distance).
     // 40 distinct columns per row (329 is prime to 400): 24 000 nonzeros × 48.
     let (r, c, f) = (600, 400, 48);
-    let mut tri = sprs::TriMat::new((r, c));
+    let mut tri = sprs::TriMatI::<_, u32>::new((r, c));
     for i in 0..r {
         for q in 0..40usize {
             let k = i * 40 + q;
@@ -750,7 +750,7 @@ fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
             )
         })
         .collect();
-    let mut tri = sprs::TriMat::new((r, c));
+    let mut tri = sprs::TriMatI::<_, u32>::new((r, c));
     for &(i, j, v) in &triplets {
         tri.add_triplet(i, j, v);
     }

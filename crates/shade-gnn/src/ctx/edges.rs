@@ -74,7 +74,10 @@ pub(crate) fn entry_positions<T: Element>(
         .map(|(&v, &u)| {
             let row = &indices[indptr[v]..indptr[v + 1]];
             // Every edge has its entry: the matrix sums exactly these edges.
-            indptr[v] + row.binary_search(&u).expect("the edge's own entry")
+            indptr[v]
+                + row
+                    .binary_search(&(u as u32))
+                    .expect("the edge's own entry")
         })
         .collect()
 }

@@ -316,7 +316,7 @@ mod tests {
         let conv = GCNConv::new(6, 3);
         let (y, p) = layer_output(&conv, Some(&g), &x, 0);
         let ctx = crate::GraphCtx::new(&g);
-        let xs = sprs::CsMat::csr_from_dense(x.mapv(|v| v as f32).view(), 0.0);
+        let xs = shade_graph::CsMat32::csr_from_dense(x.mapv(|v| v as f32).view(), 0.0);
         let f = crate::Features::<f64>::sparse_from_f32(&xs);
         let (ys, _) = crate::apply(
             &conv,

@@ -12,12 +12,12 @@ use shade_gnn::layers::{
 use shade_gnn::message::Aggr;
 use shade_gnn::pool::{GlobalPool, Set2Set};
 use shade_gnn::{Features, GraphCtx, Inputs, Layer, apply};
-use sprs::TriMat;
+use sprs::TriMatI;
 
-fn features(n: usize, f: usize, seed: u64) -> (Array2<f64>, sprs::CsMat<f32>) {
+fn features(n: usize, f: usize, seed: u64) -> (Array2<f64>, shade_graph::CsMat32<f32>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut dense = Array2::zeros((n, f));
-    let mut tri = TriMat::new((n, f));
+    let mut tri = TriMatI::<_, u32>::new((n, f));
     for i in 0..n {
         for j in 0..f {
             if rng.random::<f64>() < 0.4 {
@@ -34,7 +34,7 @@ fn same_output<L: Layer<f64>>(
     layer: &L,
     ctx: &GraphCtx<f64>,
     dense: &Array2<f64>,
-    sparse: &sprs::CsMat<f32>,
+    sparse: &shade_graph::CsMat32<f32>,
 ) {
     let mut rng = StdRng::seed_from_u64(3);
     let (p, st) = layer.init(&mut rng);

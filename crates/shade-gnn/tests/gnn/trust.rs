@@ -177,14 +177,14 @@ fn features_changed_after_a_step_are_checked_again() {
     }
     step(&model, &ctx, &x, &mut ts).unwrap();
     // Sparse features: a mutable access to the matrix clears the record as well.
-    let csr = sprs::CsMat::csr_from_dense(
+    let csr = sprs::CsMatI::csr_from_dense(
         Array2::from_shape_fn((6, 3), |(i, j)| ((i + j) % 3) as f32).view(),
         0.0,
     );
     let mut xs = Features::<f64>::sparse_from_f32(&csr);
     step(&model, &ctx, &xs, &mut ts).unwrap();
     // One stored entry per row, the one of row 3 NaN.
-    let nan = sprs::CsMat::new(
+    let nan = sprs::CsMatI::new(
         (6, 3),
         (0..=6).collect(),
         vec![0, 2, 1, 1, 0, 2],

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use sprs::CsMat;
+use crate::graph::CsMat32;
 
 use super::npy::{self, NpyArray};
 use super::npz_arrays::{NpzArrays, parse_npz_arrays};
@@ -51,7 +51,7 @@ impl Dataset {
     /// If the graph has no sparse node features, which happens only for a `Dataset`
     /// assembled by hand without them (a programming error).
     #[track_caller]
-    pub fn features(&self) -> &CsMat<f32> {
+    pub fn features(&self) -> &CsMat32<f32> {
         self.graph
             .sparse_node_features()
             .expect("a dataset always has features")
@@ -257,9 +257,8 @@ pub fn parse_npz(bytes: &[u8], file: &str, opts: NpzOptions) -> GraphResult<Data
         });
     }
     let (fp, fi, fd) = a.csr("attr", fr, fc)?;
-    let (fi, fd): (Vec<usize>, Vec<f32>) = (fi.into_iter().map(|x| x as usize).collect(), fd);
     // Sort the column indices of each row (the format does not promise sorted rows).
-    let features = CsMat::new_from_unsorted((fr, fc), fp, fi, fd)
+    let features = CsMat32::new_from_unsorted((fr, fc), fp, fi, fd)
         .map_err(|(_, _, _, e)| a.bad("attr_indices", format!("invalid CSR structure: {e}")))?;
     let labels = a.ints("labels")?;
     if labels.len() != n {
@@ -353,11 +352,8 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
     if x.nnz() > i32::MAX as usize {
         return Err(too_big("feature nonzeros", x.nnz()));
     }
-    let i32s = |v: &[usize]| {
-        le(
-            &v.iter().map(|&x| x as i32).collect::<Vec<_>>(),
-            i32::to_le_bytes,
-        )
+    let i32s = |v: &mut dyn Iterator<Item = usize>| {
+        le(&v.map(|x| x as i32).collect::<Vec<_>>(), i32::to_le_bytes)
     };
     let mut members = vec![
         (
@@ -377,7 +373,7 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
         ),
         (
             "adj_indptr",
-            npy::write_raw("<i4", &[n + 1], &i32s(&csr.indptr)),
+            npy::write_raw("<i4", &[n + 1], &i32s(&mut csr.indptr.iter().copied())),
         ),
         (
             "adj_shape",
@@ -389,11 +385,19 @@ pub fn npz_bytes(ds: &Dataset, compress: bool) -> GraphResult<Vec<u8>> {
         ),
         (
             "attr_indices",
-            npy::write_raw("<i4", &[x.nnz()], &i32s(x.indices())),
+            npy::write_raw(
+                "<i4",
+                &[x.nnz()],
+                &i32s(&mut x.indices().iter().map(|&c| c as usize)),
+            ),
         ),
         (
             "attr_indptr",
-            npy::write_raw("<i4", &[n + 1], &i32s(&x.indptr().to_proper())),
+            npy::write_raw(
+                "<i4",
+                &[n + 1],
+                &i32s(&mut x.indptr().to_proper().iter().copied()),
+            ),
         ),
         (
             "attr_shape",

@@ -63,6 +63,30 @@ fn data_first_dimension_is_validated() {
     assert!(g.remove_node_data("x").is_some() && g.node_data().is_empty());
 }
 
+/// Sparse features of any sprs index type are kept with `u32` indices, values and
+/// structure as given (CSC too); more columns than `u32` indexes is `SHADE-E0305`,
+/// and the graph keeps what it had.
+#[test]
+fn sparse_features_are_kept_with_u32_indices() {
+    let mut g = Graph::try_new(3, vec![0, 1], vec![1, 2]).unwrap();
+    let dense = array![[0.0f32, 1.5, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, -3.0]];
+    let x = sprs::CsMat::csr_from_dense(dense.view(), 0.0);
+    g.set_sparse_node_features(x.clone()).unwrap();
+    let kept = g.sparse_node_features().unwrap();
+    assert_eq!(kept.indices(), &[1u32, 0, 2]);
+    assert_eq!(kept.to_dense(), dense);
+    g.set_sparse_node_features(x.to_csc()).unwrap();
+    assert_eq!(g.sparse_node_features().unwrap().to_dense(), dense);
+    let wide = sprs::CsMat::new(
+        (3, 1 << 33),
+        vec![0, 1, 1, 2],
+        vec![5, 1 << 32],
+        vec![1.0f32, 2.0],
+    );
+    assert_eq!(code(g.set_sparse_node_features(wide)), "SHADE-E0305");
+    assert_eq!(g.sparse_node_features().unwrap().to_dense(), dense);
+}
+
 #[test]
 fn queries_on_a_small_graph() {
     // 0 -> 1 (twice), 1 -> 0, 2 -> 2, 1 -> 2

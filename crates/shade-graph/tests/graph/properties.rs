@@ -6,8 +6,8 @@
 
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
+use shade_graph::CsMat32;
 use shade_graph::{GcnNorm, Graph, LaplacianNorm, Reduce};
-use sprs::CsMat;
 
 /// A random small graph: self-loops and multi-edges allowed, weights optional, one
 /// edge-data and one node-data array.
@@ -43,7 +43,7 @@ fn weighted(g: Graph) -> Graph {
     g.with_weights(w).unwrap()
 }
 
-fn dense(a: &CsMat<f64>) -> Array2<f64> {
+fn dense(a: &CsMat32<f64>) -> Array2<f64> {
     a.to_dense()
 }
 

@@ -9,11 +9,11 @@ use shade_autodiff::tensor::{Element, SparseMatrix, Tape, Var};
 use shade_interface::{
     AutoFiniteDiff, AutoShade, Backend, Constant, PathKind, Support, support_table, tensor,
 };
-use sprs::TriMat;
+use sprs::TriMatI;
 
 /// A 4-node path graph with self loops, row-normalised.
 fn adjacency() -> SparseMatrix<f64> {
-    let mut t = TriMat::new((4, 4));
+    let mut t = TriMatI::<_, u32>::new((4, 4));
     for (i, j) in [
         (0, 0),
         (0, 1),

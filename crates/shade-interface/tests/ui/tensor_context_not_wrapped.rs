@@ -5,7 +5,7 @@ use shade_autodiff::tensor::{SparseMatrix, Tape, Var};
 use shade_interface::{AutoShade, tensor};
 
 fn main() {
-    let a = SparseMatrix::new(sprs::CsMat::<f64>::eye(2));
+    let a = SparseMatrix::new(sprs::CsMatI::<f64, u32, usize>::eye(2));
     let w = Array2::<f64>::zeros((2, 2));
     let _ = tensor::gradient(
         |t: &mut Tape<'_, f64>, (w, &(a,)): (Var, &(&SparseMatrix<f64>,))| {

@@ -1,8 +1,8 @@
 //! A user project with `shade-graph` as its only dependency: reads Cora from
 //! `../shared/data`, symmetrises it, splits it and propagates its sparse features once.
 
+use shade_graph::CsMat32;
 use shade_graph::ndarray::Array2;
-use shade_graph::sprs::CsMat;
 use shade_graph::{Dataset, GraphResult, NpzOptions, read_npz};
 use std::path::PathBuf;
 
@@ -19,7 +19,7 @@ fn cora() -> GraphResult<Dataset> {
 
 /// One GCN propagation of the dense features: `Â · X`.
 fn propagate(ds: &Dataset) -> Array2<f32> {
-    let x: &CsMat<f32> = ds.features();
+    let x: &CsMat32<f32> = ds.features();
     let a = ds.graph.gcn_adjacency::<f32>();
     a * &x.to_dense()
 }

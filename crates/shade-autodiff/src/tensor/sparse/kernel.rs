@@ -80,17 +80,19 @@ impl<T: Copy + Sync> Values<T> for &[T] {
 
 /// Values stored in another order: nonzero `q` has `vals[perm[q]]` (a transpose's
 /// nonzeros over the original matrix's values).
-pub(crate) struct Permuted<'a, T> {
+pub(crate) struct Permuted<'a, T, P> {
     /// The values, in the original order.
     pub(crate) vals: &'a [T],
-    /// For each nonzero, the index of its value in `vals`.
-    pub(crate) perm: &'a [usize],
+    /// For each nonzero, the index of its value in `vals` (`u32` or `usize`).
+    pub(crate) perm: &'a [P],
 }
 
-impl<T: Copy + Sync> Values<T> for Permuted<'_, T> {
+impl<T: Copy + Sync, P: sprs::SpIndex> Values<T> for Permuted<'_, T, P> {
     #[inline(always)]
     fn run(&self, lo: usize, hi: usize) -> impl Iterator<Item = T> {
-        self.perm[lo..hi].iter().map(|&q| self.vals[q])
+        self.perm[lo..hi]
+            .iter()
+            .map(|&q| self.vals[q.index_unchecked()])
     }
 }
 
@@ -101,7 +103,7 @@ impl<T: Copy + Sync> Values<T> for Permuted<'_, T> {
 /// (a recycled buffer needs no zeroing). `Start::Row` must hold `f` values.
 pub(crate) fn csr_mm<T, V>(
     ip: &[usize],
-    ind: &[usize],
+    ind: &[u32],
     val: V,
     x: &[T],
     f: usize,
@@ -178,7 +180,7 @@ where
 /// The operands of one [`csr_mm`] call, as the row kernel reads them.
 struct Rows<'k, T, V> {
     ip: &'k [usize],
-    ind: &'k [usize],
+    ind: &'k [u32],
     val: &'k V,
     x: &'k [T],
     f: usize,
@@ -191,7 +193,7 @@ impl<'k, T, V> Rows<'k, T, V> {
     /// The operands of `start + A · x`, `A` given by (`ip`, `ind`, `val`), `x` with rows
     /// of length `f > 0`.
     fn new(
-        (ip, ind, val): (&'k [usize], &'k [usize], &'k V),
+        (ip, ind, val): (&'k [usize], &'k [u32], &'k V),
         x: &'k [T],
         f: usize,
         start: Start<'k, T>,
@@ -422,6 +424,7 @@ fn tail<T: Element, V: Values<T>, const W: usize, const PF: bool>(
         Start::Row(_) => pad.start,
     };
     for ((p, &c), v) in (lo..hi).zip(&k.ind[lo..hi]).zip(k.val.run(lo, hi)) {
+        let c = c as usize;
         prefetch_ahead::<T, V, PF>(k, p, j);
         debug_assert!(c < k.xrows, "a column inside x's rows");
         // One load from either place (a pointer chosen, not an array: a choice of two
@@ -451,6 +454,7 @@ fn prefetch_ahead<T, V, const PF: bool>(k: &Rows<'_, T, V>, p: usize, j: usize) 
         && j == 0
         && let Some(&c) = k.ind.get(p + PREFETCH_AHEAD)
     {
+        let c = c as usize;
         prefetch(&k.x[c * k.f..(c + 1) * k.f]);
     }
 }
@@ -489,6 +493,7 @@ fn strip<T: Element, V: Values<T>, const W: usize, const PF: bool>(
     );
     let last = k.xrows.saturating_sub(1);
     for ((p, &c), v) in (lo..hi).zip(&k.ind[lo..hi]).zip(k.val.run(lo, hi)) {
+        let c = c as usize;
         prefetch_ahead::<T, V, PF>(k, p, j);
         debug_assert!(c <= last, "a column inside x's rows");
         let at = c.min(last) * f + j;
@@ -509,7 +514,7 @@ mod tests {
     /// `start + A · x` one element at a time, in the order of each row's nonzeros.
     fn reference(
         ip: &[usize],
-        ind: &[usize],
+        ind: &[u32],
         data: &[f32],
         x: &[f32],
         f: usize,
@@ -520,7 +525,7 @@ mod tests {
         for r in 0..rows {
             for p in ip[r]..ip[r + 1] {
                 for j in 0..f {
-                    out[r * f + j] += data[p] * x[ind[p] * f + j];
+                    out[r * f + j] += data[p] * x[ind[p] as usize * f + j];
                 }
             }
         }
@@ -543,7 +548,7 @@ mod tests {
                 1 + (r * 3) % 7
             };
             for q in 0..n {
-                ind.push((r * 3 + q * 5) % cols);
+                ind.push(((r * 3 + q * 5) % cols) as u32);
             }
             ind[ip[r]..].sort_unstable();
             ip.push(ind.len());
@@ -628,7 +633,7 @@ mod tests {
                 q if q % 5 == 0 => 0,
                 q => 1 + q % 6,
             };
-            let mut row: Vec<usize> = (0..n).map(|q| (r * 31 + q * 17) % cols).collect();
+            let mut row: Vec<u32> = (0..n).map(|q| ((r * 31 + q * 17) % cols) as u32).collect();
             row.sort_unstable();
             row.dedup();
             ind.extend(row);

@@ -403,7 +403,7 @@ fn missing_value_in_features() -> Result<(), Seen> {
 
 fn infinite_sparse_feature() -> Result<(), Seen> {
     let model = Chain::new().add("conv1", GCNConv::new(4, 2));
-    let mut m = sprs::TriMat::new((6, 4));
+    let mut m = sprs::TriMatI::<_, u32>::new((6, 4));
     m.add_triplet(0, 1, 1.0f32);
     m.add_triplet(3, 2, f32::INFINITY);
     let x = Features::sparse_from_f32(&m.to_csr());

@@ -297,7 +297,7 @@ fn segment_softmax_segments() -> Result<(), Seen> {
 
 /// `X · A` where `A · X` was meant: the 5-node adjacency against 3 features.
 fn spmm_wrong_side() -> Result<(), Seen> {
-    let a = SparseMatrix::new(sprs::CsMat::<f64>::eye(5));
+    let a = SparseMatrix::new(sprs::CsMatI::<f64, u32, usize>::eye(5));
     let x = Array2::<f64>::zeros((3, 5)).reversed_axes().reversed_axes();
     tensor::value(
         &mut TapeBuffers::new(),
