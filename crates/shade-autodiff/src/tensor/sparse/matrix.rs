@@ -169,73 +169,58 @@ impl<T: Element> SparseMatrix<T> {
     ///
     /// `x` is `[cols, f]`, `out` is `[rows, f]`, both in standard layout; otherwise the
     /// error is [`AdError::ShapeMismatch`].
-    pub fn mul_dense_into(
-        &self,
-        x: ArrayView2<'_, T>,
-        mut out: ArrayViewMut2<'_, T>,
-    ) -> AdResult<()> {
-        let f = x.ncols();
-        self.check_into(
-            "SparseMatrix::mul_dense_into",
-            self.cols(),
-            self.rows(),
-            &x,
-            &out,
-        )?;
-        let (xs, o) = (
-            x.as_slice().unwrap_or_default(),
-            out.as_slice_mut().unwrap_or_default(),
-        );
-        self.mm(xs, f, Start::Out, o);
-        Ok(())
+    pub fn mul_dense_into(&self, x: ArrayView2<'_, T>, out: ArrayViewMut2<'_, T>) -> AdResult<()> {
+        self.product_into("SparseMatrix::mul_dense_into", false, x, out)
     }
 
     /// `out += Aᵀ · x` through the cached transpose: the kernel of `spmm`'s reverse rule.
     ///
-    /// `x` is `[rows, f]`, `out` is `[cols, f]`, both in standard layout.
+    /// `x` is `[rows, f]`, `out` is `[cols, f]`, both in standard layout; otherwise the
+    /// error is [`AdError::ShapeMismatch`].
     pub fn transpose_mul_dense_into(
         &self,
         x: ArrayView2<'_, T>,
-        mut out: ArrayViewMut2<'_, T>,
+        out: ArrayViewMut2<'_, T>,
     ) -> AdResult<()> {
-        let f = x.ncols();
-        self.check_into(
-            "SparseMatrix::transpose_mul_dense_into",
-            self.rows(),
-            self.cols(),
-            &x,
-            &out,
-        )?;
-        let (xs, o) = (
-            x.as_slice().unwrap_or_default(),
-            out.as_slice_mut().unwrap_or_default(),
-        );
-        self.transpose_mm(xs, f, Start::Out, o);
-        Ok(())
+        self.product_into("SparseMatrix::transpose_mul_dense_into", true, x, out)
     }
 
-    fn check_into(
+    /// `out += op(A) · x`, `op(A)` being `Aᵀ` if `transposed`, after the shape check.
+    fn product_into(
         &self,
         op: &'static str,
-        x_rows: usize,
-        out_rows: usize,
-        x: &ArrayView2<'_, T>,
-        out: &ArrayViewMut2<'_, T>,
+        transposed: bool,
+        x: ArrayView2<'_, T>,
+        mut out: ArrayViewMut2<'_, T>,
     ) -> AdResult<()> {
+        let (x_rows, out_rows) = if transposed {
+            (self.rows(), self.cols())
+        } else {
+            (self.cols(), self.rows())
+        };
         let ok = x.nrows() == x_rows
             && out.nrows() == out_rows
             && out.ncols() == x.ncols()
             && x.is_standard_layout()
             && out.is_standard_layout();
-        if ok {
-            Ok(())
-        } else {
-            Err(AdError::ShapeMismatch {
+        if !ok {
+            return Err(AdError::ShapeMismatch {
                 op,
                 left: x.shape().to_vec(),
                 right: out.shape().to_vec(),
-            })
+            });
         }
+        let f = x.ncols();
+        let (xs, o) = (
+            x.as_slice().unwrap_or_default(),
+            out.as_slice_mut().unwrap_or_default(),
+        );
+        if transposed {
+            self.transpose_mm(xs, f, Start::Out, o);
+        } else {
+            self.mm(xs, f, Start::Out, o);
+        }
+        Ok(())
     }
 
     pub(super) fn indptr(&self) -> &[usize] {
@@ -505,6 +490,30 @@ mod tests {
         a.transpose_mul_dense_into(g.view(), atg.view_mut())
             .unwrap();
         assert_eq!(atg, dense.t().dot(&g));
+        // Each product names itself when `x` has the other's row count; `out` is kept.
+        let e = a.transpose_mul_dense_into(x.view(), atg.view_mut());
+        assert!(
+            matches!(
+                e,
+                Err(AdError::ShapeMismatch {
+                    op: "SparseMatrix::transpose_mul_dense_into",
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        let e = a.mul_dense_into(g.view(), ax.view_mut());
+        assert!(
+            matches!(
+                e,
+                Err(AdError::ShapeMismatch {
+                    op: "SparseMatrix::mul_dense_into",
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        assert_eq!((ax, atg), (dense.dot(&x), dense.t().dot(&g)));
     }
 
     /// Every sprs index type, CSC storage and an offset index pointer (a slice of rows)
@@ -584,34 +593,27 @@ mod tests {
         assert!(matches!(a.transposed().perm, Perm::Narrow(_)));
         let vals: Vec<f64> = (0..a.nnz()).map(|q| q as f64 * 0.75 - 1.0).collect();
         let g: Vec<f64> = (0..5 * 2).map(|i| i as f64 * 0.3 - 1.2).collect();
-        let run = |out: &mut [f64], narrow: bool| {
-            if narrow {
-                let perm = &p32[..];
-                csr_mm(
-                    &ip,
-                    &ind,
-                    Permuted { vals: &vals, perm },
-                    &g,
-                    2,
-                    Start::Zero,
-                    out,
-                );
-            } else {
-                let perm = &p[..];
-                csr_mm(
-                    &ip,
-                    &ind,
-                    Permuted { vals: &vals, perm },
-                    &g,
-                    2,
-                    Start::Zero,
-                    out,
-                );
-            }
-        };
-        let (mut x, mut y) = (vec![0.0; 12], vec![0.0; 12]);
-        run(&mut x, true);
-        run(&mut y, false);
+        fn run<P: SpIndex>(
+            ip: &[usize],
+            ind: &[u32],
+            vals: &[f64],
+            perm: &[P],
+            g: &[f64],
+        ) -> Vec<f64> {
+            let mut out = vec![0.0; 12];
+            csr_mm(
+                ip,
+                ind,
+                Permuted { vals, perm },
+                g,
+                2,
+                Start::Zero,
+                &mut out,
+            );
+            out
+        }
+        let x = run(&ip, &ind, &vals, &p32, &g);
+        let y = run(&ip, &ind, &vals, &p, &g);
         assert_eq!(x, y);
         // Against `A(vals)ᵀ · g` densely.
         let (aip, aind, _) = a.parts();
