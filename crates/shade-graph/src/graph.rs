@@ -607,14 +607,8 @@ impl Graph {
         &mut self,
         x: CsMatI<f32, I, Iptr>,
     ) -> GraphResult<()> {
-        if x.cols() > u32::MAX as usize {
-            return Err(GraphError::TooLarge {
-                what: "sparse feature columns".into(),
-                found: x.cols() as u64,
-                max: u32::MAX as u64,
-            });
-        }
-        let x: CsMat32<f32> = x.to_other_types();
+        // Both checks before the conversion, which needs every index to fit `u32` (the
+        // rows do: there are `num_nodes` of them).
         if x.rows() != self.num_nodes {
             return Err(GraphError::DataShape {
                 kind: "node",
@@ -623,7 +617,14 @@ impl Graph {
                 expected: self.num_nodes,
             });
         }
-        self.sparse_features = Some(x);
+        if x.cols() > u32::MAX as usize {
+            return Err(GraphError::TooLarge {
+                what: "sparse feature columns".into(),
+                found: x.cols() as u64,
+                max: u32::MAX as u64,
+            });
+        }
+        self.sparse_features = Some(x.to_other_types());
         Ok(())
     }
 

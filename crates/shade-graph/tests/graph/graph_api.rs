@@ -84,6 +84,10 @@ fn sparse_features_are_kept_with_u32_indices() {
         vec![1.0f32, 2.0],
     );
     assert_eq!(code(g.set_sparse_node_features(wide)), "SHADE-E0305");
+    // A CSC matrix of more rows than `u32` indexes: the row count is refused first,
+    // before any index is narrowed.
+    let tall = sprs::CsMat::new_csc((1 << 33, 1), vec![0, 1], vec![(1 << 32) + 5], vec![1.0f32]);
+    assert_eq!(code(g.set_sparse_node_features(tall)), "SHADE-E0310");
     assert_eq!(g.sparse_node_features().unwrap().to_dense(), dense);
 }
 
