@@ -363,12 +363,12 @@ impl<T: Float> Features<T> {
         Features::Dense(x.into_dyn().into())
     }
 
-    /// Sparse features from an `f32` CSR matrix (as the npz reader returns them),
-    /// converted to `T`; the transpose the reverse rule needs is built now.
+    /// Sparse features from an `f32` CSR (or CSC) matrix (as the npz reader returns
+    /// them), converted to `T`; the transpose the reverse rule needs is built now.
     pub fn sparse_from_f32(x: &CsMat32<f32>) -> Self {
-        let x = if x.is_csr() { x.clone() } else { x.to_csr() };
-        let m = x.map(|&v| T::cst(f64::from(v)));
-        let s = SparseMatrix::new(m);
+        // One copy: the values mapped into a matrix of the same structure (a CSC one is
+        // turned into CSR by `SparseMatrix::new`).
+        let s = SparseMatrix::new(x.map(|&v| T::cst(f64::from(v))));
         s.prepare_transpose();
         Features::Sparse(s.into())
     }

@@ -50,6 +50,10 @@ fn same_output<L: Layer<f64>>(
             layer.name()
         );
     }
+    // The same features stored by column give the same bits.
+    let fc = Features::sparse_from_f32(&sparse.to_csc());
+    let (yc, _) = apply(layer, &Inputs::new(ctx, &fc), &p, &st, false, &mut rng).unwrap();
+    assert_eq!(yc, ys, "{}: CSC features", layer.name());
 }
 
 #[test]

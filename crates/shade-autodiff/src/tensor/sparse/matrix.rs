@@ -61,6 +61,16 @@ pub(super) enum Perm {
     Wide(Vec<usize>),
 }
 
+impl Perm {
+    /// The values `vals` (in `A`'s order) in the transposed order.
+    fn gather<T: Copy>(&self, vals: &[T]) -> Vec<T> {
+        match self {
+            Perm::Narrow(p) => p.iter().map(|&q| vals[q as usize]).collect(),
+            Perm::Wide(p) => p.iter().map(|&q| vals[q]).collect(),
+        }
+    }
+}
+
 /// The largest number of rows or columns of a [`SparseMatrix`]: its column indices, and
 /// the row indices of its cached transposes, are `u32`.
 pub const SPARSE_MAX_DIM: usize = u32::MAX as usize;
@@ -316,14 +326,8 @@ impl<T: Element> SparseMatrix<T> {
                 if self.symmetric() {
                     return None;
                 }
-                let data = self.mat.data();
-                let (indptr, indices, data) = if self.nnz() <= u32::MAX as usize {
-                    let (ip, ind, perm) = self.transpose_structure::<u32>();
-                    (ip, ind, perm.iter().map(|&p| data[p as usize]).collect())
-                } else {
-                    let (ip, ind, perm) = self.transpose_structure::<usize>();
-                    (ip, ind, perm.iter().map(|&p| data[p]).collect())
-                };
+                let (indptr, indices, perm) = self.transpose_structure();
+                let data = perm.gather(self.mat.data());
                 Some(TransposedCsr {
                     indptr,
                     indices,
@@ -334,10 +338,20 @@ impl<T: Element> SparseMatrix<T> {
     }
 
     /// `Aᵀ`'s index pointer and column indices, and each of its nonzeros' position in
-    /// `A`.
-    /// `A`'s positions of nonzeros are `P` (`u32` when there are at most `u32::MAX`
-    /// of them, see [`Perm`]); its rows fit `u32` ([`SparseMatrix::new`]).
-    fn transpose_structure<P: SpIndex>(&self) -> (Vec<usize>, Vec<u32>, Vec<P>) {
+    /// `A`, as narrow as the number of nonzeros allows ([`Perm`]).
+    fn transpose_structure(&self) -> (Vec<usize>, Vec<u32>, Perm) {
+        if self.nnz() <= u32::MAX as usize {
+            let (ip, ind, perm) = self.transpose_with::<u32>();
+            (ip, ind, Perm::Narrow(perm))
+        } else {
+            let (ip, ind, perm) = self.transpose_with::<usize>();
+            (ip, ind, Perm::Wide(perm))
+        }
+    }
+
+    /// [`Self::transpose_structure`] with positions of type `P`, which the caller has
+    /// checked hold `nnz`; `A`'s rows fit `u32` ([`SparseMatrix::new`]).
+    fn transpose_with<P: SpIndex>(&self) -> (Vec<usize>, Vec<u32>, Vec<P>) {
         let (rows, cols) = (self.rows(), self.cols());
         let ip = self.indptr();
         let ind = self.mat.indices();
@@ -366,13 +380,7 @@ impl<T: Element> SparseMatrix<T> {
 
     pub(super) fn transposed(&self) -> &Transposed {
         self.t.get_or_init(|| {
-            let (indptr, indices, perm) = if self.nnz() <= u32::MAX as usize {
-                let (ip, ind, perm) = self.transpose_structure::<u32>();
-                (ip, ind, Perm::Narrow(perm))
-            } else {
-                let (ip, ind, perm) = self.transpose_structure::<usize>();
-                (ip, ind, Perm::Wide(perm))
-            };
+            let (indptr, indices, perm) = self.transpose_structure();
             let ip = self.indptr();
             let mut row_of = vec![0; self.nnz()];
             for r in 0..self.rows() {
@@ -586,8 +594,8 @@ mod tests {
             tri.add_triplet(r, c, v);
         }
         let a = SparseMatrix::new(tri.to_csr());
-        let (ip32, ind32, p32) = a.transpose_structure::<u32>();
-        let (ip, ind, p) = a.transpose_structure::<usize>();
+        let (ip32, ind32, p32) = a.transpose_with::<u32>();
+        let (ip, ind, p) = a.transpose_with::<usize>();
         assert_eq!((&ip32, &ind32), (&ip, &ind));
         assert_eq!(p32.iter().map(|&q| q as usize).collect::<Vec<_>>(), p);
         assert!(matches!(a.transposed().perm, Perm::Narrow(_)));
