@@ -4,8 +4,8 @@
 //! The reverse rule sums the incoming adjoint over the stretched axes of each operand,
 //! in one pass without temporaries.
 
-use super::tape::{Bwd, Op, Pool, Sink, Tan, wrap};
-use super::{Element, Tape, Var};
+use super::tape::{Bwd, Op, Pool, Sink, Tan};
+use super::{Element, Tape, Var, par, simd};
 use crate::error::{AdError, AdResult};
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn, Zip, aview0};
 use smallvec::SmallVec;
@@ -159,13 +159,56 @@ fn rows<T: Element>(
     shape: &[usize],
     full: &[T],
     row: &[T],
-    f: impl Fn(T, T) -> T,
+    f: impl Fn(T, T) -> T + Sync,
 ) -> ArrayD<T> {
-    let mut v = pool.vec(full.len());
-    for frow in full.chunks_exact(row.len()) {
-        v.extend(frow.iter().zip(row).map(|(&a, &b)| f(a, b)));
-    }
-    wrap(shape, v)
+    let mut out = pool.overwritten(shape);
+    let os = out.as_slice_mut().expect("standard layout");
+    let n = os.len();
+    // Every element is written; each thread of the pool on rows of its own from
+    // `SPLIT_MIN` elements.
+    par::pieces(os, row.len(), n, par::SPLIT_MIN, |o, os| {
+        let full = &full[o..o + os.len()];
+        simd::wide(
+            #[inline(always)]
+            || {
+                for (orow, frow) in os
+                    .chunks_exact_mut(row.len())
+                    .zip(full.chunks_exact(row.len()))
+                {
+                    for ((o, &a), &b) in orow.iter_mut().zip(frow).zip(row) {
+                        *o = f(a, b);
+                    }
+                }
+            },
+        );
+    });
+    out
+}
+
+/// `f(x[i], y[i])` for operands of the output's length, as [`rows`].
+fn same<T: Element>(
+    pool: &mut Pool<T>,
+    shape: &[usize],
+    xs: &[T],
+    ys: &[T],
+    f: impl Fn(T, T) -> T + Sync,
+) -> ArrayD<T> {
+    let mut out = pool.overwritten(shape);
+    let os = out.as_slice_mut().expect("standard layout");
+    let n = os.len();
+    par::pieces(os, 16, n, par::SPLIT_MIN, |o, os| {
+        let r = o..o + os.len();
+        let (xs, ys) = (&xs[r.clone()], &ys[r]);
+        simd::wide(
+            #[inline(always)]
+            || {
+                for ((o, &a), &b) in os.iter_mut().zip(xs).zip(ys) {
+                    *o = f(a, b);
+                }
+            },
+        );
+    });
+    out
 }
 
 /// `kind(x, y)` through contiguous slices when both operands are in standard layout
@@ -181,7 +224,13 @@ fn fast_binary<T: Element>(
     let (xs, ys) = (x.as_slice()?, y.as_slice()?);
     let n: usize = shape.iter().product();
     if xs.len() == n && ys.len() == n {
-        return Some(pool.collect(shape, xs.iter().zip(ys).map(|(&a, &b)| kind.f(a, b))));
+        // The operation chosen outside the loop, so that it is branch-free.
+        return Some(match kind {
+            Bin::Add => same(pool, shape, xs, ys, |a, b| a + b),
+            Bin::Sub => same(pool, shape, xs, ys, |a, b| a - b),
+            Bin::Mul => same(pool, shape, xs, ys, |a, b| a * b),
+            Bin::Div => same(pool, shape, xs, ys, |a, b| a / b),
+        });
     }
     // A row operand: its shape, without leading ones, ends the output's shape.
     let is_row = |s: &[usize], len: usize| {

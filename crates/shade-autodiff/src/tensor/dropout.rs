@@ -13,6 +13,7 @@
 
 use super::tape::{Bwd, Op, Pool, Tan};
 use super::{Element, Tape, Var};
+use super::{par, simd};
 use crate::error::{AdError, AdResult};
 use ndarray::ArrayViewD;
 
@@ -36,10 +37,24 @@ fn mix(mut z: u64) -> u64 {
 /// computed from its index (no state carried from one to the next), so the loop
 /// vectorises; it is compiled for AVX-512 (eight 64-bit multiplies an instruction)
 /// when the processor has it. Integer operations only: the same mask on every path.
-fn draw<E: Copy, R: rand::Rng + ?Sized>(p: f64, rng: &mut R, out: &mut [E], keep: E, drop: E) {
+///
+/// From [`par::SPLIT_MIN`] elements each thread draws a piece of its own: the
+/// piece from element `2j` on is the stream seeded at `seed + j · γ`, the same values.
+fn draw<E: Copy + Send + Sync, R: rand::Rng + ?Sized>(
+    p: f64,
+    rng: &mut R,
+    out: &mut [E],
+    keep: E,
+    drop: E,
+) {
     let cut = (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
     let seed = rng.next_u64();
-    draw_at(Level::detect(), seed, cut, out, keep, drop);
+    let level = Level::detect();
+    let n = out.len();
+    par::pieces(out, 2, n, par::SPLIT_MIN, |o, piece| {
+        let at = seed.wrapping_add((o as u64 / 2).wrapping_mul(GAMMA));
+        draw_at(level, at, cut, piece, keep, drop);
+    });
 }
 
 /// The instruction set [`draw`]'s loop is compiled for.
@@ -144,10 +159,20 @@ impl<T: Element> Rec<T> {
             // A fresh adjoint is written, `0 + g·m` (the bits of adding to zeros).
             let start = |d: &T| if fresh { T::zero() } else { *d };
             match g.as_slice() {
-                Some(g) => d
-                    .iter_mut()
-                    .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m),
+                Some(g) => {
+                    let (n, mask) = (d.len(), &self.mask[..]);
+                    par::pieces(d, 16, n, par::SPLIT_MIN, |o, d| {
+                        let r = o..o + d.len();
+                        simd::wide(
+                            #[inline(always)]
+                            || {
+                                d.iter_mut()
+                                    .zip(g[r.clone()].iter().zip(&mask[r]))
+                                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m)
+                            },
+                        );
+                    });
+                }
                 None => d
                     .iter_mut()
                     .zip(g.iter().zip(&self.mask))
@@ -189,7 +214,25 @@ impl<'a, T: Element> Tape<'a, T> {
         };
         let mut mask = self.pool.overwritten_vec(v.len());
         draw(p, rng, &mut mask, keep, T::zero());
-        let out = self.pool.map_with(&v, &mask, |x, m| x * m);
+        let out = match v.as_slice() {
+            Some(xs) => {
+                let mut out = self.pool.overwritten(v.shape());
+                let os = out.as_slice_mut().expect("standard layout");
+                par::pieces(os, 16, xs.len(), par::SPLIT_MIN, |o, os| {
+                    let r = o..o + os.len();
+                    simd::wide(
+                        #[inline(always)]
+                        || {
+                            os.iter_mut()
+                                .zip(xs[r.clone()].iter().zip(&mask[r]))
+                                .for_each(|(o, (&x, &m))| *o = x * m)
+                        },
+                    );
+                });
+                out
+            }
+            None => self.pool.map_with(&v, &mask, |x, m| x * m),
+        };
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()

@@ -373,7 +373,7 @@ impl<T: Element> Rec<T> {
             {
                 // All in standard layout: one pass over contiguous slices, written
                 // (`0 + v`, the bits of adding to zeros) into a fresh adjoint; over
-                // rayon's threads in chunks from `PAR_MAP_MIN` elements (each element
+                // rayon's threads in pieces from `SPLIT_MIN` elements (each element
                 // alone: the same bits on any number of threads).
                 let pass = |d: &mut [T], gs: &[T], xs: &[T], ys: &[T]| {
                     unswitch!(k, |k| {
@@ -389,16 +389,14 @@ impl<T: Element> Rec<T> {
                         }
                     })
                 };
-                if super::par::split(d.len(), super::tape::PAR_MAP_MIN) {
-                    use rayon::prelude::*;
-                    const CHUNK: usize = 1 << 15;
-                    d.par_chunks_mut(CHUNK)
-                        .zip(gs.par_chunks(CHUNK))
-                        .zip(xs.par_chunks(CHUNK).zip(ys.par_chunks(CHUNK)))
-                        .for_each(|((d, gs), (xs, ys))| pass(d, gs, xs, ys));
-                } else {
-                    pass(d, gs, xs, ys);
-                }
+                let min = super::par::SPLIT_MIN;
+                super::par::pieces(d, 16, gs.len(), min, |o, d| {
+                    let r = o..o + d.len();
+                    simd::wide(
+                        #[inline(always)]
+                        || pass(d, &gs[r.clone()], &xs[r.clone()], &ys[r]),
+                    );
+                });
                 return;
             }
             if fresh {
@@ -419,16 +417,25 @@ impl<'a, T: Element> Tape<'a, T> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
         let y = match x.as_slice() {
-            // The calling thread's contiguous maps: the dispatched loop (AVX-512F or AVX2 where the
-            // processor has it).
-            Some(xs) if !super::par::split(xs.len(), super::tape::PAR_MAP_MIN) => {
+            // Contiguous maps: the dispatched loop (AVX-512F or AVX2 where the processor
+            // has it), on each thread's piece from `SPLIT_MIN` elements.
+            Some(xs) => {
                 // Every element is written by the map.
                 let mut y = self.pool.overwritten(x.shape());
                 let ys = y.as_slice_mut().expect("standard layout");
-                unswitch!(kind, |k| map_into(k, xs, ys));
+                let min = super::par::SPLIT_MIN;
+                unswitch!(kind, |k| super::par::pieces(
+                    ys,
+                    16,
+                    xs.len(),
+                    min,
+                    |o, ys| { map_into(k, &xs[o..o + ys.len()], ys) }
+                ));
                 y
             }
-            _ => unswitch!(kind, |k| self.pool.map(&x, |x| k.f(x))),
+            None => unswitch!(kind, |k| self
+                .pool
+                .collect(x.shape(), x.iter().map(|&v| k.f(v)))),
         };
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
@@ -562,7 +569,7 @@ impl<'a, T: Element> Tape<'a, T> {
 mod tests {
     use super::*;
 
-    /// The reverse rules over rayon's threads (from `PAR_MAP_MIN` elements, in chunks)
+    /// The maps and their reverse rules over rayon's threads (from `SPLIT_MIN` elements, one piece a thread)
     /// against the derivatives written out, for a map that reads its output (`tanh`:
     /// `1 - y²` from its output) and one that reads its input (`relu`), into a fresh
     /// adjoint and into one that already holds a sum (the value used twice); the same
@@ -571,7 +578,7 @@ mod tests {
     fn reverse_rules_over_threads_match_the_derivatives() {
         use crate::Duplicated;
         use crate::tensor::{self as tn, TapeBuffers};
-        let n = super::super::tape::PAR_MAP_MIN + 12_345;
+        let n = super::super::par::SPLIT_MIN + 12_345;
         let x = ndarray::Array1::from_shape_fn(n, |i| ((i as f64) * 0.37).sin() * 3.0);
         let want: Vec<f64> = x
             .iter()

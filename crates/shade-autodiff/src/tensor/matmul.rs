@@ -652,6 +652,23 @@ fn group_dot_into<T: Element>(x: &[T], a: &[T], groups: usize, s: &mut [T]) {
     }
 }
 
+/// [`group_dot_into`] over the rows, each thread of the pool on rows of its own from
+/// [`par::SPLIT_MIN`] elements of `x` (each output from its own row: the same bits
+/// on any number of threads), compiled for the widest vectors the processor has.
+fn group_dot_rows<T: Element>(x: &[T], a: &[T], groups: usize, s: &mut [T]) {
+    let f = a.len();
+    if f == 0 {
+        return;
+    }
+    par::pieces(s, groups, x.len(), par::SPLIT_MIN, |o, s| {
+        let rows = o / groups..(o + s.len()) / groups;
+        super::simd::wide(
+            #[inline(always)]
+            || group_dot_into(&x[rows.start * f..rows.end * f], a, groups, s),
+        );
+    });
+}
+
 impl GroupRec {
     pub(crate) fn inputs(&self) -> smallvec::SmallVec<[usize; 4]> {
         smallvec::smallvec![self.x, self.a]
@@ -680,16 +697,26 @@ impl GroupRec {
             return;
         }
         if let Some(mut dx) = bw.gs.acc(self.x, x.shape()) {
+            // Each row of `dx` from its own row of `g`: split by rows.
             let d = dx.as_slice_mut().expect("adjoints are in standard layout");
-            for (dr, gr) in d.chunks_exact_mut(f).zip(gv.chunks_exact(h)) {
-                for (k, &gk) in gr.iter().enumerate() {
-                    let r = k * c..(k + 1) * c;
-                    dr[r.clone()]
-                        .iter_mut()
-                        .zip(&av[r])
-                        .for_each(|(d, &q)| *d += gk * q);
-                }
-            }
+            let n = d.len();
+            par::pieces(d, f, n, par::SPLIT_MIN, |o, d| {
+                let gv = &gv[o / f * h..(o + d.len()) / f * h];
+                super::simd::wide(
+                    #[inline(always)]
+                    || {
+                        for (dr, gr) in d.chunks_exact_mut(f).zip(gv.chunks_exact(h)) {
+                            for (k, &gk) in gr.iter().enumerate() {
+                                let r = k * c..(k + 1) * c;
+                                dr[r.clone()]
+                                    .iter_mut()
+                                    .zip(&av[r])
+                                    .for_each(|(d, &q)| *d += gk * q);
+                            }
+                        }
+                    },
+                );
+            });
         }
         if let Some(mut da) = bw.gs.acc(self.a, a.shape()) {
             let d = da.as_slice_mut().expect("adjoints are in standard layout");
@@ -738,7 +765,7 @@ impl<'a, T: Element> Tape<'a, T> {
         );
         let mut out = self.pool.zeros(&[n, groups]);
         let o = out.as_slice_mut().expect("standard layout");
-        group_dot_into(xf, af, groups, o);
+        group_dot_rows(xf, af, groups, o);
         let tracked = self.tracked[ix] || self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward() && tracked {

@@ -84,6 +84,32 @@ pub(crate) fn split(work: usize, min: usize) -> bool {
     work >= min && rayon::current_num_threads() > 1
 }
 
+/// Runs `f(offset, piece)` over `out` cut into one contiguous piece per thread of the
+/// current pool (each piece's length a multiple of `unit` but the last; `offset` is
+/// the piece's first element), when [`split`] says `work` against `min` is worth it;
+/// else once over the whole of `out`, `f(0, out)`. The pieces are disjoint, so a
+/// kernel that writes each element from its own inputs gives the same bits on any
+/// number of threads.
+pub(crate) fn pieces<E: Send>(
+    out: &mut [E],
+    unit: usize,
+    work: usize,
+    min: usize,
+    f: impl Fn(usize, &mut [E]) + Sync,
+) {
+    let threads = rayon::current_num_threads();
+    let unit = unit.max(1);
+    if !split(work, min) || out.len() < 2 * unit {
+        f(0, out);
+        return;
+    }
+    use rayon::prelude::*;
+    let per = out.len().div_ceil(unit).div_ceil(threads) * unit;
+    out.par_chunks_mut(per)
+        .enumerate()
+        .for_each(|(i, piece)| f(i * per, piece));
+}
+
 /// A rayon pool of `threads` threads, for tests that compare results across thread counts.
 #[cfg(test)]
 pub(crate) fn test_pool(threads: usize) -> rayon::ThreadPool {

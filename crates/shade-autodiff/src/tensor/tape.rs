@@ -15,7 +15,7 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 mod pool;
-pub(crate) use pool::{PAR_MAP_MIN, Pool};
+pub(crate) use pool::Pool;
 
 /// A handle to a value on a [`Tape`]: cheap to copy, valid only on the tape that made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

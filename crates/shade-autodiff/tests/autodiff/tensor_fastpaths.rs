@@ -204,3 +204,127 @@ fn large_elementwise_maps_split_over_threads_and_agree() {
         }
     }
 }
+
+/// `f` on a rayon pool of `threads` threads.
+fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+/// Same-shape and bias-row arithmetic, dropout (its mask, value and reverse rule) and
+/// per-group dot products (value and reverse rule) over at least 2²⁰ elements run in one
+/// piece per thread; every element is what the definition gives, bit for bit, on one
+/// thread and on two (an odd length for dropout, so that a piece ends inside a 64-bit
+/// draw's pair).
+#[test]
+fn large_arithmetic_dropout_and_group_dots_split_over_threads_and_agree() {
+    use rand::SeedableRng;
+    let (n, f) = (16_385, 64);
+    let x = ArrayD::from_shape_fn(ndarray::IxDyn(&[n, f]), |i| entry::<f32>(1)(i[0], i[1]));
+    let y = ArrayD::from_shape_fn(ndarray::IxDyn(&[n, f]), |i| {
+        entry::<f32>(2)(i[0], i[1]) + 9.0
+    });
+    let b = ArrayD::from_shape_fn(ndarray::IxDyn(&[f]), |i| entry::<f32>(3)(7, i[0]));
+    for threads in [1, 2] {
+        let arith = on_threads(threads, || {
+            tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (x, y, b)| {
+                    let s = t.add(x, y)?;
+                    let q = t.div(s, y)?;
+                    let m = t.mul(q, b)?;
+                    t.sub(b, m)
+                },
+                (Const(&x), Const(&y), Const(&b)),
+            )
+            .unwrap()
+        });
+        for ((i, &got), (&x, &y)) in arith.indexed_iter().zip(x.iter().zip(&y)) {
+            let bj = b[[i[1]]];
+            assert_eq!(got, bj - (x + y) / y * bj, "{threads} threads, {i:?}");
+        }
+    }
+    let len = n * f + 1;
+    let v = ArrayD::from_shape_fn(ndarray::IxDyn(&[len]), |i| (i[0] % 13) as f32 - 6.0);
+    let mask = tensor::keep_mask(len, 0.3, &mut rand::rngs::StdRng::seed_from_u64(8));
+    let scale = (1.0 / (1.0 - 0.3f64)) as f32;
+    for threads in [1, 2] {
+        let m = on_threads(threads, || {
+            tensor::keep_mask(len, 0.3, &mut rand::rngs::StdRng::seed_from_u64(8))
+        });
+        assert_eq!(m, mask, "{threads} threads");
+        let w = v.mapv(|v| v * 0.5);
+        let mut g = ArrayD::zeros(v.raw_dim());
+        on_threads(threads, || {
+            tensor::gradient(
+                &mut TapeBuffers::new(),
+                |t, (v, w)| {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+                    let d = t.dropout(v, 0.3, &mut rng, true)?;
+                    let p = t.mul(d, w)?;
+                    t.sum(p)
+                },
+                (Duplicated(&v, &mut g), Const(&w)),
+            )
+            .unwrap()
+        });
+        for (i, (&g, &k)) in g.iter().zip(&mask).enumerate() {
+            let want = if k { w[[i]] * scale } else { 0.0 };
+            assert_eq!(g, want, "{threads} threads, [{i}]");
+        }
+        let d = on_threads(threads, || {
+            tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (v,)| t.dropout(v, 0.3, &mut rand::rngs::StdRng::seed_from_u64(8), true),
+                (Const(&v),),
+            )
+            .unwrap()
+        });
+        for (i, ((&d, &v), &k)) in d.iter().zip(&v).zip(&mask).enumerate() {
+            assert_eq!(
+                d,
+                if k { v * scale } else { 0.0 },
+                "{threads} threads, [{i}]"
+            );
+        }
+    }
+    let (groups, c) = (8, f / 8);
+    let a = ArrayD::from_shape_fn(ndarray::IxDyn(&[f]), |i| entry::<f32>(4)(3, i[0]));
+    let wg = ArrayD::from_shape_fn(ndarray::IxDyn(&[n, groups]), |i| {
+        entry::<f32>(5)(i[0], i[1])
+    });
+    for threads in [1, 2] {
+        let s = on_threads(threads, || {
+            tensor::value(
+                &mut TapeBuffers::new(),
+                |t, (x, a)| t.group_dot(x, a, groups),
+                (Const(&x), Const(&a)),
+            )
+            .unwrap()
+        });
+        for ((r, k), &got) in s.indexed_iter().map(|(i, v)| ((i[0], i[1]), v)) {
+            let want = (0..c).fold(0.0f32, |acc, j| acc + x[[r, k * c + j]] * a[[k * c + j]]);
+            assert_eq!(got, want, "{threads} threads, [{r}, {k}]");
+        }
+        let mut g = ArrayD::zeros(x.raw_dim());
+        on_threads(threads, || {
+            tensor::gradient(
+                &mut TapeBuffers::new(),
+                |t, (x, a, w)| {
+                    let s = t.group_dot(x, a, groups)?;
+                    let p = t.mul(s, w)?;
+                    t.sum(p)
+                },
+                (Duplicated(&x, &mut g), Const(&a), Const(&wg)),
+            )
+            .unwrap()
+        });
+        for (i, &got) in g.indexed_iter() {
+            let want = wg[[i[0], i[1] / c]] * a[[i[1]]];
+            assert_eq!(got, want, "{threads} threads, {i:?}");
+        }
+    }
+}

@@ -97,11 +97,6 @@ impl<X> FreeList<X> {
     }
 }
 
-/// The element count from which [`Pool::map`] runs on several threads (the small-op
-/// rule: the maps of the hot activations are vectorised, a few hundred picoseconds an
-/// element).
-pub(crate) const PAR_MAP_MIN: usize = crate::tensor::par::SPLIT_MIN;
-
 impl<T: Element> Pool<T> {
     /// A buffer for an array of `n` elements and the offset at which its data starts
     /// on a 64-byte line (`tensor::line`); what `v` holds before `off` is unspecified.
@@ -160,34 +155,6 @@ impl<T: Element> Pool<T> {
         debug_assert_eq!(v.len(), off + n);
         v.resize(off + n, T::zero());
         wrap_from(shape, v, off)
-    }
-
-    /// `f` applied to every element of `x`, as a new standard-layout array; split over
-    /// rayon's threads from [`PAR_MAP_MIN`] contiguous elements (an ELU over a
-    /// 2708 × 64 hidden layer spends microseconds per thousand `expm1` calls).
-    pub(crate) fn map(&mut self, x: &ArrayViewD<'_, T>, f: impl Fn(T) -> T + Sync) -> ArrayD<T> {
-        match x.as_slice() {
-            Some(s) if crate::tensor::par::split(s.len(), PAR_MAP_MIN) => {
-                use rayon::prelude::*;
-                let (mut v, off) = self.take_line(s.len(), true);
-                v[off..]
-                    .par_iter_mut()
-                    .zip(s.par_iter())
-                    .with_min_len(PAR_MAP_MIN / 2)
-                    .for_each(|(o, &x)| *o = f(x));
-                wrap_from(x.shape(), v, off)
-            }
-            Some(s) => {
-                // Written through a zipped slice (not `extend`, whose length update per
-                // element kept the vectorised activations scalar).
-                let (mut v, off) = self.take_line(s.len(), true);
-                for (o, &x) in v[off..].iter_mut().zip(s) {
-                    *o = f(x);
-                }
-                wrap_from(x.shape(), v, off)
-            }
-            None => self.collect(x.shape(), x.iter().map(|&v| f(v))),
-        }
     }
 
     /// `f(x, m)` for every element of `x` (in logical order) and of the slice `m`.
