@@ -23,10 +23,8 @@ mod skinny;
 const SMALL: usize = 1 << 14;
 
 /// Products from this many multiply-adds are split over rayon's threads (below it the
-/// hand-off costs more than the second core gains: the small-op rule, [`par::split`];
-/// a dense product runs at several multiply-adds a cycle, so its threshold is four
-/// times the sparse kernels').
-const PAR_MIN: usize = 4 * par::SPLIT_MIN;
+/// hand-off costs more than the second core gains: the small-op rule, [`par::split`]).
+const PAR_MIN: usize = par::PRODUCT_SPLIT_MIN;
 
 /// Parts of the inner dimension of a `k ≫ m` product (enough for 4 threads).
 const K_PARTS: usize = 4;
@@ -93,8 +91,7 @@ pub(super) fn general_mat_mul<T: Element>(
     let (m, k) = a.dim();
     let n = b.ncols();
     if m * k * n > SMALL {
-        // The narrow kernels split from `SPLIT_MIN` (they stream `A` once, so a second
-        // core pays off earlier); ndarray's products from `PAR_MIN`.
+        // Every product splits from `PAR_MIN` (the narrow kernels and ndarray's).
         let work = m * k * n;
         let threads = |min| {
             if par::split(work, min) {
@@ -104,25 +101,18 @@ pub(super) fn general_mat_mul<T: Element>(
             }
         };
         if skinny::takes_nn(a, b, c) {
-            skinny::nn(threads(par::SPLIT_MIN), alpha, a, b, beta, c);
+            skinny::nn(threads(PAR_MIN), alpha, a, b, beta, c);
             return;
         }
         if skinny::takes_tn(a, b, c) {
-            skinny::tn(threads(par::SPLIT_MIN), alpha, a, b, beta, c);
+            skinny::tn(threads(PAR_MIN), alpha, a, b, beta, c);
             return;
         }
         // `C = Gᵀ·X` (the gradient of a weight `[out, in]` in `X·Wᵀ`, e.g. a GAT's
         // `[64, 1433]` on Cora) is `Cᵀ = Xᵀ·G`, written through `C`'s transposed view.
         let mut ct = c.view_mut().reversed_axes();
         if skinny::takes_tn(&b.t(), &a.t(), &ct) {
-            skinny::tn(
-                threads(par::SPLIT_MIN),
-                alpha,
-                &b.t(),
-                &a.t(),
-                beta,
-                &mut ct,
-            );
+            skinny::tn(threads(PAR_MIN), alpha, &b.t(), &a.t(), beta, &mut ct);
             return;
         }
         if par::split(work, PAR_MIN) {
@@ -802,8 +792,8 @@ mod tests {
     fn threaded_products_on_the_tape_match_triple_loops() {
         use crate::tensor::{TapeBuffers, gradient};
         use crate::{Const, Duplicated};
-        let (m, k, n) = (1400, 40, 20);
-        assert!(m * k * n >= par::SPLIT_MIN);
+        let (m, k, n) = (5600, 40, 20);
+        assert!(m * k * n >= PAR_MIN);
         let x = Array2::from_shape_fn((m, k), |(i, j)| ((i * 7 + j * 3) % 11) as f64 * 0.1 - 0.5);
         let w = Array2::from_shape_fn((k, n), |(i, j)| ((i * 5 + j) % 13) as f64 * 0.05 - 0.3);
         let c = Array2::from_shape_fn((m, n), |(i, j)| ((i + 3 * j) % 7) as f64 - 3.0);

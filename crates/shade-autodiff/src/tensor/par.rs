@@ -67,13 +67,30 @@
 //! gradient then 122 µs). Not kept: 4 % on one workload for a thread spinning beside
 //! every sweep.
 
-/// Multiply-adds (or elements) from which a kernel splits over rayon's threads: a few
-/// hundred µs of work on one core, where the saved half is several times a hand-off.
+/// Elements (or multiply-adds of a row-wise kernel) from which an elementwise or
+/// row-wise kernel splits over rayon's threads, in [`pieces`] (products split from
+/// [`PRODUCT_SPLIT_MIN`]): a few hundred µs of work on one core, where the saved half
+/// is several times a hand-off. Lower does not pay: the maps and gathers of GAT's
+/// attention over Cora (13,264 edges × 8 heads, kernels of 10–30 µs) split from `2^17`
+/// or `2^15` elements made its step slower on two threads (`small_profile
+/// gat-step-dense`, 8.77 → 9.10 and 9.15 ms, min of 4).
 /// Measured with `cargo xtask bench --peers` (each process pinned to its cores): at
 /// `2^18` the policy model's gradient took 358 µs on two threads against 176 µs on one,
 /// and Cora's GCN step 1.67 ms against 1.22 ms (its 2708 × 16 × 7 product and the
 /// sparse feature product split); at `2^20`, 186 µs and 1.22 ms, no slower than one.
 pub(crate) const SPLIT_MIN: usize = 1 << 20;
+
+/// Multiply-adds from which a product (dense or sparse) splits over rayon's threads:
+/// four times [`SPLIT_MIN`]. A product runs at several multiply-adds a cycle, and the
+/// workloads whose products sit between `2^20` and `2^22` (Cora's GAT with sparse
+/// features: `X·W` and `Xᵀ·G` of 3.1 M, the second layer's 1.2 M) run their layers'
+/// other kernels between two products, so that the worker is asleep at each: the futex
+/// wake-up (an interrupt to an idle vCPU here, a few per cent of the caller's time in
+/// `perf`) and the worker's start cost more than the half saved. Measured with
+/// `small_profile gat-step 300` pinned as the peers bench pins (min of 4, interleaved):
+/// one thread 3.41 ms; two threads 3.53 ms with products split from `2^20`, 3.38 ms
+/// from `2^22`.
+pub(crate) const PRODUCT_SPLIT_MIN: usize = 4 * SPLIT_MIN;
 
 /// Whether a kernel of `work` multiply-adds (or elements) runs on rayon's threads: at
 /// least `min` of work and more than one thread in the current pool

@@ -35,7 +35,7 @@ use rows::col_sums;
 
 /// Work (multiply-adds) below which kernels stay on the calling thread (the small-op
 /// rule, [`par::split`]).
-const PAR_MIN: usize = par::SPLIT_MIN;
+const PAR_MIN: usize = par::PRODUCT_SPLIT_MIN;
 
 /// `out += x · A` for a dense row-major `x` (`m × k`) and CSR `A` (`k × n`).
 fn dense_csr<T: Element>(x: &[T], k: usize, a: &SparseMatrix<T>, out: &mut [T]) {

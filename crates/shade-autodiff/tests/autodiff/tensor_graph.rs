@@ -705,10 +705,10 @@ fn index_and_loss_errors_are_coded() {
 
 #[test]
 fn large_spmm_matches_dense_product_both_ways() {
-    // Large enough for the row-parallel kernel path (work above the small-op rule's
-    // 2^20, nonzeros well beyond the prefetch distance).
-    // 40 distinct columns per row (329 is prime to 400): 24 000 nonzeros × 48.
-    let (r, c, f) = (600, 400, 48);
+    // Large enough for the row-parallel kernel path (work above the products' split
+    // threshold 2^22, nonzeros well beyond the prefetch distance).
+    // 40 distinct columns per row (329 is prime to 400): 96 000 nonzeros × 48.
+    let (r, c, f) = (2400, 400, 48);
     let mut tri = sprs::TriMatI::<_, u32>::new((r, c));
     for i in 0..r {
         for q in 0..40usize {
@@ -716,7 +716,7 @@ fn large_spmm_matches_dense_product_both_ways() {
             tri.add_triplet(i, (i * 7919 + q * 329) % c, ((k % 13) as f64) * 0.1 - 0.6);
         }
     }
-    assert!(tri.nnz() * f >= 1 << 20);
+    assert!(tri.nnz() * f >= 1 << 22);
     let a = SparseMatrix::new(tri.to_csr());
     let x = Array2::from_shape_fn((c, f), |(i, j)| {
         ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
@@ -736,11 +736,11 @@ fn large_spmm_matches_dense_product_both_ways() {
 
 #[test]
 fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
-    // `x` is 20000 × 64 f64 (9.8 MiB), past the kernel's 1 MiB prefetch threshold: the
+    // `x` is 20000 × 256 f64 (39 MiB), past the kernel's 1 MiB prefetch threshold: the
     // product takes the software-prefetch branch, row-parallel (20 000 distinct
-    // positions, the pattern's period, × 64 = 1.28 M multiply-adds). The reference sums
-    // the triplets directly.
-    let (r, c, f) = (500, 20_000, 64);
+    // positions, the pattern's period, × 256 = 5.1 M multiply-adds, above the products'
+    // split threshold 2^22). The reference sums the triplets directly.
+    let (r, c, f) = (500, 20_000, 256);
     let triplets: Vec<(usize, usize, f64)> = (0..30_000usize)
         .map(|k| {
             (
@@ -755,7 +755,7 @@ fn spmm_with_a_dense_operand_beyond_the_cache_matches_the_triplets() {
         tri.add_triplet(i, j, v);
     }
     let a = SparseMatrix::new(tri.to_csr());
-    assert!(a.nnz() * f >= 1 << 20, "{} nonzeros", a.nnz());
+    assert!(a.nnz() * f >= 1 << 22, "{} nonzeros", a.nnz());
     let x = Array2::from_shape_fn((c, f), |(i, j)| {
         ((i * 31 + j * 17) % 23) as f64 * 0.05 - 0.5
     });

@@ -14,7 +14,7 @@ use super::super::{Element, par};
 
 /// Work (multiply-adds) below which the kernel stays on the calling thread (the
 /// small-op rule, [`par::split`]).
-const PAR_MIN: usize = par::SPLIT_MIN;
+const PAR_MIN: usize = par::PRODUCT_SPLIT_MIN;
 
 /// How many nonzeros ahead the kernel asks for the dense row it will need.
 const PREFETCH_AHEAD: usize = 32;
@@ -623,7 +623,7 @@ mod tests {
     /// work, equals the serial product bit for bit.
     #[test]
     fn split_rows_equal_the_serial_product_bit_for_bit() {
-        let (rows, cols, f) = (3000, 500, 64);
+        let (rows, cols, f) = (12_000, 500, 64);
         let mut ip = vec![0];
         let mut ind = Vec::new();
         for r in 0..rows {
