@@ -2,8 +2,9 @@
 //! mask generator of shade ([`keep_mask`]).
 //!
 //! In training each element is kept with probability `1 - p` and scaled by
-//! `1 / (1 - p)`, so the expectation is unchanged; the mask is kept for the reverse
-//! rule (`dx += g ⊙ mask`) and the forward rule (`ẏ = ẋ ⊙ mask`). At evaluation
+//! `1 / (1 - p)`, so the expectation is unchanged; the mask is kept, one bit an
+//! element, for the reverse rule (`dx += g ⊙ mask`) and the forward rule
+//! (`ẏ = ẋ ⊙ mask`). At evaluation
 //! (`training = false`) dropout is the identity and returns its input handle.
 //!
 //! The mask comes from a counter-based generator (SplitMix64) seeded by one draw from
@@ -79,25 +80,100 @@ impl Level {
     }
 }
 
-/// [`draw_plain`] compiled for `level`, which must be [`Level::detect`]'s or lower.
+/// `body()` compiled for `level`, which must be [`Level::detect`]'s or lower.
 #[allow(unsafe_code)]
-fn draw_at<E: Copy>(level: Level, seed: u64, cut: u64, out: &mut [E], keep: E, drop: E) {
+#[inline(always)]
+fn at_level<R>(level: Level, body: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     if level == Level::Avx512 {
         #[target_feature(enable = "avx512f,avx512dq")]
-        fn run<E: Copy>(seed: u64, cut: u64, out: &mut [E], keep: E, drop: E) {
-            draw_plain(seed, cut, out, keep, drop);
+        fn run<R>(body: impl FnOnce() -> R) -> R {
+            body()
         }
         debug_assert_eq!(Level::detect(), Level::Avx512);
         // SAFETY: `level` is `Level::detect`'s (or lower, then this branch is not
         // taken): this processor executes AVX-512F and AVX-512DQ instructions, the
         // only requirement of calling a function compiled with those features (`run`
-        // touches memory only through its safe slice).
-        unsafe { run(seed, cut, out, keep, drop) };
-        return;
+        // only calls the safe closure).
+        return unsafe { run(body) };
     }
     let _ = level;
-    draw_plain(seed, cut, out, keep, drop);
+    body()
+}
+
+/// [`draw_plain`] compiled for `level`, which must be [`Level::detect`]'s or lower.
+fn draw_at<E: Copy>(level: Level, seed: u64, cut: u64, out: &mut [E], keep: E, drop: E) {
+    at_level(
+        level,
+        #[inline(always)]
+        || draw_plain(seed, cut, out, keep, drop),
+    );
+}
+
+/// Elements a mask word holds, one bit each.
+const WORD: usize = usize::BITS as usize;
+
+/// The mask of [`draw`] as bits: bit `j` of `words[w]` is set when element
+/// `(first + w) · WORD + j` is kept, the same stream (pair `i`'s high half for element
+/// `2i`, its low half for `2i + 1`); bits past the last element are drawn and unused.
+/// Compiled for `level`, which must be [`Level::detect`]'s or lower.
+fn bits_at(level: Level, seed: u64, cut: u64, first: usize, words: &mut [usize]) {
+    at_level(
+        level,
+        #[inline(always)]
+        || {
+            let pairs = (WORD / 2) as u64;
+            for (w, word) in words.iter_mut().enumerate() {
+                let base = (first + w) as u64 * pairs;
+                let mut acc = 0usize;
+                for j in 0..pairs {
+                    let i = base + j;
+                    let r = mix(seed.wrapping_add(i.wrapping_add(1).wrapping_mul(GAMMA)));
+                    let hi = usize::from((r >> 32) >= cut);
+                    let lo = usize::from((r & 0xffff_ffff) >= cut);
+                    acc |= (hi << (2 * j)) | (lo << (2 * j + 1));
+                }
+                *word = acc;
+            }
+        },
+    );
+}
+
+/// `keep` where element `j` of a word's block is kept, else zero.
+#[inline(always)]
+fn factor<T: Element>(word: usize, j: usize, keep: T) -> T {
+    if (word >> j) & 1 != 0 {
+        keep
+    } else {
+        T::zero()
+    }
+}
+
+/// `f(out[i], src[i], m_i)` over contiguous slices with `m_i` the mask's factor
+/// ([`factor`]), the slices starting at a word's first element; each thread of the
+/// pool on whole words of its own from [`par::SPLIT_MIN`] elements, compiled for the
+/// widest vectors (each element alone: the same bits on any number of threads).
+fn masked<T: Element>(
+    words: &[usize],
+    keep: T,
+    out: &mut [T],
+    src: &[T],
+    f: impl Fn(&mut T, T, T) + Sync,
+) {
+    let n = out.len();
+    par::pieces(out, WORD, n, par::SPLIT_MIN, |o, out| {
+        let (words, src) = (&words[o / WORD..], &src[o..o + out.len()]);
+        simd::wide(
+            #[inline(always)]
+            || {
+                for ((o, s), &w) in out.chunks_mut(WORD).zip(src.chunks(WORD)).zip(words) {
+                    for (j, (o, &s)) in o.iter_mut().zip(s).enumerate() {
+                        f(o, s, factor(w, j, keep));
+                    }
+                }
+            },
+        );
+    });
 }
 
 #[inline(always)]
@@ -139,8 +215,11 @@ pub fn keep_mask<R: rand::Rng + ?Sized>(n: usize, p: f64, rng: &mut R) -> Vec<bo
 #[derive(Debug)]
 pub(crate) struct Rec<T> {
     a: usize,
-    /// `0` or `1 / (1 - p)` per element, in the input's logical order.
-    mask: Vec<T>,
+    /// The kept elements, one bit each in the input's logical order ([`bits_at`]): a
+    /// 32nd of a mask of `f32` factors (256 MiB less for a `[1M, 64]` hidden layer).
+    mask: Vec<usize>,
+    /// The factor of a kept element, `1 / (1 - p)`.
+    keep: T,
 }
 
 impl<T: Element> Rec<T> {
@@ -149,7 +228,7 @@ impl<T: Element> Rec<T> {
     }
 
     pub(crate) fn release(self, pool: &mut Pool<T>) {
-        pool.give_vec(self.mask);
+        pool.give_idx(self.mask);
     }
 
     pub(crate) fn backward(&self, _me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
@@ -158,25 +237,16 @@ impl<T: Element> Rec<T> {
             let d = ga.as_slice_mut().expect("adjoints are in standard layout");
             // A fresh adjoint is written, `0 + g·m` (the bits of adding to zeros).
             let start = |d: &T| if fresh { T::zero() } else { *d };
+            let (mask, keep) = (&self.mask[..], self.keep);
             match g.as_slice() {
-                Some(g) => {
-                    let (n, mask) = (d.len(), &self.mask[..]);
-                    par::pieces(d, 16, n, par::SPLIT_MIN, |o, d| {
-                        let r = o..o + d.len();
-                        simd::wide(
-                            #[inline(always)]
-                            || {
-                                d.iter_mut()
-                                    .zip(g[r.clone()].iter().zip(&mask[r]))
-                                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m)
-                            },
-                        );
-                    });
-                }
+                Some(g) => masked(mask, keep, d, g, |d, g, m| *d = start(d) + g * m),
                 None => d
                     .iter_mut()
-                    .zip(g.iter().zip(&self.mask))
-                    .for_each(|(d, (&g, &m))| *d = start(d) + g * m),
+                    .zip(g.iter())
+                    .enumerate()
+                    .for_each(|(i, (d, &g))| {
+                        *d = start(d) + g * factor(mask[i / WORD], i % WORD, keep)
+                    }),
             }
         }
     }
@@ -212,36 +282,39 @@ impl<'a, T: Element> Tape<'a, T> {
         } else {
             T::zero()
         };
-        let mut mask = self.pool.overwritten_vec(v.len());
-        draw(p, rng, &mut mask, keep, T::zero());
-        let out = match v.as_slice() {
+        let n = v.len();
+        let mut mask = self.pool.idx(n.div_ceil(WORD));
+        mask.resize(n.div_ceil(WORD), 0);
+        let cut = (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
+        let (seed, level) = (rng.next_u64(), Level::detect());
+        par::pieces(&mut mask, 1, n, par::SPLIT_MIN, |w, words| {
+            bits_at(level, seed, cut, w, words)
+        });
+        let apply = |pool: &mut Pool<T>, x: &ArrayViewD<'_, T>| match x.as_slice() {
             Some(xs) => {
-                let mut out = self.pool.overwritten(v.shape());
+                // Every element is written.
+                let mut out = pool.overwritten(x.shape());
                 let os = out.as_slice_mut().expect("standard layout");
-                par::pieces(os, 16, xs.len(), par::SPLIT_MIN, |o, os| {
-                    let r = o..o + os.len();
-                    simd::wide(
-                        #[inline(always)]
-                        || {
-                            os.iter_mut()
-                                .zip(xs[r.clone()].iter().zip(&mask[r]))
-                                .for_each(|(o, (&x, &m))| *o = x * m)
-                        },
-                    );
-                });
+                masked(&mask, keep, os, xs, |o, x, m| *o = x * m);
                 out
             }
-            None => self.pool.map_with(&v, &mask, |x, m| x * m),
+            None => pool.collect(
+                x.shape(),
+                x.iter()
+                    .enumerate()
+                    .map(|(i, &x)| x * factor(mask[i / WORD], i % WORD, keep)),
+            ),
         };
+        let out = apply(&mut self.pool, &v);
         let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()
             && let Some(ta) = self.tans[ia].view()
         {
-            let t = self.pool.map_with(&ta, &mask, |t, m| t * m);
-            tan = Tan::Own(t);
+            tan = Tan::Own(apply(&mut self.pool, &ta));
         }
-        Ok(self.push(out, tracked, Op::Dropout(Rec { a: ia, mask }), tan))
+        let rec = Rec { a: ia, mask, keep };
+        Ok(self.push(out, tracked, Op::Dropout(rec), tan))
     }
 }
 
@@ -304,6 +377,78 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The tape's bit mask is `keep_mask`'s for every length around the word size, in
+    /// the input's logical order for a column-major input, in both element types: the
+    /// value `x · m` and the adjoint `g · m` (into a fresh adjoint and added to one
+    /// that holds a sum: the input used twice).
+    #[test]
+    fn the_bit_mask_is_keep_mask_at_every_length_and_layout() {
+        use crate::{Const, Duplicated};
+        use ndarray::ShapeBuilder;
+        fn check<T: Element>() {
+            let lens = (0..3 * WORD + 3).chain([10 * WORD - 1, 10 * WORD, 10 * WORD + 1]);
+            for n in lens {
+                let keep = T::cst(1.0 / (1.0 - 0.35));
+                let m = keep_mask(n, 0.35, &mut StdRng::seed_from_u64(n as u64));
+                let f = |i: usize| if m[i] { keep } else { T::zero() };
+                let x = ndarray::Array1::from_shape_fn(n, |i| T::cst(i as f64 * 0.5 - 3.0));
+                let y = super::super::value(
+                    &mut super::super::TapeBuffers::new(),
+                    |t, (x,)| {
+                        let mut rng = StdRng::seed_from_u64(n as u64);
+                        t.dropout(x, 0.35, &mut rng, true)
+                    },
+                    (Const(&x),),
+                )
+                .unwrap();
+                for (i, &v) in y.iter().enumerate() {
+                    assert_eq!(v, x[i] * f(i), "n = {n}, [{i}]");
+                }
+                let w = x.mapv(|v| v + T::cst(0.25));
+                let mut g = ndarray::Array1::zeros(n);
+                super::super::gradient(
+                    &mut super::super::TapeBuffers::new(),
+                    |t, (x, w)| {
+                        let mut rng = StdRng::seed_from_u64(n as u64);
+                        let d = t.dropout(x, 0.35, &mut rng, true)?;
+                        let p = t.mul(d, w)?;
+                        let q = t.add(p, x)?;
+                        t.sum(q)
+                    },
+                    (Duplicated(&x, &mut g), Const(&w)),
+                )
+                .unwrap();
+                for (i, &gi) in g.iter().enumerate() {
+                    // The sum's adjoint first (`+ x`), then the dropout's `w · m`.
+                    assert_eq!(gi, T::one() + w[i] * f(i), "n = {n}, [{i}]");
+                }
+            }
+            // Column-major `[r, c]`: the mask runs over the logical (row-major) order.
+            let (r, c) = (9, 2 * WORD / 3);
+            let x = ndarray::Array2::from_shape_fn((r, c).f(), |(i, j)| T::cst((i * c + j) as f64));
+            assert!(x.as_slice().is_none());
+            let m = keep_mask(r * c, 0.5, &mut StdRng::seed_from_u64(1));
+            let y = super::super::value(
+                &mut super::super::TapeBuffers::new(),
+                |t, (x,)| t.dropout(x, 0.5, &mut StdRng::seed_from_u64(1), true),
+                (Const(&x),),
+            )
+            .unwrap();
+            for i in 0..r {
+                for j in 0..c {
+                    let want = if m[i * c + j] {
+                        x[[i, j]] * T::cst(2.0)
+                    } else {
+                        T::zero()
+                    };
+                    assert_eq!(y[[i, j]], want, "[{i}, {j}]");
+                }
+            }
+        }
+        check::<f32>();
+        check::<f64>();
     }
 
     /// The tape's mask is `keep_mask`'s for the same stream, scaled by `1 / (1 - p)`.

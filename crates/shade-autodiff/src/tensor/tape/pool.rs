@@ -3,7 +3,7 @@
 
 use super::Element;
 use crate::tensor::line::{line_offset, pad, wrap_from};
-use ndarray::{ArrayD, ArrayViewD};
+use ndarray::ArrayD;
 
 /// Released buffers, handed out again by best fit within a size class.
 ///
@@ -155,28 +155,6 @@ impl<T: Element> Pool<T> {
         debug_assert_eq!(v.len(), off + n);
         v.resize(off + n, T::zero());
         wrap_from(shape, v, off)
-    }
-
-    /// `f(x, m)` for every element of `x` (in logical order) and of the slice `m`.
-    pub(crate) fn map_with(
-        &mut self,
-        x: &ArrayViewD<'_, T>,
-        m: &[T],
-        f: impl Fn(T, T) -> T,
-    ) -> ArrayD<T> {
-        match x.as_slice() {
-            Some(s) if m.len() >= s.len() => {
-                // Through zipped slices, as `map` (vectorised, no length update per
-                // element).
-                let (mut v, off) = self.take_line(s.len(), true);
-                for ((o, &x), &m) in v[off..].iter_mut().zip(s).zip(m) {
-                    *o = f(x, m);
-                }
-                wrap_from(x.shape(), v, off)
-            }
-            Some(s) => self.collect(x.shape(), s.iter().zip(m).map(|(&v, &m)| f(v, m))),
-            None => self.collect(x.shape(), x.iter().zip(m).map(|(&v, &m)| f(v, m))),
-        }
     }
 
     /// Returns an array's buffer to the pool.
