@@ -63,8 +63,8 @@ pub(crate) fn csr_from_triples<T: Element>(
 /// edge list they are).
 pub(crate) fn entry_positions<T: Element>(
     matrix: &SparseMatrix<T>,
-    dst: &[usize],
-    src: &[usize],
+    dst: &[u32],
+    src: &[u32],
 ) -> Vec<usize> {
     let m = matrix.csr();
     let (indptr, indices) = (m.indptr(), m.indices());
@@ -72,12 +72,10 @@ pub(crate) fn entry_positions<T: Element>(
     dst.iter()
         .zip(src)
         .map(|(&v, &u)| {
+            let v = v as usize;
             let row = &indices[indptr[v]..indptr[v + 1]];
             // Every edge has its entry: the matrix sums exactly these edges.
-            indptr[v]
-                + row
-                    .binary_search(&(u as u32))
-                    .expect("the edge's own entry")
+            indptr[v] + row.binary_search(&u).expect("the edge's own entry")
         })
         .collect()
 }
@@ -231,10 +229,10 @@ impl<T: Float> SelfLoopFill<T> {
 /// [`GraphCtx::normalized_adjacency`]: crate::GraphCtx::normalized_adjacency
 #[derive(Debug)]
 pub struct NormEdgeList<T: Element> {
-    /// Source of every listed edge.
-    pub src: Vec<usize>,
-    /// Destination of every listed edge.
-    pub dst: Vec<usize>,
+    /// Source of every listed edge (`u32`, as shade-graph lists it).
+    pub src: Vec<u32>,
+    /// Destination of every listed edge (`u32`, as shade-graph lists it).
+    pub dst: Vec<u32>,
     /// The graph edge whose weight each listed edge carries; `None` for an added
     /// self-loop, which carries `fill`.
     pub from: Vec<Option<usize>>,
@@ -260,13 +258,11 @@ impl<T: Element> NormEdgeList<T> {
         weights: Vec<T>,
         matrix: &SparseMatrix<T>,
     ) -> Self {
-        let src: Vec<usize> = list.src.iter().map(|&s| s as usize).collect();
-        let dst: Vec<usize> = list.dst.iter().map(|&d| d as usize).collect();
-        let position = entry_positions(matrix, &dst, &src);
+        let position = entry_positions(matrix, &list.dst, &list.src);
         NormEdgeList {
             coef: list.weight.iter().map(|&c| T::cst(c)).collect(),
-            src,
-            dst,
+            src: list.src,
+            dst: list.dst,
             from: list.edge,
             fill,
             weights,
@@ -281,7 +277,7 @@ impl<T: Element> NormEdgeList<T> {
     /// or, unless `normalize`, the weights summed into the entries.
     ///
     /// [`Tape::sym_norm_values`]: shade_autodiff::tensor::Tape::sym_norm_values
-    pub fn sym_norm(&self, normalize: bool) -> SymNorm<'_> {
+    pub fn sym_norm(&self, normalize: bool) -> SymNorm<'_, u32> {
         SymNorm {
             rows: &self.dst,
             cols: &self.src,
