@@ -93,7 +93,7 @@ pub use args::{TensorArg, TensorArgs};
 pub use coo::SymNorm;
 pub use custom::{RuleSlot, TensorRule};
 pub use dropout::keep_mask;
-pub use index::Rows;
+pub use index::{IndexType, Rows};
 pub use line::{is_on_line, on_line, zeros_on_line};
 pub use sparse::{SPARSE_MAX_DIM, SparseMatrix};
 pub use tape::{Tape, TapeBuffers, Var};

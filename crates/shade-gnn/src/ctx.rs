@@ -5,8 +5,9 @@
 //! [`GraphCtx`] shares the graph's structure (an [`Arc`]; its derived structures are
 //! shared with the original; its `u32` edge lists are the one copy of the edges), and
 //! converts on first need (then keeps) what shade-graph derives from it, as
-//! tensor-layer constants, in a cache keyed by what each entry is (the edge index as
-//! `usize` slices too, for the layers that gather or scatter along the edges):
+//! tensor-layer constants, in a cache keyed by what each entry is (the layers gather
+//! and scatter along the graph's own `u32` edge lists, which the tensor layer's index
+//! operations take as they are):
 //!
 //! - the normalised adjacency for a [`GcnNorm`] (PyG's `gcn_norm` with those options;
 //!   PyG's `cached=True` semantics: one normalisation per graph and option set),
@@ -410,6 +411,19 @@ mod tests {
         let a = Arc::new(g);
         let c = GraphCtx::<f64>::shared(Arc::clone(&a));
         assert!(std::ptr::eq(c.graph(), &*a));
+    }
+
+    /// The edge lists the layers gather and scatter along are the graph's own `u32`
+    /// slices, not a copy (a `usize` copy was 16 bytes per edge).
+    #[test]
+    fn edge_lists_are_the_graphs_own_u32_slices() {
+        let a = Arc::new(Graph::new(3, vec![0, 1, 2], vec![1, 2, 0]));
+        let c = GraphCtx::<f64>::shared(Arc::clone(&a));
+        let e = c.edges();
+        assert!(std::ptr::eq(e.src(), a.src()));
+        assert!(std::ptr::eq(e.dst(), a.dst()));
+        assert_eq!(e.edge_index_u32(), (e.src(), e.dst()));
+        assert_eq!(e.src(), &[0, 1, 2]);
     }
 
     /// Each cached structure is built once per key and is shade-graph's: the

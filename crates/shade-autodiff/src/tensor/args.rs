@@ -6,7 +6,7 @@
 //! | `Duplicated(&array, &mut shadow)` | [`Var`], tracked |
 //! | `DuplicatedNoNeed(&array, &mut shadow)` | [`Var`], tracked |
 //! | `Const(&SparseMatrix)` | `&SparseMatrix` |
-//! | `Const(&[usize])` / `Const(&[bool])` | the slice |
+//! | `Const(&[usize])` / `Const(&[u32])` / `Const(&[bool])` | the slice |
 //!
 //! Tuples of up to eight arguments, arrays `[A; N]` and `Vec<A>` of arguments are
 //! argument lists.
@@ -112,6 +112,13 @@ impl<'a, T: Element> TensorArg<'a, T> for Const<&'a SparseMatrix<T>> {
 
 impl<'a, T: Element> TensorArg<'a, T> for Const<&'a [usize]> {
     type Handle = &'a [usize];
+    fn register(self, _tape: &mut Tape<'a, T>, _pos: usize) -> AdResult<Self::Handle> {
+        Ok(self.0)
+    }
+}
+
+impl<'a, T: Element> TensorArg<'a, T> for Const<&'a [u32]> {
+    type Handle = &'a [u32];
     fn register(self, _tape: &mut Tape<'a, T>, _pos: usize) -> AdResult<Self::Handle> {
         Ok(self.0)
     }

@@ -14,8 +14,12 @@
 //!   that carries none): PyG's `gcn_norm` over differentiable edge weights. Rules
 //!   through the degrees: `∂c_k/∂w'_k = s_r s_c`, `∂s_i/∂d_i = -s_i³ / 2`.
 //!
-//! Indices are checked once at the entry; the kernels then run over contiguous slices.
+//! Indices are `u32` or `usize` ([`IndexType`]; a graph's edge lists as they are),
+//! checked once at the entry; the kernels then run over contiguous slices, compiled
+//! once per index type.
 
+use super::index::indices::{Pairs, with_pairs};
+use super::index::{IndexType, check_indices};
 use super::tape::{Bwd, Op, Pool, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
@@ -23,13 +27,14 @@ use ndarray::ArrayViewD;
 use smallvec::SmallVec;
 
 /// The structure of [`Tape::sym_norm_values`]: the pairs, where each pair's weight
-/// comes from, and the stored entry of the result that each pair adds to.
+/// comes from, and the stored entry of the result that each pair adds to. The pairs'
+/// rows and columns are `usize` (the default) or `u32` ([`IndexType`]).
 #[derive(Clone, Copy, Debug)]
-pub struct SymNorm<'a> {
+pub struct SymNorm<'a, I = usize> {
     /// Row (e.g. destination) of every pair; the degrees are summed by row.
-    pub rows: &'a [usize],
+    pub rows: &'a [I],
     /// Column (e.g. source) of every pair.
-    pub cols: &'a [usize],
+    pub cols: &'a [I],
     /// The weight each pair carries: `Some(i)` for `w[i]`, `None` for `fill`.
     pub from: &'a [Option<usize>],
     /// The weight of a pair without one (e.g. an added self-loop).
@@ -45,7 +50,7 @@ pub struct SymNorm<'a> {
     pub normalize: bool,
 }
 
-impl SymNorm<'_> {
+impl<'a, I: IndexType> SymNorm<'a, I> {
     fn validate(&self, w_len: usize) -> AdResult<()> {
         let op = "sym_norm_values";
         let k = self.rows.len();
@@ -62,9 +67,9 @@ impl SymNorm<'_> {
                 });
             }
         }
-        check(op, self.rows, self.num_nodes)?;
-        check(op, self.cols, self.num_nodes)?;
-        check(op, self.entry, self.num_entries)?;
+        check_indices(op, self.rows, self.num_nodes)?;
+        check_indices(op, self.cols, self.num_nodes)?;
+        check_indices(op, self.entry, self.num_entries)?;
         if let Some((position, &Some(index))) = self
             .from
             .iter()
@@ -89,7 +94,10 @@ impl SymNorm<'_> {
         let mut deg = pool.vec(self.num_nodes);
         deg.resize(self.num_nodes, T::zero());
         if self.normalize {
-            self.rows.iter().zip(&wf).for_each(|(&r, &x)| deg[r] += x);
+            self.rows
+                .iter()
+                .zip(&wf)
+                .for_each(|(&r, &x)| deg[r.ix()] += x);
         }
         let mut dis = pool.vec(self.num_nodes);
         dis.extend(deg.iter().map(|&d| {
@@ -101,29 +109,54 @@ impl SymNorm<'_> {
         }));
         [wf, deg, dis]
     }
+
+    /// The structure as a record keeps it.
+    fn keep(self) -> SymNormRec<'a> {
+        SymNormRec {
+            pairs: I::pairs(self.rows, self.cols),
+            from: self.from,
+            fill: self.fill,
+            entry: self.entry,
+            num_entries: self.num_entries,
+            num_nodes: self.num_nodes,
+            normalize: self.normalize,
+        }
+    }
 }
 
-fn check(op: &'static str, idx: &[usize], bound: usize) -> AdResult<()> {
-    match idx.iter().position(|&i| i >= bound) {
-        Some(position) => Err(AdError::IndexOutOfRange {
-            op,
-            position,
-            index: idx[position],
-            bound,
-        }),
-        None => Ok(()),
+/// A [`SymNorm`] in a record: its pairs of either index type, the rest as given.
+#[derive(Clone, Copy, Debug)]
+struct SymNormRec<'a> {
+    pairs: Pairs<'a>,
+    from: &'a [Option<usize>],
+    fill: f64,
+    entry: &'a [usize],
+    num_entries: usize,
+    num_nodes: usize,
+    normalize: bool,
+}
+
+impl<'a> SymNormRec<'a> {
+    /// The structure again, with its pairs `rows` and `cols` of one index type.
+    fn with<I: IndexType>(&self, rows: &'a [I], cols: &'a [I]) -> SymNorm<'a, I> {
+        SymNorm {
+            rows,
+            cols,
+            from: self.from,
+            fill: self.fill,
+            entry: self.entry,
+            num_entries: self.num_entries,
+            num_nodes: self.num_nodes,
+            normalize: self.normalize,
+        }
     }
 }
 
 /// Which coordinate-list operation, with its structure.
 #[derive(Debug)]
 enum Kind<'a> {
-    Spmm {
-        rows: &'a [usize],
-        cols: &'a [usize],
-        groups: usize,
-    },
-    SymNorm(SymNorm<'a>),
+    Spmm { pairs: Pairs<'a>, groups: usize },
+    SymNorm(SymNormRec<'a>),
 }
 
 /// Backward record of a coordinate-list operation.
@@ -146,8 +179,8 @@ fn std<'v, T: Element>(v: &'v ndarray::CowArray<'_, T, ndarray::IxDyn>) -> &'v [
 /// contiguous multiply-add runs over the row, compiled for AVX-512F or AVX2 where the processor
 /// has it. Per element the same operations in the same order as the plain loop (no
 /// fused multiply-add): the result is identical bit for bit on every path.
-fn spmm_into<T: Element>(
-    structure: (&[usize], &[usize], usize),
+fn spmm_into<T: Element, I: IndexType>(
+    structure: (&[I], &[I], usize),
     v: &[T],
     x: &[T],
     f: usize,
@@ -159,8 +192,8 @@ fn spmm_into<T: Element>(
 /// `d[k, g] += ⟨G[rows[k], g, :], x[cols[k], g, :]⟩`: the adjoint of the values, as
 /// [`spmm_into`] (the same widths unrolled, AVX-512F or AVX2 where the processor has them, the
 /// products summed left to right as the plain loop).
-fn values_adjoint<T: Element>(
-    structure: (&[usize], &[usize], usize),
+fn values_adjoint<T: Element, I: IndexType>(
+    structure: (&[I], &[I], usize),
     gv: &[T],
     x: &[T],
     f: usize,
@@ -179,15 +212,15 @@ enum Pass {
 /// The structure of a coordinate-list product: pairs `(rows[k], cols[k])`, `groups`
 /// values per pair, rows of `f` elements.
 #[derive(Clone, Copy)]
-struct Kern<'s> {
-    rows: &'s [usize],
-    cols: &'s [usize],
+struct Kern<'s, I> {
+    rows: &'s [I],
+    cols: &'s [I],
     groups: usize,
     f: usize,
 }
 
-impl<'s> Kern<'s> {
-    fn new((rows, cols, groups): (&'s [usize], &'s [usize], usize), f: usize) -> Self {
+impl<'s, I: IndexType> Kern<'s, I> {
+    fn new((rows, cols, groups): (&'s [I], &'s [I], usize), f: usize) -> Self {
         Kern {
             rows,
             cols,
@@ -233,6 +266,7 @@ impl<'s> Kern<'s> {
                 // contiguous multiply-add over the row: packed, without shuffles.
                 let mut w = vec![T::zero(); f];
                 for ((&r, &s), vk) in pairs.zip(a.chunks_exact(g)) {
+                    let (r, s) = (r.ix(), s.ix());
                     for (w, &a) in w.chunks_exact_mut(c).zip(vk) {
                         w.fill(a);
                     }
@@ -245,6 +279,7 @@ impl<'s> Kern<'s> {
             }
             Pass::Dots => {
                 for ((&r, &s), dk) in pairs.zip(out.chunks_exact_mut(g)) {
+                    let (r, s) = (r.ix(), s.ix());
                     let gr = &a[r * f..(r + 1) * f];
                     let xi = &x[s * f..(s + 1) * f];
                     for ((gr, xi), d) in gr.chunks_exact(c).zip(xi.chunks_exact(c)).zip(dk) {
@@ -261,10 +296,10 @@ impl<'s> Kern<'s> {
 }
 
 /// `c_k` summed into the entries: `s[r] w'[k] s[c]` (or `w'[k]` unnormalised).
-fn sym_norm_into<T: Element>(s: &SymNorm<'_>, wf: &[T], dis: &[T], out: &mut [T]) {
+fn sym_norm_into<T: Element, I: IndexType>(s: &SymNorm<'_, I>, wf: &[T], dis: &[T], out: &mut [T]) {
     for k in 0..wf.len() {
         out[s.entry[k]] += if s.normalize {
-            dis[s.rows[k]] * wf[k] * dis[s.cols[k]]
+            dis[s.rows[k].ix()] * wf[k] * dis[s.cols[k].ix()]
         } else {
             wf[k]
         };
@@ -293,67 +328,83 @@ impl<T: Element> Rec<'_, T> {
         let gs = g.as_standard_layout();
         let gv = std(&gs);
         match self.kind {
-            Kind::Spmm { rows, cols, groups } => {
+            Kind::Spmm { pairs, groups } => {
                 let (iv, ix) = (self.inputs[0], self.inputs[1]);
                 let (v, x) = (bw.vals[iv].view(), bw.vals[ix].view());
                 let (vs, xs) = (v.as_standard_layout(), x.as_standard_layout());
                 let (vv, xv) = (std(&vs), std(&xs));
                 let f = x.shape()[1];
-                if let Some(mut dx) = bw.gs.acc(ix, x.shape()) {
-                    let d = dx.as_slice_mut().expect("adjoints are in standard layout");
-                    // The transpose: gather from the rows, scatter into the columns.
-                    spmm_into((cols, rows, groups), vv, gv, f, d);
-                }
-                if let Some(mut dv) = bw.gs.acc(iv, v.shape()) {
-                    let d = dv.as_slice_mut().expect("adjoints are in standard layout");
-                    values_adjoint((rows, cols, groups), gv, xv, f, d);
-                }
+                with_pairs!(pairs, |rows, cols| {
+                    if let Some(mut dx) = bw.gs.acc(ix, x.shape()) {
+                        let d = dx.as_slice_mut().expect("adjoints are in standard layout");
+                        // The transpose: gather from the rows, scatter into the columns.
+                        spmm_into((cols, rows, groups), vv, gv, f, d);
+                    }
+                    if let Some(mut dv) = bw.gs.acc(iv, v.shape()) {
+                        let d = dv.as_slice_mut().expect("adjoints are in standard layout");
+                        values_adjoint((rows, cols, groups), gv, xv, f, d);
+                    }
+                });
             }
             Kind::SymNorm(s) => {
-                let iw = self.inputs[0];
-                if !bw.gs.wants(iw) {
-                    return;
-                }
-                let [wf, deg, dis] = &self.prepared;
-                let n = s.num_nodes;
-                // The adjoint of each pair's weight: directly, and through the degree
-                // of its row.
-                let mut gwf = bw.gs.pool.vec(wf.len());
-                gwf.extend(s.entry.iter().map(|&e| gv[e]));
-                if s.normalize {
-                    let mut gdis = bw.gs.pool.vec(n);
-                    gdis.resize(n, T::zero());
-                    for k in 0..wf.len() {
-                        let (r, c) = (s.rows[k], s.cols[k]);
-                        gdis[r] += gwf[k] * wf[k] * dis[c];
-                        gdis[c] += gwf[k] * wf[k] * dis[r];
-                        gwf[k] = gwf[k] * dis[r] * dis[c];
-                    }
-                    let half = T::cst(-0.5);
-                    for i in 0..n {
-                        gdis[i] = if deg[i] == T::zero() {
-                            T::zero()
-                        } else {
-                            gdis[i] * half * dis[i] * dis[i] * dis[i]
-                        };
-                    }
-                    for k in 0..wf.len() {
-                        gwf[k] += gdis[s.rows[k]];
-                    }
-                    bw.gs.pool.give_vec(gdis);
-                }
-                let w = bw.vals[iw].view();
-                if let Some(mut dw) = bw.gs.acc(iw, w.shape()) {
-                    let d = dw.as_slice_mut().expect("adjoints are in standard layout");
-                    for (f, &g) in s.from.iter().zip(&gwf) {
-                        if let Some(i) = *f {
-                            d[i] += g;
-                        }
-                    }
-                }
-                bw.gs.pool.give_vec(gwf);
+                with_pairs!(s.pairs, |rows, cols| self.sym_norm_backward(
+                    &s.with(rows, cols),
+                    gv,
+                    bw
+                ));
             }
         }
+    }
+
+    /// The reverse rule of [`Tape::sym_norm_values`] on `s` (pairs of one index type).
+    fn sym_norm_backward<I: IndexType>(
+        &self,
+        s: &SymNorm<'_, I>,
+        gv: &[T],
+        bw: &mut Bwd<'_, '_, T>,
+    ) {
+        let iw = self.inputs[0];
+        if !bw.gs.wants(iw) {
+            return;
+        }
+        let [wf, deg, dis] = &self.prepared;
+        let n = s.num_nodes;
+        // The adjoint of each pair's weight: directly, and through the degree
+        // of its row.
+        let mut gwf = bw.gs.pool.vec(wf.len());
+        gwf.extend(s.entry.iter().map(|&e| gv[e]));
+        if s.normalize {
+            let mut gdis = bw.gs.pool.vec(n);
+            gdis.resize(n, T::zero());
+            for k in 0..wf.len() {
+                let (r, c) = (s.rows[k].ix(), s.cols[k].ix());
+                gdis[r] += gwf[k] * wf[k] * dis[c];
+                gdis[c] += gwf[k] * wf[k] * dis[r];
+                gwf[k] = gwf[k] * dis[r] * dis[c];
+            }
+            let half = T::cst(-0.5);
+            for i in 0..n {
+                gdis[i] = if deg[i] == T::zero() {
+                    T::zero()
+                } else {
+                    gdis[i] * half * dis[i] * dis[i] * dis[i]
+                };
+            }
+            for k in 0..wf.len() {
+                gwf[k] += gdis[s.rows[k].ix()];
+            }
+            bw.gs.pool.give_vec(gdis);
+        }
+        let w = bw.vals[iw].view();
+        if let Some(mut dw) = bw.gs.acc(iw, w.shape()) {
+            let d = dw.as_slice_mut().expect("adjoints are in standard layout");
+            for (f, &g) in s.from.iter().zip(&gwf) {
+                if let Some(i) = *f {
+                    d[i] += g;
+                }
+            }
+        }
+        bw.gs.pool.give_vec(gwf);
     }
 }
 
@@ -365,14 +416,16 @@ impl<'a, T: Element> Tape<'a, T> {
     /// `v` per-edge, per-head attention coefficients, this is attention aggregation
     /// without the `[E, G·C]` messages.
     ///
+    /// `rows` and `cols` are `usize` or `u32` ([`IndexType`]), both of one type.
+    ///
     /// Errors: [`AdError::ShapeMismatch`] unless `rows` and `cols` have one entry per
     /// row of `v`, `x` is 2-D and the groups divide its width;
     /// [`AdError::IndexOutOfRange`] for a row `>= n` or a column `>= M`.
     #[track_caller]
-    pub fn coo_spmm(
+    pub fn coo_spmm<I: IndexType>(
         &mut self,
-        rows: &'a [usize],
-        cols: &'a [usize],
+        rows: &'a [I],
+        cols: &'a [I],
         n: usize,
         v: Var,
         x: Var,
@@ -399,8 +452,8 @@ impl<'a, T: Element> Tape<'a, T> {
                 right: xs.to_vec(),
             });
         }
-        check("coo_spmm", rows, n)?;
-        check("coo_spmm", cols, xs[0])?;
+        check_indices("coo_spmm", rows, n)?;
+        check_indices("coo_spmm", cols, xs[0])?;
         let f = xs[1];
         let (vc, xc) = (vw.as_standard_layout(), xw.as_standard_layout());
         let (vf, xf) = (std(&vc), std(&xc));
@@ -423,7 +476,10 @@ impl<'a, T: Element> Tape<'a, T> {
             tan = Tan::Own(t);
         }
         let rec = Rec {
-            kind: Kind::Spmm { rows, cols, groups },
+            kind: Kind::Spmm {
+                pairs: I::pairs(rows, cols),
+                groups,
+            },
             inputs: smallvec::smallvec![iv, ix],
             prepared: Default::default(),
         };
@@ -440,7 +496,7 @@ impl<'a, T: Element> Tape<'a, T> {
     /// Errors: [`AdError::ShapeMismatch`] when the lists of `s` differ in length;
     /// [`AdError::IndexOutOfRange`] for an index out of its range.
     #[track_caller]
-    pub fn sym_norm_values(&mut self, w: Var, s: SymNorm<'a>) -> AdResult<Var> {
+    pub fn sym_norm_values<I: IndexType>(&mut self, w: Var, s: SymNorm<'a, I>) -> AdResult<Var> {
         let iw = self.index(w)?;
         let wv = self.vals[iw].view();
         s.validate(wv.len())?;
@@ -465,7 +521,10 @@ impl<'a, T: Element> Tape<'a, T> {
                 let deg = &prepared[1];
                 let mut tdis = self.pool.vec(s.num_nodes);
                 tdis.resize(s.num_nodes, T::zero());
-                s.rows.iter().zip(&twf).for_each(|(&r, &x)| tdis[r] += x);
+                s.rows
+                    .iter()
+                    .zip(&twf)
+                    .for_each(|(&r, &x)| tdis[r.ix()] += x);
                 let half = T::cst(-0.5);
                 for i in 0..s.num_nodes {
                     tdis[i] = if deg[i] == T::zero() {
@@ -475,7 +534,7 @@ impl<'a, T: Element> Tape<'a, T> {
                     };
                 }
                 for k in 0..wf.len() {
-                    let (r, c) = (s.rows[k], s.cols[k]);
+                    let (r, c) = (s.rows[k].ix(), s.cols[k].ix());
                     tv[s.entry[k]] += tdis[r] * wf[k] * dis[c]
                         + dis[r] * twf[k] * dis[c]
                         + dis[r] * wf[k] * tdis[c];
@@ -490,7 +549,7 @@ impl<'a, T: Element> Tape<'a, T> {
             tan = Tan::Own(t);
         }
         let rec = Rec {
-            kind: Kind::SymNorm(s),
+            kind: Kind::SymNorm(s.keep()),
             inputs: smallvec::smallvec![iw],
             prepared,
         };
@@ -503,14 +562,16 @@ mod tests {
     use super::*;
 
     /// The unrolled, dispatched kernels give the bits of the plain loops of the
-    /// definition, for every width per group around the unrolled ones and both
-    /// element types.
+    /// definition, for every width per group around the unrolled ones, both element
+    /// types and both index types.
     #[test]
     fn kernels_equal_the_plain_loops_bit_for_bit() {
         fn check<T: Element>() {
             let (n, m, k) = (9, 7, 40);
             let rows: Vec<usize> = (0..k).map(|i| (i * 5 + 3) % n).collect();
             let cols: Vec<usize> = (0..k).map(|i| (i * 7 + 1) % m).collect();
+            let narrow = |v: &[usize]| -> Vec<u32> { v.iter().map(|&i| i as u32).collect() };
+            let (rows32, cols32) = (narrow(&rows), narrow(&cols));
             let val = |i: usize| T::cst(((i as f64) * 0.731).sin() * 1.7);
             for groups in [1, 2, 3] {
                 for c in 0..=17 {
@@ -530,6 +591,9 @@ mod tests {
                         }
                     }
                     assert_eq!(got, want, "spmm, groups {groups}, c {c}");
+                    let mut got32 = vec![T::zero(); n * f];
+                    spmm_into((&rows32, &cols32, groups), &v, &x, f, &mut got32);
+                    assert_eq!(got32, want, "spmm (u32), groups {groups}, c {c}");
                     let mut got = vec![T::zero(); k * groups];
                     values_adjoint((&rows, &cols, groups), &g, &x, f, &mut got);
                     let mut want = vec![T::zero(); k * groups];
@@ -543,6 +607,9 @@ mod tests {
                         }
                     }
                     assert_eq!(got, want, "values adjoint, groups {groups}, c {c}");
+                    let mut got32 = vec![T::zero(); k * groups];
+                    values_adjoint((&rows32, &cols32, groups), &g, &x, f, &mut got32);
+                    assert_eq!(got32, want, "values adjoint (u32), groups {groups}, c {c}");
                 }
             }
         }

@@ -5,12 +5,20 @@
 //! A value is seen as rows: axis 0 is indexed, the trailing axes form one row.
 //! Empty segments (isolated nodes) produce 0 and pass no gradient; the adjoint of
 //! `scatter_max` goes to the arg-max of each segment and column (the first one on
-//! ties). Indices are checked once at the entry.
+//! ties). Indices are `u32` or `usize` ([`IndexType`]), taken as they are; they are
+//! checked once at the entry, and each kernel is compiled once per index type (the
+//! record's [`Indices`] is matched once per call, never inside a loop).
+
+pub(crate) mod indices;
 
 use super::tape::{Bwd, Op, Pool, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
-use ndarray::{ArrayViewD, Dimension, IxDyn};
+use indices::{Indices, with_indices};
+use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
+
+pub use indices::IndexType;
+pub(crate) use indices::check_indices;
 
 /// A selection of rows for the losses: all of them, a mask, or a list of indices
 /// (a row listed twice counts twice).
@@ -60,18 +68,6 @@ impl Rows<'_> {
     }
 }
 
-fn check_indices(op: &'static str, idx: &[usize], bound: usize) -> AdResult<()> {
-    match idx.iter().position(|&i| i >= bound) {
-        Some(p) => Err(AdError::IndexOutOfRange {
-            op,
-            position: p,
-            index: idx[p],
-            bound,
-        }),
-        None => Ok(()),
-    }
-}
-
 /// Which indexing operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -80,23 +76,6 @@ pub(crate) enum Kind {
     ScatterMean,
     ScatterMax,
     SegmentSoftmax,
-}
-
-/// The index array of an indexing operation: borrowed for the tape's lifetime, or
-/// owned by the record (index sets computed inside the program).
-#[derive(Debug)]
-enum Indices<'a> {
-    Borrowed(&'a [usize]),
-    Owned(Vec<usize>),
-}
-
-impl Indices<'_> {
-    fn as_slice(&self) -> &[usize] {
-        match self {
-            Indices::Borrowed(s) => s,
-            Indices::Owned(v) => v,
-        }
-    }
 }
 
 /// Backward record of an indexing operation.
@@ -121,8 +100,15 @@ fn flat<'s, T: Element>(v: &'s ndarray::CowArray<'_, T, IxDyn>) -> &'s [T] {
 }
 
 /// `out[idx[e]] += src[e]` (rows of length `f`), with `w[idx[e]]` as weight if given.
-fn scatter_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w: Option<&[T]>) {
+fn scatter_rows<T: Element, I: IndexType>(
+    src: &[T],
+    idx: &[I],
+    f: usize,
+    out: &mut [T],
+    w: Option<&[T]>,
+) {
     for (e, &k) in idx.iter().enumerate() {
+        let k = k.ix();
         let c = w.map_or(T::one(), |w| w[k]);
         let o = &mut out[k * f..(k + 1) * f];
         for (o, &s) in o.iter_mut().zip(&src[e * f..(e + 1) * f]) {
@@ -132,8 +118,15 @@ fn scatter_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w
 }
 
 /// `out[e] += src[idx[e]]` (rows of length `f`), with `w[idx[e]]` as weight if given.
-fn gather_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w: Option<&[T]>) {
+fn gather_rows<T: Element, I: IndexType>(
+    src: &[T],
+    idx: &[I],
+    f: usize,
+    out: &mut [T],
+    w: Option<&[T]>,
+) {
     for (e, &k) in idx.iter().enumerate() {
+        let k = k.ix();
         let c = w.map_or(T::one(), |w| w[k]);
         let o = &mut out[e * f..(e + 1) * f];
         for (o, &s) in o.iter_mut().zip(&src[k * f..(k + 1) * f]) {
@@ -143,11 +136,12 @@ fn gather_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T], w:
 }
 
 /// `out[e] = src[idx[e]]` (rows of length `f`), every element of `out` written.
-fn copy_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T]) {
+fn copy_rows<T: Element, I: IndexType>(src: &[T], idx: &[I], f: usize, out: &mut [T]) {
     if f == 0 {
         return;
     }
     for (o, &k) in out.chunks_exact_mut(f).zip(idx) {
+        let k = k.ix();
         o.copy_from_slice(&src[k * f..(k + 1) * f]);
     }
 }
@@ -157,9 +151,9 @@ fn copy_rows<T: Element>(src: &[T], idx: &[usize], f: usize, out: &mut [T]) {
 /// Row by row over slices (no index arithmetic per element), the shifted scores
 /// exponentiated in one vectorised pass ([`Element`]'s `exp_v`, within 1 ulp of libm's),
 /// the same divisions as the definition.
-fn seg_softmax<T: Element>(
+fn seg_softmax<T: Element, I: IndexType>(
     x: &[T],
-    idx: &[usize],
+    idx: &[I],
     f: usize,
     y: &mut [T],
     m: &mut [T],
@@ -171,10 +165,12 @@ fn seg_softmax<T: Element>(
     m.fill(T::neg_infinity());
     s.fill(T::zero());
     for (xr, &k) in x.chunks_exact(f).zip(idx) {
+        let k = k.ix();
         let mr = &mut m[k * f..(k + 1) * f];
         mr.iter_mut().zip(xr).for_each(|(m, &x)| *m = m.max(x));
     }
     for ((yr, xr), &k) in y.chunks_exact_mut(f).zip(x.chunks_exact(f)).zip(idx) {
+        let k = k.ix();
         let mr = &m[k * f..(k + 1) * f];
         for ((y, &x), &m) in yr.iter_mut().zip(xr).zip(mr) {
             *y = x - m;
@@ -182,20 +178,22 @@ fn seg_softmax<T: Element>(
     }
     super::elementwise::exp_in_place(y);
     for (yr, &k) in y.chunks_exact(f).zip(idx) {
+        let k = k.ix();
         let sr = &mut s[k * f..(k + 1) * f];
         sr.iter_mut().zip(yr).for_each(|(s, &y)| *s += y);
     }
     for (yr, &k) in y.chunks_exact_mut(f).zip(idx) {
+        let k = k.ix();
         let sr = &s[k * f..(k + 1) * f];
         yr.iter_mut().zip(sr).for_each(|(y, &s)| *y = *y / s);
     }
 }
 
 /// `out[e] += y[e] (v[e] - Σ_{e' in seg} y[e'] v[e'])`: the softmax Jacobian (symmetric).
-fn seg_softmax_apply<T: Element>(
+fn seg_softmax_apply<T: Element, I: IndexType>(
     y: &[T],
     v: &[T],
-    idx: &[usize],
+    idx: &[I],
     f: usize,
     out: &mut [T],
     s: &mut [T],
@@ -205,6 +203,7 @@ fn seg_softmax_apply<T: Element>(
     }
     s.fill(T::zero());
     for ((yr, vr), &k) in y.chunks_exact(f).zip(v.chunks_exact(f)).zip(idx) {
+        let k = k.ix();
         let sr = &mut s[k * f..(k + 1) * f];
         for ((s, &y), &v) in sr.iter_mut().zip(yr).zip(vr) {
             *s += y * v;
@@ -212,6 +211,7 @@ fn seg_softmax_apply<T: Element>(
     }
     let rows = out.chunks_exact_mut(f).zip(y.chunks_exact(f));
     for (((or, yr), vr), &k) in rows.zip(v.chunks_exact(f)).zip(idx) {
+        let k = k.ix();
         let sr = &s[k * f..(k + 1) * f];
         for (((o, &y), &v), &s) in or.iter_mut().zip(yr).zip(vr).zip(sr) {
             *o += y * (v - s);
@@ -243,7 +243,17 @@ impl<T: Element> Rec<'_, T> {
     }
 
     pub(crate) fn backward(&self, me: usize, g: ArrayViewD<'_, T>, bw: &mut Bwd<'_, '_, T>) {
-        let idx = self.idx.as_slice();
+        with_indices!(&self.idx, |idx| self.backward_at(idx, me, g, bw));
+    }
+
+    /// [`Rec::backward`] over the record's indices, of one index type.
+    fn backward_at<I: IndexType>(
+        &self,
+        idx: &[I],
+        me: usize,
+        g: ArrayViewD<'_, T>,
+        bw: &mut Bwd<'_, '_, T>,
+    ) {
         let x = bw.vals[self.a].view();
         let f = row_len(x.shape());
         let g = g.as_standard_layout();
@@ -252,7 +262,7 @@ impl<T: Element> Rec<'_, T> {
             return;
         }
         let mut scratch = if self.kind == Kind::SegmentSoftmax {
-            let n = idx.iter().copied().max().map_or(0, |m| m + 1);
+            let n = idx.iter().map(|i| i.ix()).max().map_or(0, |m| m + 1);
             Some(bw.gs.pool.overwritten(&[n * f]))
         } else {
             None
@@ -288,6 +298,17 @@ impl<T: Element> Rec<'_, T> {
     }
 }
 
+/// What the forward pass of an indexing operation computes besides its kind and
+/// input: the value, its tangent, and what the record keeps for the reverse rule.
+struct Forward<'a, T> {
+    out: ArrayD<T>,
+    tan: Tan<'a, T>,
+    /// `1 / count` per segment (`scatter_mean`).
+    inv: Vec<T>,
+    /// Arg-max entry per segment and column (`scatter_max`).
+    arg: Vec<usize>,
+}
+
 impl<'a, T: Element> Tape<'a, T> {
     #[track_caller]
     fn indexed(
@@ -298,8 +319,29 @@ impl<'a, T: Element> Tape<'a, T> {
         indices: Indices<'a>,
         n: usize,
     ) -> AdResult<Var> {
-        let idx = indices.as_slice();
         let ia = self.index(a)?;
+        let Forward { out, tan, inv, arg } =
+            with_indices!(&indices, |idx| self.indexed_at(kind, op, ia, idx, n))?;
+        let tracked = self.tracked[ia];
+        let rec = Rec {
+            kind,
+            a: ia,
+            idx: indices,
+            inv,
+            arg,
+        };
+        Ok(self.push(out, tracked, Op::Index(rec), tan))
+    }
+
+    /// The checks and the forward pass of [`Tape::indexed`] over indices of one type.
+    fn indexed_at<I: IndexType>(
+        &mut self,
+        kind: Kind,
+        op: &'static str,
+        ia: usize,
+        idx: &[I],
+        n: usize,
+    ) -> AdResult<Forward<'a, T>> {
         let x = self.vals[ia].view();
         if x.ndim() == 0 {
             return Err(AdError::RankMismatch {
@@ -346,7 +388,7 @@ impl<'a, T: Element> Tape<'a, T> {
             Kind::ScatterMean => {
                 inv = self.pool.vec(n);
                 inv.resize(n, T::zero());
-                idx.iter().for_each(|&k| inv[k] += T::one());
+                idx.iter().for_each(|&k| inv[k.ix()] += T::one());
                 inv.iter_mut().for_each(|c| {
                     *c = if *c > T::zero() {
                         T::one() / *c
@@ -360,6 +402,7 @@ impl<'a, T: Element> Tape<'a, T> {
                 arg = self.pool.idx(n * f);
                 arg.resize(n * f, usize::MAX);
                 for (e, &k) in idx.iter().enumerate() {
+                    let k = k.ix();
                     for j in 0..f {
                         let p = k * f + j;
                         let v = xf[e * f + j];
@@ -385,7 +428,6 @@ impl<'a, T: Element> Tape<'a, T> {
                 self.pool.give(s);
             }
         }
-        let tracked = self.tracked[ia];
         let mut tan = Tan::None;
         if self.forward()
             && let Some(ta) = self.tans[ia].view()
@@ -415,21 +457,17 @@ impl<'a, T: Element> Tape<'a, T> {
             }
             tan = Tan::Own(t);
         }
-        let rec = Rec {
-            kind,
-            a: ia,
-            idx: indices,
-            inv,
-            arg,
-        };
-        Ok(self.push(out, tracked, Op::Index(rec), tan))
+        Ok(Forward { out, tan, inv, arg })
     }
 
     /// Gathers rows: `out[i] = x[idx[i]]` (axis 0). Repeated indices are allowed; the
-    /// adjoint of a row is the sum over its copies.
+    /// adjoint of a row is the sum over its copies. The indices are `usize` or `u32`
+    /// ([`IndexType`]; a graph's edge lists as they are).
+    ///
+    /// Errors: [`AdError::IndexOutOfRange`] for an index `>=` the rows of `x`.
     #[track_caller]
-    pub fn index_select(&mut self, x: Var, idx: &'a [usize]) -> AdResult<Var> {
-        self.indexed(Kind::Select, "index_select", x, Indices::Borrowed(idx), 0)
+    pub fn index_select<I: IndexType>(&mut self, x: Var, idx: &'a [I]) -> AdResult<Var> {
+        self.indexed(Kind::Select, "index_select", x, Indices::of(idx), 0)
     }
 
     /// [`Tape::index_select`] with indices the tape keeps (for an index set computed
@@ -441,54 +479,50 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Sums rows into `n` segments: `out[k] = Σ_{e: idx[e] = k} src[e]`.
-    /// `idx` has one entry per row of `src`, each `< n`; empty segments are 0.
+    /// `idx` (`usize` or `u32`) has one entry per row of `src`, each `< n`; empty
+    /// segments are 0.
+    ///
+    /// Errors: [`AdError::ShapeMismatch`] unless `idx` has one entry per row;
+    /// [`AdError::IndexOutOfRange`] for an index `>= n`. The same for the other
+    /// segment operations.
     #[track_caller]
-    pub fn scatter_add(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(
-            Kind::ScatterAdd,
-            "scatter_add",
-            src,
-            Indices::Borrowed(idx),
-            n,
-        )
+    pub fn scatter_add<I: IndexType>(&mut self, src: Var, idx: &'a [I], n: usize) -> AdResult<Var> {
+        let idx = Indices::of(idx);
+        self.indexed(Kind::ScatterAdd, "scatter_add", src, idx, n)
     }
 
     /// Averages rows into `n` segments; empty segments are 0.
     #[track_caller]
-    pub fn scatter_mean(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(
-            Kind::ScatterMean,
-            "scatter_mean",
-            src,
-            Indices::Borrowed(idx),
-            n,
-        )
+    pub fn scatter_mean<I: IndexType>(
+        &mut self,
+        src: Var,
+        idx: &'a [I],
+        n: usize,
+    ) -> AdResult<Var> {
+        let idx = Indices::of(idx);
+        self.indexed(Kind::ScatterMean, "scatter_mean", src, idx, n)
     }
 
     /// Column-wise maximum of the rows in each of `n` segments; empty segments are 0.
     /// The adjoint goes to the arg-max (the first on ties).
     #[track_caller]
-    pub fn scatter_max(&mut self, src: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(
-            Kind::ScatterMax,
-            "scatter_max",
-            src,
-            Indices::Borrowed(idx),
-            n,
-        )
+    pub fn scatter_max<I: IndexType>(&mut self, src: Var, idx: &'a [I], n: usize) -> AdResult<Var> {
+        let idx = Indices::of(idx);
+        self.indexed(Kind::ScatterMax, "scatter_max", src, idx, n)
     }
 
     /// Softmax over the rows that share a segment, column by column (one column per
     /// attention head): `out[e] = exp(x[e]) / Σ_{e': idx[e'] = idx[e]} exp(x[e'])`.
-    /// `idx` (e.g. each edge's destination) has one entry per row, each `< n`.
+    /// `idx` (e.g. each edge's destination, `usize` or `u32`) has one entry per row,
+    /// each `< n`.
     #[track_caller]
-    pub fn segment_softmax(&mut self, scores: Var, idx: &'a [usize], n: usize) -> AdResult<Var> {
-        self.indexed(
-            Kind::SegmentSoftmax,
-            "segment_softmax",
-            scores,
-            Indices::Borrowed(idx),
-            n,
-        )
+    pub fn segment_softmax<I: IndexType>(
+        &mut self,
+        scores: Var,
+        idx: &'a [I],
+        n: usize,
+    ) -> AdResult<Var> {
+        let idx = Indices::of(idx);
+        self.indexed(Kind::SegmentSoftmax, "segment_softmax", scores, idx, n)
     }
 }

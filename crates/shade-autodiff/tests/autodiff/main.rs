@@ -27,5 +27,6 @@ mod tensor_elementwise;
 mod tensor_entry;
 mod tensor_fastpaths;
 mod tensor_graph;
+mod tensor_index_types;
 mod tensor_shape;
 mod tensor_trust;

@@ -10,8 +10,13 @@ use rand::rngs::StdRng;
 use shade_autodiff::tensor::{self, Rows, SparseMatrix, SymNorm, TapeBuffers};
 use shade_autodiff::{Const, Duplicated};
 
-fn leak<T>(v: Vec<T>) -> &'static [T] {
+pub(crate) fn leak<T>(v: Vec<T>) -> &'static [T] {
     Box::leak(v.into_boxed_slice())
+}
+
+/// `idx` as `u32` (the width of a graph's edge lists), kept for the test's lifetime.
+pub(crate) fn leak_u32(idx: &[usize]) -> &'static [u32] {
+    leak(idx.iter().map(|&i| u32::try_from(i).unwrap()).collect())
 }
 
 /// Logits `[n, c]`, labels, and a selection (all rows, a mask, or indices with repeats).
@@ -40,7 +45,7 @@ fn rows_of(kind: u8, mask: &'static [bool], idx: &'static [usize]) -> Rows<'stat
 
 /// Source rows `[e, f]`, a segment index per row with repeats, and a number of
 /// segments larger than needed (isolated nodes); `e` may be 0.
-fn segments() -> impl Strategy<Value = (ArrayD<f64>, Vec<usize>, usize)> {
+pub(crate) fn segments() -> impl Strategy<Value = (ArrayD<f64>, Vec<usize>, usize)> {
     (0..7usize, 1..4usize, 1..6usize).prop_flat_map(|(e, f, n)| {
         (
             arr(vec![e, f], -2.0, 2.0),
@@ -112,6 +117,8 @@ proptest! {
     fn index_select(x in mat(4), raw in prop::collection::vec(0..100usize, 0..7), seed in any::<u64>()) {
         let n = x.shape()[0];
         let idx = leak(raw.into_iter().map(|i| i % n).collect());
+        check_op(std::slice::from_ref(&x), seed, move |t, v| t.index_select(v[0], idx))?;
+        let idx = leak_u32(idx);
         check_op(&[x], seed, move |t, v| t.index_select(v[0], idx))?;
     }
 
@@ -129,12 +136,16 @@ proptest! {
     #[test]
     fn scatter_add((x, idx, n) in segments(), seed in any::<u64>()) {
         let idx = leak(idx);
+        check_op(std::slice::from_ref(&x), seed, move |t, v| t.scatter_add(v[0], idx, n))?;
+        let idx = leak_u32(idx);
         check_op(&[x], seed, move |t, v| t.scatter_add(v[0], idx, n))?;
     }
 
     #[test]
     fn scatter_mean((x, idx, n) in segments(), seed in any::<u64>()) {
         let idx = leak(idx);
+        check_op(std::slice::from_ref(&x), seed, move |t, v| t.scatter_mean(v[0], idx, n))?;
+        let idx = leak_u32(idx);
         check_op(&[x], seed, move |t, v| t.scatter_mean(v[0], idx, n))?;
     }
 
@@ -142,12 +153,16 @@ proptest! {
     fn scatter_max((x, idx, n) in segments(), seed in any::<u64>()) {
         prop_assume!(no_near_ties_in_segments(&x, &idx));
         let idx = leak(idx);
+        check_op(std::slice::from_ref(&x), seed, move |t, v| t.scatter_max(v[0], idx, n))?;
+        let idx = leak_u32(idx);
         check_op(&[x], seed, move |t, v| t.scatter_max(v[0], idx, n))?;
     }
 
     #[test]
     fn segment_softmax((x, idx, n) in segments(), seed in any::<u64>()) {
         let idx = leak(idx);
+        check_op(std::slice::from_ref(&x), seed, move |t, v| t.segment_softmax(v[0], idx, n))?;
+        let idx = leak_u32(idx);
         check_op(&[x], seed, move |t, v| t.segment_softmax(v[0], idx, n))?;
     }
 
@@ -265,7 +280,8 @@ proptest! {
 
 /// Pairs `(rows[k], cols[k])` over `n` rows and `m` columns (repeats and, for a
 /// square case, loops included), values `[K, G]` and `x` `[m, G·C]`; `K` may be 0.
-fn coo_case() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, usize, ArrayD<f64>, ArrayD<f64>)> {
+pub(crate) fn coo_case()
+-> impl Strategy<Value = (Vec<usize>, Vec<usize>, usize, ArrayD<f64>, ArrayD<f64>)> {
     (1..5usize, 1..5usize, 0..9usize, 1..3usize, 1..3usize).prop_flat_map(|(n, m, k, g, c)| {
         (
             prop::collection::vec(0..n, k),
@@ -281,17 +297,17 @@ fn coo_case() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, usize, ArrayD<f6
 /// graph weight `from[k]` or the fill (an added loop), summed into the distinct
 /// `(row, col)` entries (CSR order); positive weights, some nodes without pairs.
 #[derive(Debug, Clone)]
-struct NormCase {
+pub(crate) struct NormCase {
     rows: Vec<usize>,
     cols: Vec<usize>,
     from: Vec<Option<usize>>,
     entry: Vec<usize>,
     num_entries: usize,
     n: usize,
-    w: ArrayD<f64>,
+    pub(crate) w: ArrayD<f64>,
 }
 
-fn norm_case() -> impl Strategy<Value = NormCase> {
+pub(crate) fn norm_case() -> impl Strategy<Value = NormCase> {
     (1..6usize, 0..10usize).prop_flat_map(|(n, e)| {
         (
             prop::collection::vec((0..n, 0..n), e),
@@ -329,8 +345,22 @@ fn norm_case() -> impl Strategy<Value = NormCase> {
     })
 }
 
+/// `s` with its pairs as `u32` (kept for the test's lifetime).
+pub(crate) fn narrow(s: SymNorm<'static>) -> SymNorm<'static, u32> {
+    SymNorm {
+        rows: leak_u32(s.rows),
+        cols: leak_u32(s.cols),
+        from: s.from,
+        fill: s.fill,
+        entry: s.entry,
+        num_entries: s.num_entries,
+        num_nodes: s.num_nodes,
+        normalize: s.normalize,
+    }
+}
+
 impl NormCase {
-    fn sym(&'static self, fill: f64, normalize: bool) -> SymNorm<'static> {
+    pub(crate) fn sym(&'static self, fill: f64, normalize: bool) -> SymNorm<'static> {
         SymNorm {
             rows: &self.rows,
             cols: &self.cols,
@@ -403,6 +433,9 @@ proptest! {
         // One group given as `[K]`.
         let v1 = v.index_axis(ndarray::Axis(1), 0).to_owned();
         let x1 = ArrayD::from_shape_fn(vec![m, 2], |i| (i[0] + i[1]) as f64 * 0.3 - 0.4);
+        check_op(&[v1.clone(), x1.clone()], seed, move |t, a| t.coo_spmm(rows, cols, n, a[0], a[1]))?;
+        // The graph's `u32` edge lists, as they are.
+        let (rows, cols) = (leak_u32(rows), leak_u32(cols));
         check_op(&[v1, x1], seed, move |t, a| t.coo_spmm(rows, cols, n, a[0], a[1]))?;
     }
 
@@ -424,6 +457,8 @@ proptest! {
             let want = case.reference(fill, normalize);
             prop_assert_eq!(y.len(), want.len());
             prop_assert!(y.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-12));
+            check_op(std::slice::from_ref(&w), seed, move |t, a| t.sym_norm_values(a[0], s))?;
+            let s = narrow(s);
             check_op(std::slice::from_ref(&w), seed, move |t, a| t.sym_norm_values(a[0], s))?;
         }
     }
@@ -474,7 +509,7 @@ fn coordinate_list_errors_are_coded() {
     assert_eq!(e.code(), "SHADE-E0110");
     let w = Array1::<f64>::ones(2);
     let s = SymNorm {
-        rows: &[0, 1],
+        rows: &[0usize, 1],
         cols: &[1, 0],
         from: &[Some(0), Some(2)],
         fill: 1.0,

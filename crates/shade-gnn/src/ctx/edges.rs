@@ -1,5 +1,5 @@
-//! Edge sets as the tensor layer's constants: [`EdgeIndex`] (a graph's edge list, as
-//! `usize` slices built on first need, with its aggregation matrices from shade-graph), [`NormEdgeList`] (a
+//! Edge sets as the tensor layer's constants: [`EdgeIndex`] (a graph's edge list, its
+//! `u32` slices as the graph stores them, with its aggregation matrices from shade-graph), [`NormEdgeList`] (a
 //! normalised edge list of shade-graph mapped onto a cached matrix's entries), and the
 //! constants that fill the edge features of added self-loops ([`SelfLoopFill`], with
 //! the CSR builder of its edge-to-node matrices).
@@ -63,8 +63,8 @@ pub(crate) fn csr_from_triples<T: Element>(
 /// edge list they are).
 pub(crate) fn entry_positions<T: Element>(
     matrix: &SparseMatrix<T>,
-    dst: &[usize],
-    src: &[usize],
+    dst: &[u32],
+    src: &[u32],
 ) -> Vec<usize> {
     let m = matrix.csr();
     let (indptr, indices) = (m.indptr(), m.indices());
@@ -72,28 +72,24 @@ pub(crate) fn entry_positions<T: Element>(
     dst.iter()
         .zip(src)
         .map(|(&v, &u)| {
+            let v = v as usize;
             let row = &indices[indptr[v]..indptr[v + 1]];
             // Every edge has its entry: the matrix sums exactly these edges.
-            indptr[v]
-                + row
-                    .binary_search(&(u as u32))
-                    .expect("the edge's own entry")
+            indptr[v] + row.binary_search(&u).expect("the edge's own entry")
         })
         .collect()
 }
 
 /// An edge set as constants: the edges `src[e] -> dst[e]` of a graph (shared), its
-/// edge weights, and, built on first need, its edge list as the `usize` slices of the
-/// tensor layer's gathers and scatters and its aggregation matrices from shade-graph.
-/// The graph's own `u32` lists are the only copy until a layer gathers along the
-/// edges (a GCN, which multiplies by a cached matrix, never does: 80 MB saved per 10M
-/// edges).
+/// edge weights, and, built on first need, its aggregation matrices from shade-graph.
+/// The edge list is the graph's own: its `u32` slices go to the tensor layer's
+/// gathers and scatters as they are (the index operations take `u32`), so no layer
+/// makes a copy of it (a `usize` copy of both lists was 16 bytes per edge, 160 MB per
+/// 10M edges).
 #[derive(Debug)]
 pub struct EdgeIndex<T: Float> {
     graph: Arc<Graph>,
     pub(crate) num_nodes: usize,
-    /// `(src, dst)` as `usize`, for the tensor layer's index operations.
-    index: OnceLock<(Vec<usize>, Vec<usize>)>,
     pub(crate) weights: Option<ArrayD<T>>,
     sum: OnceLock<SparseMatrix<T>>,
     mean: OnceLock<SparseMatrix<T>>,
@@ -111,7 +107,6 @@ impl<T: Float> EdgeIndex<T> {
         });
         EdgeIndex {
             num_nodes: graph.num_nodes(),
-            index: OnceLock::new(),
             weights,
             graph,
             sum: OnceLock::new(),
@@ -131,27 +126,21 @@ impl<T: Float> EdgeIndex<T> {
         self.graph.num_edges()
     }
 
-    /// The graph's edge list, `(src, dst)`, as stored (`u32`; no copy).
+    /// The graph's edge list, `(src, dst)`, as stored (`u32`; no copy): the same
+    /// slices as [`EdgeIndex::src`] and [`EdgeIndex::dst`].
     pub fn edge_index_u32(&self) -> (&[u32], &[u32]) {
         self.graph.edge_index()
     }
 
-    fn index(&self) -> &(Vec<usize>, Vec<usize>) {
-        self.index.get_or_init(|| {
-            let (src, dst) = self.graph.edge_index();
-            let wide = |v: &[u32]| v.iter().map(|&i| i as usize).collect();
-            (wide(src), wide(dst))
-        })
+    /// Source of every edge: the graph's `u32` list, no copy (the tensor layer's index
+    /// operations take it as it is; `as usize` where an index is needed).
+    pub fn src(&self) -> &[u32] {
+        self.graph.src()
     }
 
-    /// Source of every edge (built on first call, then kept).
-    pub fn src(&self) -> &[usize] {
-        &self.index().0
-    }
-
-    /// Destination of every edge (built on first call, then kept).
-    pub fn dst(&self) -> &[usize] {
-        &self.index().1
+    /// Destination of every edge: the graph's `u32` list, no copy.
+    pub fn dst(&self) -> &[u32] {
+        self.graph.dst()
     }
 
     /// Edge weights as an `[E, 1]` column (ones when the graph has none).
@@ -240,10 +229,10 @@ impl<T: Float> SelfLoopFill<T> {
 /// [`GraphCtx::normalized_adjacency`]: crate::GraphCtx::normalized_adjacency
 #[derive(Debug)]
 pub struct NormEdgeList<T: Element> {
-    /// Source of every listed edge.
-    pub src: Vec<usize>,
-    /// Destination of every listed edge.
-    pub dst: Vec<usize>,
+    /// Source of every listed edge (`u32`, as shade-graph lists it).
+    pub src: Vec<u32>,
+    /// Destination of every listed edge (`u32`, as shade-graph lists it).
+    pub dst: Vec<u32>,
     /// The graph edge whose weight each listed edge carries; `None` for an added
     /// self-loop, which carries `fill`.
     pub from: Vec<Option<usize>>,
@@ -269,13 +258,11 @@ impl<T: Element> NormEdgeList<T> {
         weights: Vec<T>,
         matrix: &SparseMatrix<T>,
     ) -> Self {
-        let src: Vec<usize> = list.src.iter().map(|&s| s as usize).collect();
-        let dst: Vec<usize> = list.dst.iter().map(|&d| d as usize).collect();
-        let position = entry_positions(matrix, &dst, &src);
+        let position = entry_positions(matrix, &list.dst, &list.src);
         NormEdgeList {
             coef: list.weight.iter().map(|&c| T::cst(c)).collect(),
-            src,
-            dst,
+            src: list.src,
+            dst: list.dst,
             from: list.edge,
             fill,
             weights,
@@ -290,7 +277,7 @@ impl<T: Element> NormEdgeList<T> {
     /// or, unless `normalize`, the weights summed into the entries.
     ///
     /// [`Tape::sym_norm_values`]: shade_autodiff::tensor::Tape::sym_norm_values
-    pub fn sym_norm(&self, normalize: bool) -> SymNorm<'_> {
+    pub fn sym_norm(&self, normalize: bool) -> SymNorm<'_, u32> {
         SymNorm {
             rows: &self.dst,
             cols: &self.src,

@@ -82,7 +82,7 @@ fn edge_linear<'a, T: Float>(
     e: Var,
     p: ParamVars<'_>,
     in_channels: usize,
-    idx: &'a [usize],
+    idx: &'a [u32],
 ) -> GnnResult<Var> {
     let w = p.param("weight")?;
     let d = t.shape(e)?[1];

@@ -266,7 +266,7 @@ impl TopKPool {
         perm.iter().for_each(|&v| kept[v] = true);
         let (src, dst) = (ctx.edges().src(), ctx.edges().dst());
         let edges = (0..src.len())
-            .filter(|&e| kept[src[e]] && kept[dst[e]])
+            .filter(|&e| kept[src[e] as usize] && kept[dst[e] as usize])
             .collect();
         let xd = x.dense(t)?;
         let xk = t.index_select_owned(xd, perm.clone())?;
