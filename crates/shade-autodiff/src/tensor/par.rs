@@ -66,6 +66,19 @@
 //! 539 → 516 µs, and 501 µs with the thresholds below lowered to `2^17` (the policy
 //! gradient then 122 µs). Not kept: 4 % on one workload for a thread spinning beside
 //! every sweep.
+//!
+//! Nor, for Cora's GAT (kernels of 100–300 µs: the attention's coordinate-list product
+//! and its adjoints over 13,264 edges × 64 columns), each thread on output rows of its
+//! own (walking every pair, skipping the others', the same bits): through rayon, the
+//! step with dense features went from 8.37 to 8.62–8.83 ms on two threads (min of 4).
+//! A probe of rayon's hand-off here (a `rayon::join` after 1 ms of serial work) saw
+//! the worker start 42 µs after the split, against 0.2 µs for a thread spinning on an
+//! atomic. With such a spinner (a rayon job polling a one-slot hand-off and
+//! `rayon::yield_now` while tapes run, so that the products' jobs still run) taking
+//! half of every split from 2^15 elements, the GAT step went from 8.33 to 7.83 ms, GAT
+//! with sparse features from 3.41 to 3.28 ms, and Cora's GCN step from 458 to 492 µs
+//! (min of 5–6, `small_profile`, pinned): a few per cent where kernels are long, a loss
+//! where they are short, for a core kept spinning. Not kept.
 
 /// Elements (or multiply-adds of a row-wise kernel) from which an elementwise or
 /// row-wise kernel splits over rayon's threads, in [`pieces`] (products split from
