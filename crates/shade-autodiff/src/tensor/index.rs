@@ -136,13 +136,36 @@ fn gather_rows<T: Element, I: IndexType>(
 }
 
 /// `out[e] = src[idx[e]]` (rows of length `f`), every element of `out` written.
+///
+/// Rows of the usual narrow widths (a score per head: 1, 2, 4, 8, 16) are copied as
+/// fixed-size arrays (a few moves each) instead of a `memcpy` call per row.
 fn copy_rows<T: Element, I: IndexType>(src: &[T], idx: &[I], f: usize, out: &mut [T]) {
-    if f == 0 {
-        return;
+    match f {
+        0 => {}
+        1 => out.iter_mut().zip(idx).for_each(|(o, &k)| *o = src[k.ix()]),
+        2 => copy_fixed::<T, I, 2>(src, idx, out),
+        4 => copy_fixed::<T, I, 4>(src, idx, out),
+        8 => copy_fixed::<T, I, 8>(src, idx, out),
+        16 => copy_fixed::<T, I, 16>(src, idx, out),
+        _ => {
+            for (o, &k) in out.chunks_exact_mut(f).zip(idx) {
+                let k = k.ix();
+                o.copy_from_slice(&src[k * f..(k + 1) * f]);
+            }
+        }
     }
-    for (o, &k) in out.chunks_exact_mut(f).zip(idx) {
+}
+
+/// [`copy_rows`] for rows of `F` elements.
+#[inline(always)]
+fn copy_fixed<T: Element, I: IndexType, const F: usize>(src: &[T], idx: &[I], out: &mut [T]) {
+    for (o, &k) in out.chunks_exact_mut(F).zip(idx) {
         let k = k.ix();
-        o.copy_from_slice(&src[k * f..(k + 1) * f]);
+        let s: &[T; F] = src[k * F..(k + 1) * F]
+            .try_into()
+            .expect("a row of F elements");
+        let o: &mut [T; F] = o.try_into().expect("a row of F elements");
+        *o = *s;
     }
 }
 
@@ -524,5 +547,30 @@ impl<'a, T: Element> Tape<'a, T> {
     ) -> AdResult<Var> {
         let idx = Indices::of(idx);
         self.indexed(Kind::SegmentSoftmax, "segment_softmax", scores, idx, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every row width (the fixed-size ones 1, 2, 4, 8, 16 and the others around them)
+    /// copies the indexed rows, repeated and out of order, with both index types.
+    #[test]
+    fn copy_rows_copies_every_width() {
+        for f in 0..=17usize {
+            let n = 5;
+            let src: Vec<f32> = (0..n * f).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let idx = [4usize, 0, 0, 3, 1, 4, 2];
+            let want: Vec<f32> = idx
+                .iter()
+                .flat_map(|&k| src[k * f..(k + 1) * f].iter().copied())
+                .collect();
+            let mut out = vec![f32::NAN; idx.len() * f];
+            super::copy_rows(&src, &idx, f, &mut out);
+            assert_eq!(out, want, "f = {f}");
+            let narrow: Vec<u32> = idx.iter().map(|&k| k as u32).collect();
+            let mut out = vec![f32::NAN; idx.len() * f];
+            super::copy_rows(&src, &narrow, f, &mut out);
+            assert_eq!(out, want, "u32, f = {f}");
+        }
     }
 }

@@ -71,6 +71,11 @@ pub(crate) use sealed::{Indices, Pairs};
 /// Sealed: implemented for `u32` and `usize` only. The kernels are generic over it
 /// (one copy per type), so a `u32` array costs no conversion inside the loops but the
 /// zero extension of each index.
+#[diagnostic::on_unimplemented(
+    message = "index arrays of the tensor layer hold `u32` or `usize`, not `{Self}`",
+    label = "an index array of `{Self}`",
+    note = "an untyped literal such as `&[0, 2]` is `i32`: write `&[0usize, 2]` or `&[0u32, 2]`"
+)]
 pub trait IndexType: sealed::Sealed + Copy + Send + Sync + std::fmt::Debug + 'static {
     /// The index as a `usize` (lossless: the implementations are `u32` and `usize`, and
     /// `usize` has at least 32 bits on every target the crate builds for).
