@@ -81,7 +81,6 @@ fn every_gcn_norm() -> impl Iterator<Item = GcnNorm> {
 pub struct GraphCtx<T: Float> {
     graph: Arc<Graph>,
     edges: EdgeIndex<T>,
-    batch: Vec<usize>,
     self_loops: OnceLock<EdgeIndex<T>>,
     loop_fill: OnceLock<SelfLoopFill<T>>,
     adjacency: Memo<GcnNorm, SparseMatrix<T>>,
@@ -123,16 +122,10 @@ impl<T: Float> GraphCtx<T> {
 
     /// Prepares the graph behind `graph`, sharing it.
     pub fn shared(graph: Arc<Graph>) -> Self {
-        let batch = graph
-            .graph_indicator()
-            .iter()
-            .map(|&g| g as usize)
-            .collect();
         let edges = EdgeIndex::of(Arc::clone(&graph));
         GraphCtx {
             graph,
             edges,
-            batch,
             self_loops: OnceLock::new(),
             loop_fill: OnceLock::new(),
             adjacency: Memo::new(every_gcn_norm()),
@@ -175,9 +168,12 @@ impl<T: Float> GraphCtx<T> {
         self.graph.num_graphs()
     }
 
-    /// Graph id of every node (all zeros for a single graph).
-    pub fn batch(&self) -> &[usize] {
-        &self.batch
+    /// Graph id of every node (all zeros for a single graph): the graph's own `u32`
+    /// indicator ([`Graph::graph_indicator`](shade_graph::Graph::graph_indicator), built
+    /// once and cached by the graph), no copy; the tensor layer's index operations take it
+    /// as it is.
+    pub fn batch(&self) -> &[u32] {
+        self.graph.graph_indicator()
     }
 
     /// The graph's edges, in its order.
@@ -324,7 +320,9 @@ impl<T: Float> GraphCtx<T> {
     /// The node count of every graph in the batch, as a `[num_graphs, 1]` array.
     pub fn graph_sizes(&self) -> Array2<T> {
         let mut c = Array2::zeros((self.num_graphs(), 1));
-        self.batch.iter().for_each(|&g| c[[g, 0]] += T::one());
+        self.batch()
+            .iter()
+            .for_each(|&g| c[[g as usize, 0]] += T::one());
         c
     }
 }
@@ -424,6 +422,15 @@ mod tests {
         assert!(std::ptr::eq(e.dst(), a.dst()));
         assert_eq!(e.edge_index_u32(), (e.src(), e.dst()));
         assert_eq!(e.src(), &[0, 1, 2]);
+        // The batch vector is the graph's own indicator too, for a single graph and a
+        // batch of two.
+        assert!(std::ptr::eq(c.batch(), a.graph_indicator()));
+        assert_eq!(c.batch(), &[0, 0, 0]);
+        let two = Arc::new(Graph::batch(&[(*a).clone(), (*a).clone()]).expect("a batch of two"));
+        let c = GraphCtx::<f64>::shared(Arc::clone(&two));
+        assert!(std::ptr::eq(c.batch(), two.graph_indicator()));
+        assert_eq!(c.batch(), &[0, 0, 0, 1, 1, 1]);
+        assert_eq!(c.graph_sizes().column(0).to_vec(), vec![3.0, 3.0]);
     }
 
     /// Each cached structure is built once per key and is shade-graph's: the

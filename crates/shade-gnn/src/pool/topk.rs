@@ -187,10 +187,10 @@ impl TopKPool {
     /// The kept nodes, grouped by graph: each graph's `ratio` best by descending score
     /// (ties by node index), or, with `min_score`, those above the graph's threshold in
     /// node order.
-    fn select(&self, batch: &[usize], num_graphs: usize, score: &[f64]) -> Vec<usize> {
+    fn select(&self, batch: &[u32], num_graphs: usize, score: &[f64]) -> Vec<usize> {
         let mut groups: Vec<Vec<usize>> = vec![Vec::new(); num_graphs];
         for (v, &g) in batch.iter().enumerate() {
-            groups[g].push(v);
+            groups[g as usize].push(v);
         }
         let mut perm = Vec::with_capacity(batch.len());
         for nodes in &mut groups {
@@ -255,7 +255,7 @@ impl TopKPool {
             .map(|v| v.to_f64().unwrap_or(f64::NAN))
             .collect();
         let perm = self.select(batch, ctx.num_graphs(), &sv);
-        let new_batch: Vec<u32> = perm.iter().map(|&v| batch[v] as u32).collect();
+        let new_batch: Vec<u32> = perm.iter().map(|&v| batch[v]).collect();
         let ids: Vec<u32> = perm.iter().map(|&v| v as u32).collect();
         let graph = ctx
             .graph()
