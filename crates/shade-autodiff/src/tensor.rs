@@ -20,7 +20,7 @@
 //! | graph indexing | `index.rs` | `index_select scatter_add scatter_mean scatter_max segment_softmax` |
 //! | sparse × dense | `sparse.rs` | `spmm dense_spmm spmm_values` over [`SparseMatrix`] |
 //! | coordinate lists | `coo.rs` | `coo_spmm` (per-group values), `sym_norm_values` ([`SymNorm`]) |
-//! | dropout | `dropout.rs` | `dropout` with an explicit RNG; [`keep_mask`], its mask generator |
+//! | dropout | `dropout.rs` | `dropout` with an explicit RNG; [`keep_mask`], its mask generator; [`dropout_in_place`] for values off the tape |
 //! | custom rules | `custom.rs` | [`TensorRule`], [`Tape::custom`] |
 //!
 //! Values derived only from constants are constants: they get no backward record, no
@@ -92,7 +92,7 @@ pub use crate::error::ValueRange;
 pub use args::{TensorArg, TensorArgs};
 pub use coo::SymNorm;
 pub use custom::{RuleSlot, TensorRule};
-pub use dropout::keep_mask;
+pub use dropout::{dropout_in_place, keep_mask};
 pub use index::{IndexType, Rows};
 pub use line::{is_on_line, on_line, zeros_on_line};
 pub use sparse::{SPARSE_MAX_DIM, SparseMatrix};

@@ -383,26 +383,21 @@ impl<T: Float> Features<T> {
         if !(0.0..1.0).contains(&p) {
             return Err(GnnError::setting("dropout", p, "a value in [0, 1)"));
         }
-        let scale = T::cst(1.0 / (1.0 - p));
-        let n = match self {
-            Features::Dense(x) => x.len(),
-            Features::Sparse(x) => x.nnz(),
-        };
-        // The core's mask generator, as the tape's dropout (one draw from `rng`).
-        let mut mask = shade_autodiff::tensor::keep_mask(n, p, rng).into_iter();
-        let mut keep = |v: T| {
-            if mask.next().unwrap_or(true) {
-                v * scale
-            } else {
-                T::zero()
-            }
+        // The core's in-place dropout, the same mask as the tape's (one draw from `rng`).
+        let drop = |v: &mut [T], rng: &mut StdRng| {
+            shade_autodiff::tensor::dropout_in_place(v, p, rng).map_err(GnnError::from)
         };
         Ok(match self {
-            Features::Dense(x) => Features::Dense(x.mapv(&mut keep).into()),
+            Features::Dense(x) => {
+                let mut y = x.as_standard_layout().into_owned();
+                drop(y.as_slice_mut().expect("standard layout"), rng)?;
+                Features::Dense(y.into())
+            }
             Features::Sparse(x) => {
                 let m = x.csr();
                 let (ip, ind) = (m.indptr().raw_storage().to_vec(), m.indices().to_vec());
-                let data = m.data().iter().map(|&v| keep(v)).collect();
+                let mut data = m.data().to_vec();
+                drop(&mut data, rng)?;
                 let s = SparseMatrix::new(CsMat32::new((m.rows(), m.cols()), ip, ind, data));
                 s.prepare_transpose();
                 Features::Sparse(s.into())

@@ -256,6 +256,18 @@ fn large_arithmetic_dropout_and_group_dots_split_over_threads_and_agree() {
             tensor::keep_mask(len, 0.3, &mut rand::rngs::StdRng::seed_from_u64(8))
         });
         assert_eq!(m, mask, "{threads} threads");
+        let mut dropped = v.clone();
+        on_threads(threads, || {
+            let s = dropped.as_slice_mut().unwrap();
+            tensor::dropout_in_place(s, 0.3, &mut rand::rngs::StdRng::seed_from_u64(8)).unwrap()
+        });
+        for (i, ((&d, &v), &k)) in dropped.iter().zip(&v).zip(&mask).enumerate() {
+            assert_eq!(
+                d,
+                if k { v * scale } else { 0.0 },
+                "in place, {threads} threads, [{i}]"
+            );
+        }
         let w = v.mapv(|v| v * 0.5);
         let mut g = ArrayD::zeros(v.raw_dim());
         on_threads(threads, || {

@@ -95,3 +95,57 @@ fn sparse_and_dense_input_agree() {
     same_output(&GlobalPool::new(Aggr::Mean), &ctx, &dense, &sparse);
     same_output(&Set2Set::new(4, 2), &ctx, &dense, &sparse);
 }
+
+/// Input dropout (`Features::dropout`, what `fit` applies every epoch) is the core's
+/// mask: dense features (also given column-major) keep `x · 1/(1-p)` where
+/// `keep_mask` keeps and 0 elsewhere, sparse features the same over their stored values
+/// only; `p` outside `[0, 1)` is SHADE-E0404 and moves nothing.
+#[test]
+fn input_dropout_is_the_core_mask_on_dense_and_sparse_features() {
+    use ndarray::ShapeBuilder;
+    let (n, f, p) = (61, 37, 0.4);
+    let (dense, sparse) = features(n, f, 5);
+    let scale = 1.0 / (1.0 - p);
+    let mask = shade_autodiff::tensor::keep_mask(n * f, p, &mut StdRng::seed_from_u64(9));
+    let mut col_major = Array2::zeros((n, f).f());
+    col_major.assign(&dense);
+    for x in [dense.clone(), col_major] {
+        let d = Features::<f64>::dense(x)
+            .dropout(p, &mut StdRng::seed_from_u64(9))
+            .expect("dropout");
+        let Features::Dense(y) = d else {
+            panic!("dense features stay dense")
+        };
+        for i in 0..n {
+            for j in 0..f {
+                let want = if mask[i * f + j] {
+                    dense[[i, j]] * scale
+                } else {
+                    0.0
+                };
+                assert_eq!(y[[i, j]], want, "[{i}, {j}]");
+            }
+        }
+    }
+    let s = Features::<f64>::sparse_from_f32(&sparse);
+    let Features::Sparse(y) = s
+        .dropout(p, &mut StdRng::seed_from_u64(9))
+        .expect("dropout")
+    else {
+        panic!("sparse features stay sparse")
+    };
+    let m = shade_autodiff::tensor::keep_mask(sparse.nnz(), p, &mut StdRng::seed_from_u64(9));
+    assert_eq!(y.csr().indices(), sparse.indices());
+    for ((&got, &v), &k) in y.csr().data().iter().zip(sparse.data()).zip(&m) {
+        assert_eq!(got, if k { f64::from(v) * scale } else { 0.0 });
+    }
+    for bad in [1.0, -0.1, f64::NAN] {
+        let mut rng = StdRng::seed_from_u64(9);
+        let e = s.dropout(bad, &mut rng).expect_err("out of range");
+        assert_eq!(e.code(), "SHADE-E0404", "{bad}");
+        assert_eq!(
+            rng.random::<u64>(),
+            StdRng::seed_from_u64(9).random::<u64>()
+        );
+    }
+}
