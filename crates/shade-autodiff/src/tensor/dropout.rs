@@ -29,6 +29,38 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The 32-bit draw below which an element is dropped: `p · 2³²` (`p` clamped to
+/// `[0, 1]`, NaN keeping everything).
+fn cut(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64
+}
+
+/// The factor of a kept element, `1 / (1 - p)` (`0` for `p = 1`, which keeps none);
+/// [`AdError::InvalidArgument`] for `op` unless `0 <= p <= 1`.
+fn keep_factor<T: Element>(op: &'static str, p: f64) -> AdResult<T> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(AdError::InvalidArgument {
+            op,
+            what: format!("the drop probability must lie in [0, 1], got {p}"),
+        });
+    }
+    Ok(if p < 1.0 {
+        T::cst(1.0 / (1.0 - p))
+    } else {
+        T::zero()
+    })
+}
+
+/// The mask of [`draw`] for `n` elements as bits into `words` (`n.div_ceil(WORD)` of
+/// them, [`bits_at`]), one draw from `rng`, over rayon's threads from
+/// [`par::SPLIT_MIN`] elements.
+fn draw_bits<R: rand::Rng + ?Sized>(p: f64, rng: &mut R, n: usize, words: &mut [usize]) {
+    let (cut, seed, level) = (cut(p), rng.next_u64(), Level::detect());
+    par::pieces(words, 1, n, par::SPLIT_MIN, |w, words| {
+        bits_at(level, seed, cut, w, words)
+    });
+}
+
 /// Writes `keep` or `drop` to every element of `out`, in order: one draw from `rng`
 /// seeds the stream, an element is dropped when its 32-bit draw is below `p · 2³²`
 /// (so `p <= 0` keeps all, `p >= 1` drops all).
@@ -48,9 +80,7 @@ fn draw<E: Copy + Send + Sync, R: rand::Rng + ?Sized>(
     keep: E,
     drop: E,
 ) {
-    let cut = (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
-    let seed = rng.next_u64();
-    let level = Level::detect();
+    let (cut, seed, level) = (cut(p), rng.next_u64(), Level::detect());
     let n = out.len();
     par::pieces(out, 2, n, par::SPLIT_MIN, |o, piece| {
         let at = seed.wrapping_add((o as u64 / 2).wrapping_mul(GAMMA));
@@ -234,24 +264,10 @@ pub fn dropout_in_place<T: Element, R: rand::Rng + ?Sized>(
     p: f64,
     rng: &mut R,
 ) -> AdResult<()> {
-    if !(0.0..=1.0).contains(&p) {
-        return Err(AdError::InvalidArgument {
-            op: "dropout_in_place",
-            what: format!("the drop probability must lie in [0, 1], got {p}"),
-        });
-    }
-    let keep = if p < 1.0 {
-        T::cst(1.0 / (1.0 - p))
-    } else {
-        T::zero()
-    };
+    let keep: T = keep_factor("dropout_in_place", p)?;
     let n = values.len();
     let mut mask = vec![0usize; n.div_ceil(WORD)];
-    let cut = (p * 4_294_967_296.0) as u64;
-    let (seed, level) = (rng.next_u64(), Level::detect());
-    par::pieces(&mut mask, 1, n, par::SPLIT_MIN, |w, words| {
-        bits_at(level, seed, cut, w, words)
-    });
+    draw_bits(p, rng, n, &mut mask);
     par::pieces(values, WORD, n, par::SPLIT_MIN, |o, vals| {
         let words = &mask[o / WORD..];
         simd::wide(
@@ -328,29 +344,15 @@ impl<'a, T: Element> Tape<'a, T> {
         training: bool,
     ) -> AdResult<Var> {
         let ia = self.index(x)?;
-        if !(0.0..=1.0).contains(&p) {
-            return Err(AdError::InvalidArgument {
-                op: "dropout",
-                what: format!("the drop probability must lie in [0, 1], got {p}"),
-            });
-        }
+        let keep: T = keep_factor("dropout", p)?;
         if !training || p == 0.0 {
             return Ok(x);
         }
         let v = self.vals[ia].view();
-        let keep = if p < 1.0 {
-            T::cst(1.0 / (1.0 - p))
-        } else {
-            T::zero()
-        };
         let n = v.len();
         let mut mask = self.pool.idx(n.div_ceil(WORD));
         mask.resize(n.div_ceil(WORD), 0);
-        let cut = (p.clamp(0.0, 1.0) * 4_294_967_296.0) as u64;
-        let (seed, level) = (rng.next_u64(), Level::detect());
-        par::pieces(&mut mask, 1, n, par::SPLIT_MIN, |w, words| {
-            bits_at(level, seed, cut, w, words)
-        });
+        draw_bits(p, rng, n, &mut mask);
         let apply = |pool: &mut Pool<T>, x: &ArrayViewD<'_, T>| match x.as_slice() {
             Some(xs) => {
                 // Every element is written.
