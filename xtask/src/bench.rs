@@ -27,6 +27,8 @@ pub(crate) struct Estimate {
     pub(crate) throughput: Option<String>,
     /// Bytes per iteration, when the bench declares a byte throughput.
     pub(crate) bytes: Option<f64>,
+    /// Elements per iteration, when the bench declares an element throughput.
+    pub(crate) elements: Option<f64>,
     /// Minimum, median and maximum of the samples' per-iteration times.
     pub(crate) spread: Option<[f64; 3]>,
 }
@@ -104,6 +106,7 @@ pub(crate) fn collect(base: &Path, dir: &Path, out: &mut Vec<Estimate>) -> Resul
                 mean_ns,
                 throughput: throughput(&meta, mean_ns),
                 bytes: throughput_bytes(&meta),
+                elements: number_after(&meta, "\"throughput\"", "\"Elements\":"),
                 spread,
             });
         } else if path != base.join("report") {
@@ -241,6 +244,7 @@ mod tests {
             mean_ns,
             throughput: None,
             bytes: None,
+            elements: None,
             spread: None,
         };
         let table = render(&[e("baseline", 100.0), e("shade", 103.0)]);

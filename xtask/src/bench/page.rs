@@ -75,11 +75,71 @@ pub(super) fn shade_cell(res: &Results, w: &Workload, who: &str, v: &str, t: usi
     cell_text(res.cell(w.id, v, who, t))
 }
 
-fn copy_bandwidth(estimates: &[Estimate]) -> Option<f64> {
-    estimates
+/// The rate per second of the machine floor `floors/<function>/t<threads>` at
+/// criterion's median sample: bytes for `copy`, multiply-adds for `fma-f32` and
+/// `fma-f64`.
+fn floor_rate(estimates: &[Estimate], function: &str, threads: usize) -> Option<f64> {
+    let e = estimates.iter().find(|e| {
+        e.group == "floors" && e.function == function && e.parameter == format!("t{threads}")
+    })?;
+    let per_iteration = e.bytes.or(e.elements)?;
+    Some(per_iteration / (e.spread.map_or(e.mean_ns, |s| s[1]) * 1e-9))
+}
+
+/// Copy bandwidth in bytes per second on `threads` threads.
+fn copy_bandwidth(estimates: &[Estimate], threads: usize) -> Option<f64> {
+    floor_rate(estimates, "copy", threads)
+}
+
+/// The two floors of variant `v` at `threads` threads, in seconds: its multiply-adds at
+/// the peak rate for the workload's precision, its bytes at the copy bandwidth.
+fn floor_times(
+    estimates: &[Estimate],
+    w: &Workload,
+    v: &str,
+    threads: usize,
+) -> (Option<f64>, Option<f64>) {
+    let Some(f) = w.floors.iter().find(|f| f.variant == v) else {
+        return (None, None);
+    };
+    let fma = format!("fma-{}", w.precision);
+    (
+        floor_rate(estimates, &fma, threads).map(|r| f.macs / r),
+        copy_bandwidth(estimates, threads).map(|b| f.bytes / b),
+    )
+}
+
+/// The floor of variant `v` at `threads` threads: the longer of its two floors.
+fn floor_time(estimates: &[Estimate], w: &Workload, v: &str, threads: usize) -> Option<f64> {
+    match floor_times(estimates, w, v, threads) {
+        (Some(c), Some(m)) => Some(c.max(m)),
+        (c, m) => c.or(m),
+    }
+}
+
+/// `"1 thread: …, 2 threads: …"` of a floor's rates, or `"not measured"`.
+fn rates(p: &Page<'_>, rate: impl Fn(usize) -> Option<String>) -> String {
+    let all: Vec<String> = p
+        .threads
         .iter()
-        .find(|e| e.group == "memory" && e.function == "floor-copy")
-        .and_then(|e| Some(e.bytes? / e.spread.map_or(e.mean_ns, |s| s[1])))
+        .filter_map(|&t| rate(t).map(|r| format!("{r} on {t} thread(s)")))
+        .collect();
+    if all.is_empty() {
+        "not measured".into()
+    } else {
+        all.join(", ")
+    }
+}
+
+/// `who ÷ floor` for one variant at one thread count.
+fn versus_floor(p: &Page<'_>, w: &Workload, who: &str, v: &str, t: usize) -> String {
+    match (
+        median(p.res.cell(w.id, v, who, t)),
+        floor_time(p.estimates, w, v, t),
+    ) {
+        (Some(s), Some(f)) if f > 0.0 => format!("{:.1}", s / f),
+        _ => "–".into(),
+    }
 }
 
 pub(super) fn render(p: &Page<'_>) -> String {
@@ -151,11 +211,22 @@ pub(super) fn render(p: &Page<'_>) -> String {
          runs after warm-up runs (at least 10 runs and 2 s; the synthetic GCNs 3 runs at 100k \
          nodes and 2 at 1M, the large GMM 2, shade's too). `shade ÷ best peer` divides \
          medians: below 1, shade is faster.\n\
-         - Floors: multiply-adds and the bytes that must move, counted from the workload; the \
-         memory floor is those bytes at this machine's copy bandwidth{}.\n",
-        copy_bandwidth(p.estimates).map_or(String::new(), |b| format!(
-            " ({b:.1} GB/s, `memory/floor-copy`, one thread)"
-        ))
+         - Floors: the multiply-adds and the bytes that must move, counted from the \
+         workload, at this machine's rates measured in the same run at the same thread \
+         count (bench `floors`): the peak rate of fused multiply-adds (independent chains \
+         in registers at the widest vectors, `floors/fma-f32` and `fma-f64`: {}) and the \
+         copy bandwidth (`floors/copy`: {}). A variant's floor is the longer of the two \
+         times; `shade ÷ floor` divides shade's median by it (1 would be the machine's \
+         limit).\n",
+        rates(p, |t| {
+            let g = |f: &str| floor_rate(p.estimates, f, t).map(|r| r / 1e9);
+            match (g("fma-f32"), g("fma-f64")) {
+                (Some(a), Some(b)) => Some(format!("{a:.0} and {b:.0} G/s")),
+                _ => None,
+            }
+        }),
+        rates(p, |t| copy_bandwidth(p.estimates, t)
+            .map(|b| format!("{:.1} GB/s", b / 1e9))),
     );
     if !p.shade_errors.is_empty() {
         let _ = writeln!(
@@ -167,7 +238,7 @@ pub(super) fn render(p: &Page<'_>) -> String {
 
     let _ = writeln!(
         s,
-        "## Summary\n\n| workload | variant | threads | shade | best peer | shade ÷ best peer |\n|---|---|---|---|---|---|"
+        "## Summary\n\n| workload | variant | threads | shade | best peer | shade ÷ best peer | shade ÷ floor |\n|---|---|---|---|---|---|---|"
     );
     for w in p.workloads {
         for v in w.variants {
@@ -184,14 +255,15 @@ pub(super) fn render(p: &Page<'_>) -> String {
                     let name = if w.shade.len() > 1 { *who } else { "" };
                     let _ = writeln!(
                         s,
-                        "| {} | {v} | {t} | {shade}{} | {best} | {} |",
+                        "| {} | {v} | {t} | {shade}{} | {best} | {} | {} |",
                         w.id,
                         if name.is_empty() {
                             String::new()
                         } else {
                             format!(" ({name})")
                         },
-                        versus_best(p.res, w, who, v, t)
+                        versus_best(p.res, w, who, v, t),
+                        versus_floor(p, w, who, v, t)
                     );
                 }
             }
@@ -199,9 +271,8 @@ pub(super) fn render(p: &Page<'_>) -> String {
     }
     s.push('\n');
 
-    let bandwidth = copy_bandwidth(p.estimates);
     for (i, w) in p.workloads.iter().enumerate() {
-        render_workload(&mut s, i + 1, w, p, bandwidth);
+        render_workload(&mut s, i + 1, w, p);
     }
 
     let _ = writeln!(
@@ -262,23 +333,39 @@ fn ratio_table_of(estimates: &[&Estimate]) -> String {
             mean_ns: e.mean_ns,
             throughput: e.throughput.clone(),
             bytes: e.bytes,
+            elements: e.elements,
             spread: e.spread,
         })
         .collect();
     ratio_table(&owned)
 }
 
-fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwidth: Option<f64>) {
+fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>) {
     let _ = writeln!(s, "## {n}. {} (`{}`)\n\n{}\n", w.title, w.id, w.about);
     for f in w.floors {
-        let floor = bandwidth.map_or(String::new(), |b| {
-            format!(", memory floor {}", secs(f.bytes / (b * 1e9)))
-        });
+        let times: Vec<String> = p
+            .threads
+            .iter()
+            .filter_map(|&t| match floor_times(p.estimates, w, f.variant, t) {
+                (Some(c), Some(m)) => Some(format!(
+                    "{t} thread(s): {} of arithmetic, {} of memory",
+                    secs(c),
+                    secs(m)
+                )),
+                _ => None,
+            })
+            .collect();
+        let times = if times.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", times.join("; "))
+        };
         let _ = writeln!(
             s,
-            "- Floor of `{}`: {:.3} G multiply-adds, {:.1} MB{floor}.",
+            "- Floor of `{}`: {:.3} G multiply-adds ({}), {:.1} MB{times}.",
             f.variant,
             f.macs / 1e9,
+            w.precision,
             f.bytes / 1e6
         );
     }
@@ -295,7 +382,10 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
     for who in w.shade {
         let _ = write!(s, " {who} ÷ best peer |");
     }
-    let columns = 2 + 2 * w.shade.len() + w.peers.len();
+    for who in w.shade {
+        let _ = write!(s, " {who} ÷ floor |");
+    }
+    let columns = 2 + 3 * w.shade.len() + w.peers.len();
     let _ = writeln!(s, "\n|{}", "---|".repeat(columns));
     for v in w.variants {
         for &t in p.threads {
@@ -308,6 +398,9 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
             }
             for who in w.shade {
                 let _ = write!(s, " {} |", versus_best(p.res, w, who, v, t));
+            }
+            for who in w.shade {
+                let _ = write!(s, " {} |", versus_floor(p, w, who, v, t));
             }
             s.push('\n');
         }
@@ -329,13 +422,14 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>, bandwid
     if let Some(bytes) = w.bandwidth_bytes {
         let v = w.variants[0];
         let title = format!(
-            "`{v}` bandwidth (GB/s at the median; in brackets the fraction of the copy bandwidth)"
+            "`{v}` bandwidth (GB/s at the median; in brackets the fraction of the copy bandwidth \
+             at the same thread count)"
         );
         per_implementation(s, &title, &everyone, p.threads, |who, t| {
             median(p.res.cell(w.id, v, who, t)).map_or("–".into(), |m| {
                 let gbs = bytes / m / 1e9;
-                match bandwidth {
-                    Some(b) => format!("{gbs:.1} ({:.2})", gbs / b),
+                match copy_bandwidth(p.estimates, t) {
+                    Some(b) => format!("{gbs:.1} ({:.2})", gbs / (b / 1e9)),
                     None => format!("{gbs:.1}"),
                 }
             })
@@ -384,4 +478,140 @@ fn per_implementation(
         s.push('\n');
     }
     s.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::peers::{Cell, Machine, Results, Timing};
+    use super::super::workloads::WORKLOADS;
+    use super::*;
+
+    /// A floor measured in 0.1 s per iteration of `per` bytes (`copy`) or
+    /// multiply-adds (`fma-*`): a rate of `10 · per` per second.
+    fn floor(function: &str, threads: usize, per: f64) -> Estimate {
+        let bytes = function == "copy";
+        Estimate {
+            group: "floors".into(),
+            function: function.into(),
+            parameter: format!("t{threads}"),
+            mean_ns: 2e8,
+            throughput: None,
+            bytes: bytes.then_some(per),
+            elements: (!bytes).then_some(per),
+            spread: Some([5e7, 1e8, 3e8]),
+        }
+    }
+
+    fn workload(id: &str) -> &'static Workload {
+        WORKLOADS.iter().find(|w| w.id == id).unwrap()
+    }
+
+    fn estimates() -> Vec<Estimate> {
+        vec![
+            // 20 GB/s, 100 G f32 and 50 G f64 multiply-adds a second on one thread;
+            // 30 GB/s and 200 G f32 on two (no f64 rate at two threads).
+            floor("copy", 1, 2e9),
+            floor("fma-f32", 1, 1e10),
+            floor("fma-f64", 1, 5e9),
+            floor("copy", 2, 3e9),
+            floor("fma-f32", 2, 2e10),
+        ]
+    }
+
+    #[test]
+    fn a_floor_is_the_longer_of_arithmetic_and_memory_at_the_runs_rates() {
+        let e = estimates();
+        let close = |a: Option<f64>, b: f64| {
+            let a = a.unwrap();
+            assert!((a - b).abs() <= 1e-9 * b, "{a} against {b}");
+        };
+        // spmm: 0.064 G multiply-adds (0.64 ms), 293.6 MB (14.68 ms): memory-bound.
+        let spmm = workload("spmm");
+        let (c, m) = floor_times(&e, spmm, "forward", 1);
+        close(c, 0.064e9 / 1e11);
+        close(m, 293.6e6 / 2e10);
+        close(floor_time(&e, spmm, "forward", 1), 293.6e6 / 2e10);
+        close(floor_time(&e, spmm, "forward", 2), 293.6e6 / 3e10);
+        // 1M nodes: 20 G multiply-adds (0.2 s) against 3 GB (0.15 s): arithmetic.
+        close(
+            floor_time(&e, workload("synth_gcn_1m"), "step", 1),
+            20e9 / 1e11,
+        );
+        // The large GMM is f64: its 13 G multiply-adds at the f64 rate.
+        let gmm = workload("gmm_d64_k200_n10000");
+        close(floor_time(&e, gmm, "gradient", 1), 13e9 / 5e10);
+        // Without an f64 rate at two threads, the memory floor alone.
+        close(floor_time(&e, gmm, "gradient", 2), 10e6 / 3e10);
+        // A variant without a floor, and a run without floors.
+        assert_eq!(floor_time(&e, spmm, "reverse", 1), None);
+        assert_eq!(floor_time(&[], spmm, "forward", 1), None);
+    }
+
+    #[test]
+    fn the_page_divides_shades_median_by_the_floor() {
+        let e = estimates();
+        let mut res = Results::default();
+        // Twice spmm's one-thread floor of 14.68 ms, and a peer at 4 times it.
+        for (who, median) in [("shade", 2.0), ("torch", 4.0)] {
+            let median = median * 293.6e6 / 2e10;
+            res.cells.insert(
+                ("spmm".into(), "forward".into(), who.into(), 1),
+                Cell::Ok(Timing {
+                    min: median,
+                    median,
+                    max: median,
+                }),
+            );
+        }
+        let machine = Machine {
+            cores: 2,
+            cpu: "test".into(),
+            memory: "1 GiB".into(),
+            kernel: "test".into(),
+            rustc: "test".into(),
+            taskset: true,
+        };
+        let workloads = [workload("spmm")];
+        let page = render(&Page {
+            machine: &machine,
+            installs: &[],
+            workloads: &workloads,
+            threads: &[1, 2],
+            res: &res,
+            estimates: &e,
+            shade_errors: &[],
+            timing: Timings {
+                setup: 0.0,
+                build: 0.0,
+                measure: 0.0,
+                total: 0.0,
+            },
+            quick: false,
+            date: "today".into(),
+        });
+        assert!(
+            page.contains(
+                "| spmm | forward | 1 | 29.36 ms | 58.72 ms (torch) | 0.50 (torch) | 2.0 |"
+            ),
+            "{page}"
+        );
+        // No result at two threads: no ratio.
+        assert!(
+            page.contains("| spmm | forward | 2 | not measured | – | – | – |"),
+            "{page}"
+        );
+        // Two threads measured no f64 rate: the pair is named for one thread only.
+        assert!(
+            page.contains("`fma-f64`: 100 and 50 G/s on 1 thread(s))"),
+            "{page}"
+        );
+        assert!(
+            page.contains("20.0 GB/s on 1 thread(s), 30.0 GB/s on 2 thread(s)"),
+            "{page}"
+        );
+        assert!(
+            page.contains("1 thread(s): 640.00 µs of arithmetic, 14.68 ms of memory"),
+            "{page}"
+        );
+    }
 }

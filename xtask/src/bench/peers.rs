@@ -3,8 +3,10 @@
 //!
 //! 1. `benches/peers/setup.py` creates `target/peers-venv` and installs the peer
 //!    libraries by name (one JSON line per package).
-//! 2. The benches are built once; then, for each thread count `T`, each workload runs
-//!    its shade bench (criterion, filter `^peers/<workload>/`, `RAYON_NUM_THREADS=T`)
+//! 2. The benches are built once; then, for each thread count `T`, the machine's floors
+//!    are measured (bench `floors`: copy bandwidth and peak multiply-add rates on `T`
+//!    threads), and each workload runs its shade bench (criterion, filter
+//!    `^peers/<workload>/`, `RAYON_NUM_THREADS=T`)
 //!    and right after it each peer script (`peer_<name>.py --workload W --threads T`),
 //!    every process pinned with `taskset -c 0..T-1`. Criterion's results go to
 //!    `target/peers/criterion` (cleared first, so nothing stale is read); the peers'
@@ -528,6 +530,20 @@ pub(crate) fn run(quick: bool) -> Result<(), String> {
         .filter(|&n| n <= run.machine.cores)
         .collect();
     for &threads in &thread_counts {
+        // The machine's floors at this thread count, before the workloads they bound.
+        print!("==> [t{threads}] floors ... ");
+        let s = Instant::now();
+        let r = run.cargo_bench(threads, "floors", "^floors/", "floors");
+        println!(
+            "{:.0} s{}",
+            s.elapsed().as_secs_f64(),
+            r.as_ref()
+                .err()
+                .map_or(String::new(), |e| format!(" FAILED: {e}"))
+        );
+        if let Err(e) = r {
+            shade_errors.push(format!("floors (t{threads}): {e}"));
+        }
         if threads == 1 {
             for bench in INTERNAL_BENCHES {
                 print!("==> [t1] {bench} ... ");
@@ -710,6 +726,7 @@ mod tests {
             mean_ns: 0.0,
             throughput: None,
             bytes: None,
+            elements: None,
             spread: Some(spread),
         };
         let mut r = Results::default();

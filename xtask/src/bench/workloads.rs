@@ -27,6 +27,9 @@ pub(super) struct Workload {
     pub(super) shade_missing: &'static [(&'static str, &'static str, &'static str)],
     /// Whether peak resident memory is compared (one process per workload and side).
     pub(super) memory: bool,
+    /// The element type of the arithmetic, `"f32"` or `"f64"`: its multiply-adds are
+    /// timed at the peak rate `floors/fma-<precision>`.
+    pub(super) precision: &'static str,
     /// `(a, b)`: the ratio `a ÷ b` is shown for every implementation.
     pub(super) pair: Option<(&'static str, &'static str)>,
     /// Bytes one run moves (shown as GB/s and as a fraction of the copy bandwidth).
@@ -87,6 +90,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         shade: SHADE,
         shade_missing: &[],
         memory: false,
+        precision: "f32",
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
         profile: "2026-12-02, `step-dense`, 1 thread (`perf record -e cpu-clock`): the reverse \
@@ -148,6 +152,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         shade: SHADE,
         shade_missing: &[],
         memory: false,
+        precision: "f32",
         pair: Some(("step", "infer")),
         bandwidth_bytes: None,
         profile: "2026-12-02, `step-dense`, 1 thread (`perf record -e cpu-clock`), after the \
@@ -178,6 +183,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         shade: SHADE,
         shade_missing: &[],
         memory: false,
+        precision: "f32",
         pair: None,
         bandwidth_bytes: None,
         profile: "2026-12-07, 1 thread (`perf record --call-graph dwarf`, Intel Xeon with \
@@ -212,6 +218,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         shade: SHADE,
         shade_missing: &[],
         memory: true,
+        precision: "f32",
         pair: None,
         bandwidth_bytes: None,
         profile: "2026-12-02, 1 thread (`perf record -e cpu-clock` of `gcn_large 100000 \
@@ -239,6 +246,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         shade: SHADE,
         shade_missing: &[],
         memory: true,
+        precision: "f32",
         pair: None,
         bandwidth_bytes: None,
         profile: "as for 100k (same kernels, ten times the data).",
@@ -263,6 +271,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         shade: SHADE,
         shade_missing: &[],
         memory: false,
+        precision: "f32",
         pair: None,
         bandwidth_bytes: Some(293_599_412.0),
         profile: "2026-12-01, 1 thread (`perf record -g`): 91 % in the CSR row kernel \
@@ -306,6 +315,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
         shade: BOTH_ENGINES,
         shade_missing: &[],
         memory: false,
+        precision: "f64",
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
         profile: "2026-12-01, `shade` (tape), gradient: 780 k records per call (66 MB of tape); \
@@ -359,6 +369,7 @@ pub(super) const WORKLOADS: &[Workload] = &[
             ),
         ],
         memory: false,
+        precision: "f64",
         pair: Some(("gradient", "objective")),
         bandwidth_bytes: None,
         profile: "2026-12-01, `shade-compiled` runs on one thread whatever `T` (the plain `f64` function \
@@ -375,4 +386,4 @@ pub(super) const WORKLOADS: &[Workload] = &[
 ];
 
 /// Criterion benches with internal ratios (no peers), run once.
-pub(super) const INTERNAL_BENCHES: &[&str] = &["copy", "interface", "sparse_jacobian"];
+pub(super) const INTERNAL_BENCHES: &[&str] = &["interface", "sparse_jacobian"];
