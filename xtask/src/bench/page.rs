@@ -447,6 +447,7 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>) {
             })
         });
     }
+    speed_up(s, w, p, &everyone);
     if !w.profile.is_empty() {
         let _ = writeln!(
             s,
@@ -466,6 +467,39 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>) {
                 })
         });
     }
+}
+
+/// What the most threads of the run gain over one: each implementation's one-thread
+/// median divided by its many-thread one, per variant, and the same for the floor (the
+/// most this machine gives the variant's mix of arithmetic and memory traffic).
+fn speed_up(s: &mut String, w: &Workload, p: &Page<'_>, everyone: &[&str]) {
+    let Some(&many) = p.threads.iter().max() else {
+        return;
+    };
+    if many < 2 || !p.threads.contains(&1) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Speed-up on {many} threads (1-thread median ÷ {many}-thread median; `floor`: the \
+         floor's, the most the machine's measured rates allow):\n\n| variant | {} | floor |\n|---|{}---|",
+        everyone.join(" | "),
+        "---|".repeat(everyone.len())
+    );
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "–".into(),
+    };
+    for v in w.variants {
+        let _ = write!(s, "| {v} |");
+        for who in everyone {
+            let cell = |t| median(p.res.cell(w.id, v, who, t));
+            let _ = write!(s, " {} |", ratio(cell(1), cell(many)));
+        }
+        let floor = |t| floor_time(p.estimates, w, v, t);
+        let _ = writeln!(s, " {} |", ratio(floor(1), floor(many)));
+    }
+    s.push('\n');
 }
 
 /// A table with one row per thread count and one column per implementation.
@@ -570,10 +604,11 @@ mod tests {
         let e = estimates();
         let mut res = Results::default();
         // Twice spmm's one-thread floor of 14.68 ms, and a peer at 4 times it.
-        for (who, median) in [("shade", 2.0), ("torch", 4.0)] {
+        // shade at 1.6 times the speed on two threads (1.2 times the floor there).
+        for (who, t, median) in [("shade", 1, 2.0), ("torch", 1, 4.0), ("shade", 2, 1.25)] {
             let median = median * 293.6e6 / 2e10;
             res.cells.insert(
-                ("spmm".into(), "forward".into(), who.into(), 1),
+                ("spmm".into(), "forward".into(), who.into(), t),
                 Cell::Ok(Timing {
                     min: median,
                     median,
@@ -613,9 +648,9 @@ mod tests {
             ),
             "{page}"
         );
-        // No result at two threads: no ratio.
+        // No peer at two threads: no ratio to the best peer.
         assert!(
-            page.contains("| spmm | forward | 2 | not measured | – | – | – |"),
+            page.contains("| spmm | forward | 2 | 18.35 ms | – | – | 1.9 |"),
             "{page}"
         );
         // Two threads measured no f64 rate: the one-thread rate stands.
@@ -627,6 +662,12 @@ mod tests {
         );
         assert!(
             page.contains("20.0 GB/s on 1 thread(s), 30.0 GB/s on 2 thread(s)"),
+            "{page}"
+        );
+        // torch has no 2-thread result; the floor's speed-up is that of the copy
+        // bandwidth, 30 / 20 GB/s.
+        assert!(
+            page.contains("| variant | shade | torch | scipy | floor |\n|---|---|---|---|---|\n| forward | 1.60 | – | – | 1.50 |"),
             "{page}"
         );
         assert!(
