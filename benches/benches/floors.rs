@@ -7,7 +7,14 @@
 //!   thread running 12 independent chains of one vector each in registers (enough to
 //!   keep two multiply-add units busy through their latency), compiled for the widest
 //!   vectors the processor has (`shade_autodiff::tensor::simd::wide`, as the tensor
-//!   layer's kernels are). Throughput in multiply-adds.
+//!   layer's kernels are). Throughput in multiply-adds;
+//! - `floors/wake`: what one split costs when the pool's other threads sleep, as they do
+//!   between the kernels of a workload: a `rayon::broadcast` of nothing after 1 ms of
+//!   work on the calling thread (every worker has gone to sleep by then), timed until
+//!   all threads have run it and the caller has the result. On one thread, the call
+//!   alone. (On the 2-vCPU machine of `docs/benchmarks.md`, about 80 µs after 50 µs
+//!   of work or more, 15 µs after 10 µs, and 3 µs when the caller slept instead of
+//!   working: waking a vCPU while the other one runs is what costs.)
 //!
 //! `cargo xtask bench --peers` divides each workload's counted multiply-adds and bytes
 //! (its floor) by these rates: the larger time is the floor a workload's median is
@@ -104,9 +111,31 @@ fn fma_rate<T: num_traits::Float + Send + Sync, const L: usize>(
     group.finish();
 }
 
+fn wake(c: &mut Criterion) {
+    let mut group = c.benchmark_group("floors");
+    group.sample_size(10);
+    group.bench_function(BenchmarkId::new("wake", threads_label()), |b| {
+        b.iter_custom(|iters| {
+            let mut total = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                let busy = std::time::Instant::now();
+                while busy.elapsed() < std::time::Duration::from_millis(1) {
+                    std::hint::spin_loop();
+                }
+                let t0 = std::time::Instant::now();
+                black_box(rayon::broadcast(|ctx| black_box(ctx.index())));
+                total += t0.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
 fn floors(c: &mut Criterion) {
     shade_benches::pool();
     copy_bandwidth(c);
+    wake(c);
     // 16 f32 or 8 f64 lanes: one 512-bit vector per chain.
     fma_rate::<f32, 16>(c, "fma-f32", 0.999_999, 1e-7);
     fma_rate::<f64, 8>(c, "fma-f64", 0.999_999_999, 1e-12);

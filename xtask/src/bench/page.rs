@@ -98,6 +98,17 @@ fn floor_rate(estimates: &[Estimate], function: &str, threads: usize) -> Option<
         .max_by(f64::total_cmp)
 }
 
+/// The median time of one hand-off to the pool's sleeping threads (`floors/wake`), in
+/// seconds, at `threads` threads.
+fn wake_time(estimates: &[Estimate], threads: usize) -> Option<f64> {
+    estimates
+        .iter()
+        .find(|e| {
+            e.group == "floors" && e.function == "wake" && e.parameter == format!("t{threads}")
+        })
+        .map(|e| e.spread.map_or(e.mean_ns, |s| s[1]) * 1e-9)
+}
+
 /// Copy bandwidth in bytes per second on `threads` threads.
 fn copy_bandwidth(estimates: &[Estimate], threads: usize) -> Option<f64> {
     floor_rate(estimates, "copy", threads)
@@ -225,11 +236,13 @@ pub(super) fn render(p: &Page<'_>) -> String {
          medians: below 1, shade is faster.\n\
          - Floors: the multiply-adds and the bytes that must move, counted from the \
          workload, at this machine's rates measured in the same run (bench `floors`; the \
-         fastest sample, at the thread count or fewer): the peak rate of fused multiply-adds (independent chains \
-         in registers at the widest vectors, `floors/fma-f32` and `fma-f64`: {}) and the \
-         copy bandwidth (`floors/copy`: {}). A variant's floor is the longer of the two \
-         times; `shade ÷ floor` divides shade's median by it (1 would be the machine's \
-         limit).\n",
+         fastest sample, at the thread count or fewer): the peak rate of fused \
+         multiply-adds (independent chains in registers at the widest vectors, \
+         `floors/fma-f32` and `fma-f64`: {}) and the copy bandwidth (`floors/copy`: {}). \
+         A variant's floor is the longer of the two times; `shade ÷ floor` divides \
+         shade's median by it (1 would be the machine's limit). A split of a kernel over \
+         threads also pays a hand-off: waking the pool's sleeping threads after 1 ms of \
+         work on the calling thread took {} (`floors/wake`, median).\n",
         rates(p, |t| {
             let g = |f: &str| floor_rate(p.estimates, f, t).map(|r| r / 1e9);
             match (g("fma-f32"), g("fma-f64")) {
@@ -239,6 +252,9 @@ pub(super) fn render(p: &Page<'_>) -> String {
         }),
         rates(p, |t| copy_bandwidth(p.estimates, t)
             .map(|b| format!("{:.1} GB/s", b / 1e9))),
+        rates(p, |t| (t > 1)
+            .then(|| wake_time(p.estimates, t).map(secs))
+            .flatten()),
     );
     if !p.shade_errors.is_empty() {
         let _ = writeln!(
@@ -562,6 +578,12 @@ mod tests {
             floor("fma-f64", 1, 5e9),
             floor("copy", 2, 3e9),
             floor("fma-f32", 2, 2e10),
+            Estimate {
+                bytes: None,
+                elements: None,
+                spread: Some([7e4, 8e4, 9e4]),
+                ..floor("wake", 2, 0.0)
+            },
         ]
     }
 
@@ -658,6 +680,10 @@ mod tests {
             page.contains(
                 "`fma-f64`: 100 and 50 G/s on 1 thread(s), 200 and 50 G/s on 2 thread(s))"
             ),
+            "{page}"
+        );
+        assert!(
+            page.contains("1 ms of work on the calling thread took 80.00 µs on 2 thread(s)"),
             "{page}"
         );
         assert!(

@@ -80,6 +80,19 @@
 //! (min of 5–6, `small_profile`, pinned): a few per cent where kernels are long, a loss
 //! where they are short, for a core kept spinning. Not kept.
 
+//!
+//! Where a wake-up's time goes on this machine (2 vCPUs under a hypervisor; a throwaway
+//! probe, a `rayon::join` whose second half a sleeping worker must steal, after busy
+//! work on the calling thread; medians of 300): the worker started 42 µs after the
+//! split after 1 ms of work, 24 µs after 100 µs. Pinning each of rayon's threads to its
+//! own CPU changed nothing (42 and 24 µs); keeping the worker's vCPU from halting (a
+//! `SCHED_IDLE` thread spinning on it) brought both to 20 µs, the cost of the wake-up's
+//! interrupt between vCPUs; the halted vCPU's own wake-up is the rest. Only a worker
+//! that polls memory instead of sleeping in the kernel avoids both (0.2 µs, above), at
+//! the price of a core kept spinning. `cargo xtask bench --peers` measures the
+//! hand-off in the same run as the workloads (`floors/wake`: a `rayon::broadcast` after
+//! 1 ms of work, about 80 µs here, 3 µs when the caller slept instead of working).
+
 /// Elements (or multiply-adds of a row-wise kernel) from which an elementwise or
 /// row-wise kernel splits over rayon's threads, in [`pieces`] (products split from
 /// [`PRODUCT_SPLIT_MIN`]): a few hundred µs of work on one core, where the saved half
