@@ -371,6 +371,24 @@ impl Run {
         )
     }
 
+    /// Runs the benches of `bench` matching `filter` at `threads` threads, printing its
+    /// time; a failure is kept in `errors` for the page.
+    fn whole_bench(&self, threads: usize, bench: &str, filter: &str, errors: &mut Vec<String>) {
+        print!("==> [t{threads}] {bench} ... ");
+        let s = Instant::now();
+        let r = self.cargo_bench(threads, bench, filter, bench);
+        println!(
+            "{:.0} s{}",
+            s.elapsed().as_secs_f64(),
+            r.as_ref()
+                .err()
+                .map_or(String::new(), |e| format!(" FAILED: {e}"))
+        );
+        if let Err(e) = r {
+            errors.push(format!("{bench} (t{threads}): {e}"));
+        }
+    }
+
     /// Runs one peer script on one workload; its result lines go to `results`.
     fn peer(&self, python: &Path, peer: &str, w: &Workload, threads: usize, res: &mut Results) {
         let script = self
@@ -531,34 +549,10 @@ pub(crate) fn run(quick: bool) -> Result<(), String> {
         .collect();
     for &threads in &thread_counts {
         // The machine's floors at this thread count, before the workloads they bound.
-        print!("==> [t{threads}] floors ... ");
-        let s = Instant::now();
-        let r = run.cargo_bench(threads, "floors", "^floors/", "floors");
-        println!(
-            "{:.0} s{}",
-            s.elapsed().as_secs_f64(),
-            r.as_ref()
-                .err()
-                .map_or(String::new(), |e| format!(" FAILED: {e}"))
-        );
-        if let Err(e) = r {
-            shade_errors.push(format!("floors (t{threads}): {e}"));
-        }
+        run.whole_bench(threads, "floors", "^floors/", &mut shade_errors);
         if threads == 1 {
             for bench in INTERNAL_BENCHES {
-                print!("==> [t1] {bench} ... ");
-                let s = Instant::now();
-                let r = run.cargo_bench(1, bench, "", bench);
-                println!(
-                    "{:.0} s{}",
-                    s.elapsed().as_secs_f64(),
-                    r.as_ref()
-                        .err()
-                        .map_or(String::new(), |e| format!(" FAILED: {e}"))
-                );
-                if let Err(e) = r {
-                    shade_errors.push(format!("{bench}: {e}"));
-                }
+                run.whole_bench(1, bench, "", &mut shade_errors);
             }
         }
         for w in &workloads {
