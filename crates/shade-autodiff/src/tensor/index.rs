@@ -430,7 +430,8 @@ impl<'a, T: Element> Tape<'a, T> {
                     for j in 0..f {
                         let p = k * f + j;
                         let v = xf[e * f + j];
-                        if arg[p] == usize::MAX || v > o[p] {
+                        // NaN wins, wherever it stands in the segment (as `max`).
+                        if arg[p] == usize::MAX || v > o[p] || (v.is_nan() && !o[p].is_nan()) {
                             arg[p] = e;
                             o[p] = v;
                         }
@@ -529,7 +530,8 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Column-wise maximum of the rows in each of `n` segments; empty segments are 0.
-    /// The adjoint goes to the arg-max (the first on ties).
+    /// The adjoint goes to the arg-max (the first on ties); a segment holding NaN has
+    /// NaN as its maximum (the first NaN takes the adjoint), as [`Tape::max`].
     #[track_caller]
     pub fn scatter_max<I: IndexType>(&mut self, src: Var, idx: &'a [I], n: usize) -> AdResult<Var> {
         let idx = Indices::of(idx);
