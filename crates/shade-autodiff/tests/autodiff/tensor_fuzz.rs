@@ -833,3 +833,129 @@ proptest! {
         }
     }
 }
+
+/// Products past the small kernel (2^14 multiply-adds and more: the narrow kernels and
+/// ndarray's), every layout, with one NaN or infinity placed in either operand or none.
+#[derive(Clone, Debug)]
+struct Big {
+    m: usize,
+    k: usize,
+    n: usize,
+    lays: [Lay; 3],
+    special: Option<(bool, usize, f64)>,
+    kind: u8,
+}
+
+fn big_product() -> impl Strategy<Value = Big> {
+    (
+        prop::sample::select(vec![1usize, 7, 64, 129, 300]),
+        prop::sample::select(vec![1usize, 3, 16, 24]),
+        prop::sample::select(vec![1usize, 2, 16, 33]),
+        [lay(), lay(), lay()],
+        prop::option::of((
+            any::<bool>(),
+            any::<usize>(),
+            prop::sample::select(vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0]),
+        )),
+        0..3u8,
+    )
+        .prop_map(|(m, k, n, lays, special, kind)| Big {
+            m,
+            k,
+            n,
+            lays,
+            special,
+            kind,
+        })
+}
+
+impl Big {
+    /// The operands (`a` `[m, k]`, `b` `[k, n]` or, for `linear`, `[n, k]`, a bias).
+    fn inputs(&self) -> [In; 3] {
+        let fill = |shape: Vec<usize>, lay: Lay, salt: usize| {
+            let len: usize = shape.iter().product();
+            let vals = (0..len)
+                .map(|i| ((i * 7919 + salt * 104_729) % 997) as f64 / 249.0 - 2.0)
+                .collect();
+            In { shape, lay, vals }
+        };
+        let b = if self.kind == 1 {
+            vec![self.n, self.k]
+        } else {
+            vec![self.k, self.n]
+        };
+        let mut ins = [
+            fill(vec![self.m, self.k], self.lays[0], 1),
+            fill(b, self.lays[1], 2),
+            fill(vec![self.n], self.lays[2], 3),
+        ];
+        if let Some((left, at, v)) = self.special {
+            let x = &mut ins[usize::from(!left)];
+            let len = x.vals.len();
+            x.vals[at % len] = v;
+        }
+        ins
+    }
+
+    fn run<T: Element>(&self, t: &mut Tape<'_, T>, h: &[Var]) -> AdResult<Var> {
+        match self.kind {
+            0 => t.matmul(h[0], h[1]),
+            1 => t.linear(h[0], h[1], Some(h[2])),
+            _ => {
+                let a = t.stack(&[h[0], h[0]], 0)?;
+                t.matmul(a, h[1])
+            }
+        }
+    }
+}
+
+fn big_case<T: Element>(c: &Big, ins: &[In; 3], eps: f64) -> Result<(), TestCaseError> {
+    let y = exercise::<T, _>(ins, |t, h| c.run(t, h))?;
+    let y = y.map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+    let cast = |v: f64| T::cst(v).to_f64().unwrap_or(f64::NAN);
+    let (a, b) = (&ins[0].vals, &ins[1].vals);
+    let (m, k, n) = (c.m, c.k, c.n);
+    let yv: Vec<f64> = y.iter().map(|v| v.to_f64().unwrap_or(f64::NAN)).collect();
+    prop_assert_eq!(yv.len(), m * n * if c.kind == 2 { 2 } else { 1 });
+    for i in 0..m {
+        for j in 0..n {
+            let bq = |q: usize| {
+                if c.kind == 1 {
+                    b[j * k + q]
+                } else {
+                    b[q * n + j]
+                }
+            };
+            let mut w: f64 = (0..k).map(|q| cast(a[i * k + q]) * cast(bq(q))).sum();
+            if c.kind == 1 {
+                w += cast(ins[2].vals[j]);
+            }
+            let g = yv[i * n + j];
+            prop_assert!(
+                agrees(g, w, eps * k as f64),
+                "{:?} at ({}, {}): {} against {}",
+                c,
+                i,
+                j,
+                g,
+                w
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(cases(32))]
+
+    #[test]
+    fn large_products(c in big_product(), seed in any::<u64>()) {
+        let ins = c.inputs();
+        big_case::<f64>(&c, &ins, 1e-12)?;
+        big_case::<f32>(&c, &ins, 1e-5)?;
+        if c.special.is_none() && c.m * c.k * c.n < 1 << 16 {
+            let xs: Vec<ArrayD<f64>> = ins.iter().map(In::build).collect();
+            check_op(&xs, seed, |t, h| c.run(t, h))?;
+        }
+    }
+}
