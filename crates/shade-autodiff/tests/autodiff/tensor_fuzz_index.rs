@@ -275,7 +275,48 @@ fn sparse_case<T: Element>(op: SpOp, a: &Triplets, ins: &[In]) -> Result<(), Tes
         &ins[1].shape,
     );
     match (got, want) {
-        (Ok(y), Some(s)) => prop_assert_eq!(y.shape(), &s[..], "{:?}", op),
+        (Ok(y), Some(s)) => {
+            prop_assert_eq!(y.shape(), &s[..], "{:?}", op);
+            // Only stored entries make terms: an unstored one is no `0 · x` (which
+            // would turn an infinite `x` into NaN).
+            let cast = |v: f64| T::cst(v).to_f64().unwrap_or(f64::NAN);
+            let (x, b) = (&ins[0], &ins[1]);
+            let f = *y.shape().get(1).unwrap_or(&1);
+            let mut w = vec![0.0; y.len()];
+            let (m, k) = (a.rows(), a.cols());
+            for (nz, (&v, (i, q))) in a.csr().iter().enumerate() {
+                let (i, q) = (i as usize, q as usize);
+                let v = match op {
+                    SpOp::Values => cast(b.vals[nz]),
+                    _ => v.to_f64().unwrap_or(f64::NAN),
+                };
+                match op {
+                    SpOp::Spmm | SpOp::Bias | SpOp::Values => {
+                        (0..f).for_each(|j| w[i * f + j] += v * cast(x.vals[q * f + j]))
+                    }
+                    SpOp::SpmmT => (0..f).for_each(|j| w[i * f + j] += v * cast(x.vals[j * k + q])),
+                    SpOp::Dense => {
+                        (0..y.shape()[0]).for_each(|r| w[r * k + q] += cast(x.vals[r * m + i]) * v)
+                    }
+                }
+            }
+            if matches!(op, SpOp::Bias) {
+                for (p, w) in w.iter_mut().enumerate() {
+                    *w += cast(b.vals[p % f]);
+                }
+            }
+            let single = x.vals.iter().filter(|v| !v.is_finite()).count() <= 1;
+            for (&g, &w) in y.iter().zip(&w) {
+                let (g, w) = (g.to_f64().unwrap_or(f64::NAN), cast(w));
+                prop_assert!(
+                    agrees(g, w, 1e-4) || !single || (w.is_finite() && w.abs() > 1e29),
+                    "{:?}: {} against {}",
+                    op,
+                    g,
+                    w
+                );
+            }
+        }
         (Err(_), None) => {}
         (got, want) => {
             let got = got.map(|y| y.shape().to_vec());
@@ -903,5 +944,45 @@ fn scatter_max_takes_nan_wherever_it_stands() {
         &seed,
     )
     .unwrap();
-    assert_eq!(dx.iter().copied().collect::<Vec<_>>(), vec![0.0, 1.0, 2.0, 0.0]);
+    assert_eq!(
+        dx.iter().copied().collect::<Vec<_>>(),
+        vec![0.0, 1.0, 2.0, 0.0]
+    );
+}
+
+/// A small matrix with many nonzeros (its products on the dense copy) times a value
+/// holding NaN or an infinity: the entries it does not store make no term, so a row
+/// that stores nothing against the NaN stays finite, in the value and in the gradient
+/// (the dense copy's `0 · NaN` made it NaN).
+#[test]
+fn dense_path_adds_no_term_for_unstored_entries() {
+    // [[0, 2, 0], [1, 0, 3], [4, 0, 5]]: 5 of 9 entries stored.
+    let a = SparseMatrix::try_from_csr(
+        (3, 3),
+        vec![0, 1, 3, 5],
+        vec![1, 0, 2, 0, 2],
+        vec![2.0, 1.0, 3.0, 4.0, 5.0],
+    )
+    .unwrap();
+    for bad in [f64::NAN, f64::INFINITY] {
+        let x = ndarray::array![[1.0], [1.0], [bad]].into_dyn();
+        let y = tensor::value(
+            &mut TapeBuffers::new(),
+            |t, (x,)| t.spmm(&a, x),
+            (shade_autodiff::Const(&x),),
+        )
+        .unwrap();
+        assert_eq!(y[[0, 0]], 2.0, "{y}");
+        // dX = Aᵀ G with G infinite in row 1 only: column 1 of A stores row 0 alone.
+        let g = ndarray::array![[0.0], [bad], [0.0]].into_dyn();
+        let mut dx = ndarray::ArrayD::zeros(IxDyn(&[3, 1]));
+        tensor::pullback(
+            &mut TapeBuffers::new(),
+            |t, (x,)| t.spmm(&a, x),
+            (shade_autodiff::Duplicated(&x, &mut dx),),
+            &g,
+        )
+        .unwrap();
+        assert_eq!(dx[[1, 0]], 0.0, "{dx}");
+    }
 }
