@@ -337,6 +337,40 @@ where
             })?;
             let again = again.map_err(|e| TestCaseError::fail(format!("{e}")))?;
             prop_assert!(again.iter().zip(&fresh_g).all(|(a, b)| same_bits(a, b)));
+            // Forward mode: the same error, and the valid program's value and tangent.
+            let fwd = |bufs: &mut TapeBuffers<T>, fail: bool| {
+                let mut ts: Vec<ArrayD<T>> = ins.iter().map(In::zeros).collect();
+                ts.iter_mut().for_each(|t| t.fill(T::one()));
+                let args: Vec<_> = xs
+                    .iter()
+                    .zip(ts.iter_mut())
+                    .map(|(x, t)| Arg::D(x, t))
+                    .collect();
+                let p = |t: &mut Tape<'_, T>, h: Vec<Var>| {
+                    let n = t.len();
+                    let r = if fail {
+                        f(t, &h).map(|_| ()).map_err(|e| e.code())
+                    } else {
+                        Err(code)
+                    };
+                    seen.set(Some((r, t.len() == n)));
+                    valid(t, &h)
+                };
+                tensor::pushforward(bufs, p, args)
+            };
+            let want = fwd(&mut TapeBuffers::new(), false)
+                .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+            let got = no_panic("forward mode after an error", || fwd(&mut bufs, true))?;
+            prop_assert_eq!(
+                seen.get(),
+                Some((Err(code), true)),
+                "forward mode: another outcome, or the tape grew"
+            );
+            let got = got.map_err(|e| TestCaseError::fail(format!("{e}")))?;
+            prop_assert!(
+                same_bits(&got.0, &want.0) && same_bits(&got.1, &want.1),
+                "forward mode after an error"
+            );
             return Ok(Err(code));
         }
         Ok(y) => y,
