@@ -19,7 +19,7 @@
 //! once per index type.
 
 use super::index::indices::{Pairs, with_pairs};
-use super::index::{IndexType, check_indices};
+use super::index::{IndexType, check_count, check_indices};
 use super::tape::{Bwd, Op, Pool, Tan};
 use super::{Element, Tape, Var};
 use crate::error::{AdError, AdResult};
@@ -51,8 +51,10 @@ pub struct SymNorm<'a, I = usize> {
 }
 
 impl<'a, I: IndexType> SymNorm<'a, I> {
-    fn validate(&self, w_len: usize) -> AdResult<()> {
+    fn validate<T>(&self, w_len: usize) -> AdResult<()> {
         let op = "sym_norm_values";
+        check_count::<T>(op, "nodes", self.num_nodes, 1)?;
+        check_count::<T>(op, "entries", self.num_entries, 1)?;
         let k = self.rows.len();
         for (len, _) in [
             (self.cols.len(), "cols"),
@@ -420,7 +422,8 @@ impl<'a, T: Element> Tape<'a, T> {
     ///
     /// Errors: [`AdError::ShapeMismatch`] unless `rows` and `cols` have one entry per
     /// row of `v`, `x` is 2-D and the groups divide its width;
-    /// [`AdError::IndexOutOfRange`] for a row `>= n` or a column `>= M`.
+    /// [`AdError::IndexOutOfRange`] for a row `>= n` or a column `>= M`;
+    /// [`AdError::InvalidArgument`] when `n` rows of the result would not fit in memory.
     #[track_caller]
     pub fn coo_spmm<I: IndexType>(
         &mut self,
@@ -455,6 +458,7 @@ impl<'a, T: Element> Tape<'a, T> {
         check_indices("coo_spmm", rows, n)?;
         check_indices("coo_spmm", cols, xs[0])?;
         let f = xs[1];
+        check_count::<T>("coo_spmm", "rows", n, f)?;
         let (vc, xc) = (vw.as_standard_layout(), xw.as_standard_layout());
         let (vf, xf) = (std(&vc), std(&xc));
         let mut out = self.pool.zeros(&[n, f]);
@@ -499,7 +503,7 @@ impl<'a, T: Element> Tape<'a, T> {
     pub fn sym_norm_values<I: IndexType>(&mut self, w: Var, s: SymNorm<'a, I>) -> AdResult<Var> {
         let iw = self.index(w)?;
         let wv = self.vals[iw].view();
-        s.validate(wv.len())?;
+        s.validate::<T>(wv.len())?;
         let wc = wv.as_standard_layout();
         let prepared = s.prepare(std(&wc), &mut self.pool);
         let [wf, _, dis] = &prepared;

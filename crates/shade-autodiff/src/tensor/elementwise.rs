@@ -78,7 +78,14 @@ impl<T: Element> Unary<T> {
                 T::cst(0.5) * x * (T::one() + u.tanh_v())
             }
             Unary::Softplus => x.max(z) + (-x.abs()).exp().ln_1p(),
-            Unary::Clamp(lo, hi) => x.max(lo).min(hi),
+            // NaN stays NaN (`max` would make it `lo`).
+            Unary::Clamp(lo, hi) => {
+                if x.is_nan() {
+                    x
+                } else {
+                    x.max(lo).min(hi)
+                }
+            }
         }
     }
 
@@ -550,7 +557,8 @@ impl<'a, T: Element> Tape<'a, T> {
         self.unary(a, Unary::Softplus)
     }
 
-    /// `min(max(a, lo), hi)`; derivative 1 on `[lo, hi]`, 0 outside.
+    /// `min(max(a, lo), hi)`, NaN where `a` is NaN; derivative 1 on `[lo, hi]`, 0
+    /// outside.
     ///
     /// Errors with [`AdError::InvalidArgument`] when `lo > hi` or either is NaN.
     #[track_caller]

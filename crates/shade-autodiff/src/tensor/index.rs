@@ -18,7 +18,7 @@ use indices::{Indices, with_indices};
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
 
 pub use indices::IndexType;
-pub(crate) use indices::check_indices;
+pub(crate) use indices::{check_count, check_indices};
 
 /// A selection of rows for the losses: all of them, a mask, or a list of indices
 /// (a row listed twice counts twice).
@@ -390,6 +390,7 @@ impl<'a, T: Element> Tape<'a, T> {
                     });
                 }
                 check_indices(op, idx, n)?;
+                check_count::<T>(op, "segments", n, f)?;
                 if kind != Kind::SegmentSoftmax {
                     shape[0] = n;
                 }
@@ -429,7 +430,8 @@ impl<'a, T: Element> Tape<'a, T> {
                     for j in 0..f {
                         let p = k * f + j;
                         let v = xf[e * f + j];
-                        if arg[p] == usize::MAX || v > o[p] {
+                        // NaN wins, wherever it stands in the segment (as `max`).
+                        if arg[p] == usize::MAX || v > o[p] || (v.is_nan() && !o[p].is_nan()) {
                             arg[p] = e;
                             o[p] = v;
                         }
@@ -506,7 +508,8 @@ impl<'a, T: Element> Tape<'a, T> {
     /// segments are 0.
     ///
     /// Errors: [`AdError::ShapeMismatch`] unless `idx` has one entry per row;
-    /// [`AdError::IndexOutOfRange`] for an index `>= n`. The same for the other
+    /// [`AdError::IndexOutOfRange`] for an index `>= n`; [`AdError::InvalidArgument`]
+    /// when `n` rows of the result would not fit in memory. The same for the other
     /// segment operations.
     #[track_caller]
     pub fn scatter_add<I: IndexType>(&mut self, src: Var, idx: &'a [I], n: usize) -> AdResult<Var> {
@@ -527,7 +530,8 @@ impl<'a, T: Element> Tape<'a, T> {
     }
 
     /// Column-wise maximum of the rows in each of `n` segments; empty segments are 0.
-    /// The adjoint goes to the arg-max (the first on ties).
+    /// The adjoint goes to the arg-max (the first on ties); a segment holding NaN has
+    /// NaN as its maximum (the first NaN takes the adjoint), as [`Tape::max`].
     #[track_caller]
     pub fn scatter_max<I: IndexType>(&mut self, src: Var, idx: &'a [I], n: usize) -> AdResult<Var> {
         let idx = Indices::of(idx);

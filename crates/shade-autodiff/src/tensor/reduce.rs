@@ -232,8 +232,16 @@ impl<'a, T: Element> Tape<'a, T> {
                         v
                     }
                     Kind::LogSumExp => {
-                        let m = lane.iter().copied().fold(T::neg_infinity(), T::max);
-                        if m == T::neg_infinity() {
+                        // NaN wins (`T::max` would skip it, and a lane of NaN would give
+                        // -inf); an infinite maximum is the result (`inf - inf` is NaN).
+                        let m = lane.iter().copied().fold(T::neg_infinity(), |m, v| {
+                            if m.is_nan() || v.is_nan() {
+                                T::nan()
+                            } else {
+                                m.max(v)
+                            }
+                        });
+                        if m.is_nan() || m.is_infinite() {
                             m
                         } else {
                             m + lane.iter().map(|&v| (v - m).exp()).sum::<T>().ln()

@@ -198,7 +198,24 @@ impl<'a, T: Element> Tape<'a, T> {
     pub fn reshape(&mut self, a: Var, shape: &[usize]) -> AdResult<Var> {
         let ia = self.index(a)?;
         let x = self.vals[ia].view();
-        if x.len() != shape.iter().product::<usize>() {
+        // Checked: a product past `usize` is no size at all, and ndarray takes no shape
+        // whose nonzero axes hold more than `isize::MAX` elements (even an empty one).
+        let size = shape.iter().try_fold(1usize, |p, &d| p.checked_mul(d));
+        let nonzero = shape
+            .iter()
+            .filter(|&&d| d > 0)
+            .try_fold(1usize, |p, &d| p.checked_mul(d));
+        if nonzero.is_none_or(|p| p > isize::MAX as usize) {
+            return Err(AdError::InvalidArgument {
+                op: "reshape",
+                what: format!(
+                    "the shape {shape:?} has more than isize::MAX elements (for {:?}: pass a shape of {} elements)",
+                    x.shape(),
+                    x.len()
+                ),
+            });
+        }
+        if size != Some(x.len()) {
             return Err(AdError::ShapeMismatch {
                 op: "reshape",
                 left: x.shape().to_vec(),

@@ -26,6 +26,8 @@ mod tensor_anomaly;
 mod tensor_elementwise;
 mod tensor_entry;
 mod tensor_fastpaths;
+mod tensor_fuzz;
+mod tensor_fuzz_index;
 mod tensor_graph;
 mod tensor_index_types;
 mod tensor_shape;

@@ -117,6 +117,31 @@ pub(crate) fn check_indices<I: IndexType>(
     }
 }
 
+/// Checks a count the caller passes (segments, rows, nodes, entries) before anything is
+/// allocated for it: `count` rows of `row` elements (at least one) of `T`, or of the
+/// `usize` arg-max entries a scatter keeps, must fit in one allocation (`isize::MAX`
+/// bytes); otherwise [`AdError::InvalidArgument`], not a capacity-overflow panic.
+pub(crate) fn check_count<T>(
+    op: &'static str,
+    what: &'static str,
+    count: usize,
+    row: usize,
+) -> AdResult<()> {
+    let width = std::mem::size_of::<T>().max(std::mem::size_of::<usize>());
+    let bytes = count
+        .checked_mul(row.max(1))
+        .and_then(|e| e.checked_mul(width));
+    if bytes.is_none_or(|b| b > isize::MAX as usize) {
+        return Err(AdError::InvalidArgument {
+            op,
+            what: format!(
+                "{count} {what} of {row} elements each do not fit in memory (more than isize::MAX bytes): pass the number actually indexed"
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl<'a> Indices<'a> {
     /// `idx`, borrowed.
     pub(crate) fn of<I: IndexType>(idx: &'a [I]) -> Self {

@@ -6,7 +6,9 @@
 //!
 //! Chosen by shape and fill alone ([`takes`]), so a matrix always takes the same path:
 //! the results do not depend on the thread count, and differ from the CSR kernel's only
-//! in rounding (another order of the same sums, fused).
+//! in rounding (another order of the same sums, fused). An operand that holds NaN or an
+//! infinity takes the CSR kernel ([`all_finite`]): the copy's zeros would make NaN of
+//! it (`0 · inf`) where `A` stores nothing and the sparse product has no term.
 //!
 //! Measured (`Tape::spmm` forward and reverse against `Tape::matmul` of the dense copy,
 //! one thread, f32, random fill with the diagonal): the dense product is as fast at
@@ -32,6 +34,12 @@ const MIN_FILL: f64 = 0.4;
 pub(super) fn takes(rows: usize, cols: usize, nnz: usize) -> bool {
     let entries = rows.saturating_mul(cols);
     entries > 0 && entries <= MAX_ENTRIES && nnz as f64 >= MIN_FILL * entries as f64
+}
+
+/// Whether every value of a product's operand is finite (one pass over it, against the
+/// product's `rows` passes): only then may the dense copy's zeros multiply it.
+pub(super) fn all_finite<T: Element>(x: &[T]) -> bool {
+    x.iter().all(|v| v.is_finite())
 }
 
 /// The dense copy of `a` (repeated entries summed, as the CSR kernel sums them).

@@ -267,9 +267,16 @@ impl<T: Element> SparseMatrix<T> {
             .as_deref()
     }
 
+    /// The dense copy for a product with `x`: none when `x` holds NaN or an infinity,
+    /// which the copy's zeros (entries `A` does not store) would turn into NaN where
+    /// the sparse product has no term (`dense::takes`).
+    fn dense_for(&self, x: &[T]) -> Option<&ndarray::Array2<T>> {
+        self.dense().filter(|_| dense::all_finite(x))
+    }
+
     /// `out = start + A · x` for a row-major `x` with rows of length `f`.
     pub(super) fn mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
-        match self.dense() {
+        match self.dense_for(x) {
             Some(d) => dense::mm(d.view(), x, f, start, out),
             None => self.csr_mm(x, f, start, out),
         }
@@ -283,7 +290,7 @@ impl<T: Element> SparseMatrix<T> {
 
     /// `out = start + Aᵀ · x` for a row-major `x` with rows of length `f`.
     pub(super) fn transpose_mm(&self, x: &[T], f: usize, start: Start<'_, T>, out: &mut [T]) {
-        if let Some(d) = self.dense() {
+        if let Some(d) = self.dense_for(x) {
             dense::mm(d.t(), x, f, start, out);
             return;
         }
