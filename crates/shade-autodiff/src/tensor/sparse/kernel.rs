@@ -300,7 +300,11 @@ where
 /// of degree, so that the loop exits are predicted, also lost: 565 against 494 µs. On
 /// the Intel machine of 2026-12, two rows in lockstep with both accumulators in registers
 /// were no faster either, 482 against 479 µs: a 16-wide add waits 2 cycles, the rows
-/// wait on their loads and on the mispredicted exit of each row's loop.)
+/// wait on their loads and on the mispredicted exit of each row's loop. Nor one strip of
+/// 32 or 64 lanes over the whole of a row of 17 to 64 columns, one pass with up to four
+/// sums instead of a pass per strip: the policy model's 50 columns, 99 → 98 µs a
+/// gradient (`small_profile policy`, min of 10); 64 columns at 100k nodes, 120 → 125 ms a
+/// step on one thread, 63 → 65 on two (`gcn_large`, min of 3).)
 #[inline(always)]
 fn csr_rows<T, V, const PF: bool>(k: &Rows<'_, T, V>, r0: usize, chunk: &mut [T])
 where
