@@ -240,7 +240,9 @@ pub(super) fn render(p: &Page<'_>) -> String {
          multiply-adds (independent chains in registers at the widest vectors, \
          `floors/fma-f32` and `fma-f64`: {}) and the copy bandwidth (`floors/copy`: {}). \
          A variant's floor is the longer of the two times; `shade ÷ floor` divides \
-         shade's median by it (1 would be the machine's limit). A split of a kernel over \
+         shade's median by it (1 would be the machine's limit; the counted bytes are \
+         those a kernel must touch, so a median can beat the memory floor where they come \
+         from the caches). A split of a kernel over \
          threads also pays a hand-off: waking the pool's sleeping threads after 1 ms of \
          work on the calling thread took {} (`floors/wake`, median).\n",
         rates(p, |t| {
@@ -486,8 +488,9 @@ fn render_workload(s: &mut String, n: usize, w: &Workload, p: &Page<'_>) {
 }
 
 /// What the most threads of the run gain over one: each implementation's one-thread
-/// median divided by its many-thread one, per variant, and the same for the floor (the
-/// most this machine gives the variant's mix of arithmetic and memory traffic).
+/// median divided by its many-thread one, per variant, and the same ratio of the floor
+/// (what the run's measured rates gave the variant's mix of arithmetic and memory
+/// traffic).
 fn speed_up(s: &mut String, w: &Workload, p: &Page<'_>, everyone: &[&str]) {
     let Some(&many) = p.threads.iter().max() else {
         return;
@@ -498,7 +501,7 @@ fn speed_up(s: &mut String, w: &Workload, p: &Page<'_>, everyone: &[&str]) {
     let _ = writeln!(
         s,
         "Speed-up on {many} threads (1-thread median ÷ {many}-thread median; `floor`: the \
-         floor's, the most the machine's measured rates allow):\n\n| variant | {} | floor |\n|---|{}---|",
+         same ratio of the floor, what this run's measured rates gave the variant's count):\n\n| variant | {} | floor |\n|---|{}---|",
         everyone.join(" | "),
         "---|".repeat(everyone.len())
     );
