@@ -124,6 +124,11 @@ pub(crate) enum Arg<'a, T: Element> {
     D(&'a ArrayD<T>, &'a mut ArrayD<T>),
 }
 
+/// Every array tracked, each with its shadow (an adjoint or a tangent).
+fn tracked<'a, T: Element>(xs: &'a [ArrayD<T>], shadows: &'a mut [ArrayD<T>]) -> Vec<Arg<'a, T>> {
+    xs.iter().zip(shadows).map(|(x, d)| Arg::D(x, d)).collect()
+}
+
 impl<'a, T: Element> TensorArg<'a, T> for Arg<'a, T> {
     type Handle = Var;
     fn register(self, tape: &mut Tape<'a, T>, pos: usize) -> AdResult<Var> {
@@ -186,11 +191,7 @@ where
     F: for<'a> Fn(&mut Tape<'a, T>, &[Var]) -> AdResult<Var>,
 {
     let mut gs: Vec<ArrayD<T>> = ins.iter().map(In::zeros).collect();
-    let args: Vec<_> = xs
-        .iter()
-        .zip(gs.iter_mut())
-        .map(|(x, g)| Arg::D(x, g))
-        .collect();
+    let args = tracked(xs, &mut gs);
     tensor::pullback(bufs, |t, h| f(t, &h), args, seed)?;
     Ok(gs)
 }
@@ -263,11 +264,7 @@ where
     }
     if y.is_ok() {
         let mut gs: Vec<ArrayD<T>> = ins.iter().map(In::zeros).collect();
-        let args: Vec<_> = xs
-            .iter()
-            .zip(gs.iter_mut())
-            .map(|(x, g)| Arg::D(x, g))
-            .collect();
+        let args = tracked(&xs, &mut gs);
         let r = no_panic("anomaly mode, reverse", || {
             tensor::gradient(
                 &mut watched,
@@ -341,11 +338,7 @@ where
             let fwd = |bufs: &mut TapeBuffers<T>, fail: bool| {
                 let mut ts: Vec<ArrayD<T>> = ins.iter().map(In::zeros).collect();
                 ts.iter_mut().for_each(|t| t.fill(T::one()));
-                let args: Vec<_> = xs
-                    .iter()
-                    .zip(ts.iter_mut())
-                    .map(|(x, t)| Arg::D(x, t))
-                    .collect();
+                let args = tracked(&xs, &mut ts);
                 let p = |t: &mut Tape<'_, T>, h: Vec<Var>| {
                     let n = t.len();
                     let r = if fail {
@@ -406,11 +399,7 @@ where
         .iter()
         .map(|i| i.zeros::<T>().mapv(|_: T| T::cst(0.5)))
         .collect();
-    let args: Vec<_> = xs
-        .iter()
-        .zip(ts.iter_mut())
-        .map(|(x, t)| Arg::D(x, t))
-        .collect();
+    let args = tracked(&xs, &mut ts);
     let fwd = no_panic("pushforward", || {
         tensor::pushforward(&mut bufs, |t, h| f(t, &h), args)
     })?;
