@@ -10,6 +10,7 @@
 
 use crate::check::{cases, check_op, no_near_ties_in_segments};
 use crate::tensor_fuzz::{Arg, In, agrees, exercise, input, shape};
+use crate::tensor_index_types::IndexOp;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -43,33 +44,6 @@ fn indices(rows: usize) -> impl Strategy<Value = Vec<usize>> {
         4 => prop::collection::vec(index(), rows),
         1 => prop::collection::vec(index(), 0..6),
     ]
-}
-
-#[derive(Clone, Copy, Debug)]
-enum IndexOp {
-    Select,
-    SelectOwned,
-    Add,
-    Mean,
-    Max,
-    Softmax,
-}
-
-fn run_index<'a, T: Element, I: IndexType>(
-    op: IndexOp,
-    t: &mut Tape<'a, T>,
-    x: Var,
-    idx: &'a [I],
-    n: usize,
-) -> AdResult<Var> {
-    match op {
-        IndexOp::Select => t.index_select(x, idx),
-        IndexOp::SelectOwned => t.index_select_owned(x, idx.iter().map(|i| i.ix()).collect()),
-        IndexOp::Add => t.scatter_add(x, idx, n),
-        IndexOp::Mean => t.scatter_mean(x, idx, n),
-        IndexOp::Max => t.scatter_max(x, idx, n),
-        IndexOp::Softmax => t.segment_softmax(x, idx, n),
-    }
 }
 
 /// The shape of an index operation's result by its contract.
@@ -110,9 +84,7 @@ fn index_case<T: Element, I: IndexType>(
     eps: f64,
 ) -> Result<(), TestCaseError> {
     let ix: Vec<usize> = idx.iter().map(|i| i.ix()).collect();
-    let got = exercise::<T, _>(std::slice::from_ref(x), |t, h| {
-        run_index(op, t, h[0], idx, n)
-    })?;
+    let got = exercise::<T, _>(std::slice::from_ref(x), |t, h| op.run(t, h[0], idx, n))?;
     match (got, index_shape(op, &x.shape, &ix, n)) {
         (Ok(y), Some(s)) => {
             prop_assert_eq!(y.shape(), &s[..], "{:?}", op);
@@ -831,7 +803,7 @@ proptest! {
         if clean && index_shape(op, &x.shape, &idx, n).is_some() {
             let xs = x.build::<f64>();
             if !matches!(op, IndexOp::Max) || x.shape.len() == 2 && no_near_ties_in_segments(&xs, &idx) {
-                check_op(&[xs], seed, |t, h| run_index(op, t, h[0], wide, n))?;
+                check_op(&[xs], seed, |t, h| op.run(t, h[0], wide, n))?;
             }
         }
     }

@@ -6,19 +6,22 @@
 use crate::tensor_graph::{coo_case, leak, leak_u32, narrow, norm_case, segments};
 use ndarray::{Array1, Array2, ArrayD};
 use proptest::prelude::*;
-use shade_autodiff::tensor::{self, IndexType, SymNorm, Tape, TapeBuffers, Var};
+use shade_autodiff::tensor::{self, Element, IndexType, SymNorm, Tape, TapeBuffers, Var};
 use shade_autodiff::{AdError, AdResult, Const, Duplicated};
 
-/// The index operations of `index.rs`.
+/// The index operations of `index.rs` (`SelectOwned`: `index_select_owned`, whose
+/// indices are a `Vec<usize>` of its own; the others take the slice as it is).
 #[derive(Clone, Copy, Debug)]
-enum IndexOp {
+pub(crate) enum IndexOp {
     Select,
+    SelectOwned,
     Add,
     Mean,
     Max,
     Softmax,
 }
 
+/// The operations that take a slice of either index type as it is.
 const INDEX_OPS: [IndexOp; 5] = [
     IndexOp::Select,
     IndexOp::Add,
@@ -29,15 +32,16 @@ const INDEX_OPS: [IndexOp; 5] = [
 
 impl IndexOp {
     /// Runs the operation on `x` with `idx` (`n` segments; unused by the gather).
-    fn run<'a, I: IndexType>(
+    pub(crate) fn run<'a, T: Element, I: IndexType>(
         self,
-        t: &mut Tape<'a, f64>,
+        t: &mut Tape<'a, T>,
         x: Var,
         idx: &'a [I],
         n: usize,
     ) -> AdResult<Var> {
         match self {
             IndexOp::Select => t.index_select(x, idx),
+            IndexOp::SelectOwned => t.index_select_owned(x, idx.iter().map(|i| i.ix()).collect()),
             IndexOp::Add => t.scatter_add(x, idx, n),
             IndexOp::Mean => t.scatter_mean(x, idx, n),
             IndexOp::Max => t.scatter_max(x, idx, n),
@@ -49,6 +53,7 @@ impl IndexOp {
     fn name(self) -> &'static str {
         match self {
             IndexOp::Select => "index_select",
+            IndexOp::SelectOwned => "index_select_owned",
             IndexOp::Add => "scatter_add",
             IndexOp::Mean => "scatter_mean",
             IndexOp::Max => "scatter_max",
