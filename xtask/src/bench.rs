@@ -99,14 +99,15 @@ pub(crate) fn collect(base: &Path, dir: &Path, out: &mut Vec<Estimate>) -> Resul
             let spread = fs::read_to_string(new.join("sample.json"))
                 .ok()
                 .and_then(|s| spread(&s));
+            let (bytes, elements) = (throughput_bytes(&meta), throughput_elements(&meta));
             out.push(Estimate {
                 group: field("group_id"),
                 function: field("function_id"),
                 parameter: field("value_str"),
                 mean_ns,
-                throughput: throughput(&meta, mean_ns),
-                bytes: throughput_bytes(&meta),
-                elements: number_after(&meta, "\"throughput\"", "\"Elements\":"),
+                throughput: throughput(bytes, elements, mean_ns),
+                bytes,
+                elements,
                 spread,
             });
         } else if path != base.join("report") {
@@ -154,12 +155,16 @@ fn throughput_bytes(meta: &str) -> Option<f64> {
         .or_else(|| number_after(meta, "\"throughput\"", "\"BytesDecimal\":"))
 }
 
-fn throughput(meta: &str, mean_ns: f64) -> Option<String> {
-    if let Some(b) = throughput_bytes(meta) {
-        return Some(format!("{:.2} GB/s", b / mean_ns));
-    }
+fn throughput_elements(meta: &str) -> Option<f64> {
     number_after(meta, "\"throughput\"", "\"Elements\":")
-        .map(|e| format!("{:.3} Gelem/s", e / mean_ns))
+}
+
+/// The rate of a bench that declares bytes (GB/s) or elements (Gelem/s) per iteration.
+fn throughput(bytes: Option<f64>, elements: Option<f64>, mean_ns: f64) -> Option<String> {
+    match (bytes, elements) {
+        (Some(b), _) => Some(format!("{:.2} GB/s", b / mean_ns)),
+        (None, e) => e.map(|e| format!("{:.3} Gelem/s", e / mean_ns)),
+    }
 }
 
 fn is_reference(function: &str) -> bool {
@@ -230,7 +235,16 @@ mod tests {
         );
         let meta = r#"{"group_id":"spmm","function_id":"shade","value_str":"100k","throughput":{"Bytes":3000}}"#;
         assert_eq!(string_field(meta, "function_id").as_deref(), Some("shade"));
-        assert_eq!(throughput(meta, 1000.0).as_deref(), Some("3.00 GB/s"));
+        assert_eq!(
+            throughput(throughput_bytes(meta), throughput_elements(meta), 1000.0).as_deref(),
+            Some("3.00 GB/s")
+        );
+        let meta = r#"{"group_id":"floors","throughput":{"Elements":5000}}"#;
+        assert_eq!(throughput_elements(meta), Some(5000.0));
+        assert_eq!(
+            throughput(throughput_bytes(meta), throughput_elements(meta), 1000.0).as_deref(),
+            Some("5.000 Gelem/s")
+        );
         let null = r#"{"group_id":"g","function_id":null}"#;
         assert_eq!(string_field(null, "function_id"), None);
     }
